@@ -1,0 +1,39 @@
+# make run: measure this machine's GPUs.  make test: the test suite.  Both set up .venv first.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+ARGS ?=
+
+# The CuPy wheel must match the driver's CUDA major version (nvidia-smi prints "CUDA Version: 13.0").
+CUDA_MAJOR := $(shell nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9]*\).*/\1/p' | head -n 1)
+RUN_EXTRA := $(if $(filter 12,$(CUDA_MAJOR)),cuda12,$(if $(filter 13 14,$(CUDA_MAJOR)),cuda13,))
+
+.PHONY: run test demo lint clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+
+$(VENV)/.run-installed: pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e ".$(if $(RUN_EXTRA),[$(RUN_EXTRA)],)"
+	touch $@
+
+$(VENV)/.test-installed: pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e ".[test,plot]"
+	touch $@
+
+run: $(VENV)/.run-installed
+	@$(PY) -m bisect_smem $(ARGS)
+
+demo: $(VENV)/.run-installed
+	@$(PY) -m bisect_smem --simulate h200 --simulate rtx-pro-6000 $(ARGS)
+
+test: $(VENV)/.test-installed
+	$(PY) -m ruff check bisect_smem tests
+	$(PY) -m pytest
+
+lint: $(VENV)/.test-installed
+	$(PY) -m ruff check bisect_smem tests
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache

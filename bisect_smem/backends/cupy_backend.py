@@ -1,0 +1,129 @@
+"""The CuPy backend: NVRTC through RawModule (all probe variants in one compile), launches through CuPy.
+
+The only module that imports cupy, and only inside functions: the parent process never pays for it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+from typing import Any
+
+from bisect_smem import attributes
+from bisect_smem.backends.base import DeviceIdentity, LaunchOutcome, Outcome, ProbeKernel, classify_cuda_error
+from bisect_smem.backends.libcuda import libcuda
+from bisect_smem.errors import BackendUnavailable, KernelCompileError
+from bisect_smem.kernel_source import (
+    NVRTC_OPTIONS,
+    PROBE_FILE,
+    RESULT_WORDS,
+    decode_probe_result,
+    probe_name,
+    probe_name_expressions,
+    read_kernel,
+)
+
+INSTALL_HINT = "install CuPy for your driver: pip install 'bisect-smem[cuda13]' (or [cuda12])"
+
+
+class CupyBackend:
+    """Probe kernels compiled by NVRTC and launched by CuPy."""
+
+    name = "cupy"
+
+    def is_available(self) -> bool:
+        try:
+            return self.device_count() > 0
+        except BackendUnavailable:
+            return False
+
+    def unavailable_reason(self) -> str:
+        try:
+            count = self.device_count()
+        except BackendUnavailable as exc:
+            return str(exc)
+        return "" if count else "no CUDA device is visible (check CUDA_VISIBLE_DEVICES)"
+
+    def device_count(self) -> int:
+        if importlib.util.find_spec("cupy") is None:
+            raise BackendUnavailable(f"the cupy backend needs CuPy, which is not installed: {INSTALL_HINT}")
+        return libcuda().device_count()
+
+    def open(self, index: int, static_sizes: tuple[int, ...]) -> CupySession:
+        return CupySession(index, static_sizes)
+
+
+class CupySession:
+    """One device: every probe kernel compiled in a single NVRTC call and loaded once."""
+
+    def __init__(self, index: int, static_sizes: tuple[int, ...]) -> None:
+        try:
+            import cupy
+        except ImportError as exc:
+            raise BackendUnavailable(f"CuPy could not be imported ({exc}): {INSTALL_HINT}") from exc
+        self._cupy = cupy
+        self.index = index
+        self._device = cupy.cuda.Device(index)
+        self._device.use()
+        self._static_sizes = static_sizes
+        names = probe_name_expressions(static_sizes)
+        try:
+            self._module = cupy.RawModule(code=read_kernel(PROBE_FILE), options=NVRTC_OPTIONS,
+                                          name_expressions=names)
+            self._functions = {name: self._module.get_function(name) for name in names}
+        except cupy.cuda.compiler.CompileException as exc:
+            raise KernelCompileError(f"probe kernels failed to compile for device {index}", str(exc)) from exc
+        except cupy.cuda.driver.CUDADriverError as exc:
+            raise KernelCompileError(f"probe kernels failed to load on device {index}: {exc}", str(exc)) from exc
+        self._out = cupy.zeros(RESULT_WORDS, dtype=cupy.uint32)
+        self._seeds = itertools.count(1)
+
+    def _function(self, kernel: ProbeKernel) -> Any:
+        return self._functions[probe_name(kernel.static_bytes, kernel.opt_in)]
+
+    def identity(self) -> DeviceIdentity:
+        runtime = self._cupy.cuda.runtime
+        props = runtime.getDeviceProperties(self.index)
+        name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+        return DeviceIdentity(index=self.index, name=name,
+                              compute_capability=(int(props["major"]), int(props["minor"])),
+                              pci_bus_id=runtime.deviceGetPCIBusId(self.index),
+                              extra={"cupy_version": self._cupy.__version__,
+                                     "cuda_runtime_version": runtime.runtimeGetVersion(),
+                                     "cuda_driver_version": runtime.driverGetVersion()})
+
+    def driver_attributes(self) -> dict[int, int | None]:
+        lib = libcuda()
+        return {attr_id: lib.attribute(attr_id, self.index) for attr_id, _, _ in attributes.DEVICE_ATTRIBUTES}
+
+    def runtime_attributes(self) -> dict[str, int | None]:
+        props = self._cupy.cuda.runtime.getDeviceProperties(self.index)
+        return {prop: props.get(prop) for _, _, prop in attributes.DEVICE_ATTRIBUTES}
+
+    def nvml_info(self) -> dict[str, Any]:
+        return attributes.read_nvml(self._cupy.cuda.runtime.deviceGetPCIBusId(self.index))
+
+    def set_max_dynamic(self, kernel: ProbeKernel, nbytes: int) -> LaunchOutcome:
+        if not kernel.opt_in:
+            raise ValueError("the default-ceiling kernel must stay fresh: its attribute is never raised")
+        try:
+            self._function(kernel).max_dynamic_shared_size_bytes = nbytes
+        except self._cupy.cuda.driver.CUDADriverError as exc:
+            return LaunchOutcome(classify_cuda_error(str(exc)), str(exc))
+        return LaunchOutcome(Outcome.OK)
+
+    def launch(self, kernel: ProbeKernel, dynamic_bytes: int, threads: int) -> LaunchOutcome:
+        cupy = self._cupy
+        seed = next(self._seeds) & 0xFF
+        self._out.fill(0)
+        try:
+            self._function(kernel)((1,), (threads,), (cupy.uint32(dynamic_bytes), cupy.uint32(seed), self._out),
+                                   shared_mem=dynamic_bytes)
+            words = self._out.get().tolist()  # synchronises: a fault in the kernel surfaces here
+        except (cupy.cuda.driver.CUDADriverError, cupy.cuda.runtime.CUDARuntimeError) as exc:
+            return LaunchOutcome(classify_cuda_error(str(exc)), str(exc))
+        return decode_probe_result(words, kernel.static_bytes, dynamic_bytes, seed)
+
+    def close(self) -> None:
+        self._module = None
+        self._functions = {}

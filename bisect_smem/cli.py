@@ -1,0 +1,193 @@
+"""Command line: argparse, subcommands and exit codes. The only module that prints or exits.
+
+Exit codes: 0 every measurement matches; 1 a mismatch or regression; 2 bad usage or input;
+3 no usable GPU or backend; 4 a measurement could not be completed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import platform
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from bisect_smem import __version__
+from bisect_smem.errors import BackendUnavailable, BaselineError, BisectSmemError, UsageError
+
+EXIT_OK, EXIT_MISMATCH, EXIT_USAGE, EXIT_NO_GPU, EXIT_INCOMPLETE = 0, 1, 2, 3, 4
+
+EXIT_CODES_HELP = """exit codes:
+  0  every measurement matches what the device reports (or the baseline)
+  1  a mismatch or regression was found
+  2  bad usage or bad input
+  3  no usable GPU or backend
+  4  a measurement could not be completed
+"""
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number (got {text!r})") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0 (got {value})")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    value = _non_negative_int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1 (got {value})")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds (got {text!r})") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0 (got {text})")
+    return value
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports bad usage in one line and exit code 2, as every other bad input."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(EXIT_USAGE, f"error: {message} (see {self.prog} --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="bisect-smem",
+        description="Measure how much shared memory a CUDA kernel can really get on each GPU, and check it "
+                    "against what the driver, the runtime, NVML and the published table report.",
+        epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"bisect-smem {__version__}")
+    parser.add_argument("--device", type=_non_negative_int, action="append", metavar="N",
+                        help="measure device N (repeatable; default: every visible device)")
+    parser.add_argument("--simulate", action="append", metavar="PROFILE",
+                        help="measure a simulated device built from the published table (repeatable; "
+                             "see `bisect-smem profiles`)")
+    parser.add_argument("--backend", default=None, metavar="NAME",
+                        help="cupy (default) or sim (implied by --simulate)")
+    parser.add_argument("--json", metavar="PATH", help="write the JSON report to PATH ('-' for stdout)")
+    parser.add_argument("--confirm", type=_positive_int, default=2, metavar="N",
+                        help="times the ceiling and ceiling+1 are each seen (default 2)")
+    parser.add_argument("--device-timeout", type=_positive_float, default=300.0, metavar="S",
+                        help="give up on a device after S seconds (default 300)")
+    parser.add_argument("--inline", action="store_true",
+                        help="measure in this process instead of one worker process per device")
+    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.add_parser("profiles", help="list the published per-architecture profiles")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
+    try:
+        if args.command == "profiles":
+            return _cmd_profiles()
+        return _cmd_measure(args)
+    except UsageError as exc:
+        return _fail(EXIT_USAGE, str(exc))
+    except BaselineError as exc:
+        return _fail(EXIT_USAGE, str(exc))
+    except BackendUnavailable as exc:
+        return _fail(EXIT_NO_GPU, f"no usable GPU: {exc}; try --simulate h200 to run on a simulated device")
+    except KeyboardInterrupt:
+        return _fail(130, "interrupted; no report was written")
+    except BisectSmemError as exc:
+        return _fail(EXIT_INCOMPLETE, str(exc))
+
+
+def _fail(code: int, message: str, stream: TextIO | None = None) -> int:
+    print(f"error: {message}", file=stream or sys.stderr)
+    return code
+
+
+def _cmd_profiles() -> int:
+    from tabulate import tabulate
+
+    from bisect_smem.profiles import PROFILES
+
+    rows = [(p.key, p.cc_string, ", ".join(p.aliases), p.example_parts, p.smem_per_sm_bytes,
+             p.max_smem_per_block_optin_bytes, _dash(p.reserved_smem_per_block_bytes),
+             ", ".join(map(str, p.carveout_kib)) if p.carveout_kib else "-", "yes" if p.confirmed else "no")
+            for p in PROFILES]
+    print(tabulate(rows, headers=("profile", "cc", "aliases", "parts", "smem/SM B", "opt-in/block B",
+                                  "reserved B", "carveouts KiB", "confirmed"), disable_numparse=True))
+    return EXIT_OK
+
+
+def _dash(value: object) -> str:
+    return "-" if value is None else str(value)
+
+
+def _cmd_measure(args: argparse.Namespace) -> int:
+    from bisect_smem import report as report_mod
+    from bisect_smem.backends import BACKEND_NAMES
+    from bisect_smem.measure import MeasureConfig
+    from bisect_smem.model import Report
+    from bisect_smem.runner import RunRequest, run
+
+    backend = args.backend or ("sim" if args.simulate else "cupy")
+    if backend not in BACKEND_NAMES:
+        raise UsageError(f"unknown backend {backend!r}; valid: {', '.join(BACKEND_NAMES)}")
+    specs: tuple = ()
+    if args.simulate:
+        if backend != "sim":
+            raise UsageError(f"--simulate runs on the sim backend, not {backend!r}")
+        from bisect_smem.backends.sim import SimSpec
+
+        specs = tuple(SimSpec.parse(text) for text in args.simulate)
+    elif backend == "sim":
+        raise UsageError("the sim backend needs --simulate PROFILE (see `bisect-smem profiles`)")
+    json_path = None
+    if args.json and args.json != "-":
+        json_path = Path(args.json)
+        problem = report_mod.check_writable(json_path)
+        if problem:
+            raise UsageError(f"cannot write the report to {args.json}: {problem}")
+
+    request = RunRequest(backend=backend, sim_specs=specs, devices=tuple(args.device) if args.device else None,
+                         config=MeasureConfig(confirm=args.confirm), isolate=not (args.inline or backend == "sim"),
+                         device_timeout_s=args.device_timeout)
+    show_progress = not args.quiet and sys.stderr.isatty()
+    devices = run(request, _progress_printer() if show_progress else None)
+    if show_progress:
+        print("\r\033[K", end="", file=sys.stderr)
+    report = Report(tool_version=__version__, created_utc=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+                    host=platform.node(), backend=backend, devices=devices)
+    text = report_mod.dumps(report.to_dict())
+    if args.json == "-":
+        sys.stdout.write(text)
+    else:
+        print(report_mod.render(report))
+    if json_path is not None:
+        try:
+            report_mod.write_atomic(json_path, text)
+        except OSError as exc:
+            return _fail(EXIT_USAGE, f"cannot write the report to {json_path}: {exc.strerror or exc}")
+    if any(d.mismatches for d in devices):
+        return EXIT_MISMATCH
+    if any(d.incomplete for d in devices):
+        return EXIT_INCOMPLETE
+    return EXIT_OK
+
+
+def _progress_printer():
+    def show(index: int, text: str) -> None:
+        print(f"\r\033[Kdevice {index}: {text}", end="", file=sys.stderr, flush=True)
+
+    return show

@@ -1,0 +1,86 @@
+"""Compare what was measured with what the device reports and with the published table.
+
+A row is ``match`` only when the measured number is exact and its search was trustworthy (boundary
+confirmed, monotone, within its probe bound). An untrustworthy search is an ERROR row, never a match.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bisect_smem.attributes import best_value, disagreements
+from bisect_smem.model import Ceiling, Measured, Verdict
+from bisect_smem.profiles import ArchProfile
+
+
+def _compare(quantity: str, reported: Any, source: str | None, measured: Any, search: Ceiling | None = None,
+             note: str = "") -> Verdict:
+    notes = [note] if note else []
+    if search is not None:
+        if search.error:
+            return Verdict(quantity, reported, source, measured, "ERROR", search.error)
+        if search.unstable_range_bytes:
+            lo, hi = search.unstable_range_bytes
+            return Verdict(quantity, reported, source, measured, "ERROR",
+                           f"unstable: answers changed between {lo} and {hi} B")
+        if search.non_monotone_at_bytes:
+            return Verdict(quantity, reported, source, measured, "ERROR",
+                           f"not monotone: failed at {list(search.non_monotone_at_bytes)} B below the ceiling")
+        if search.at_cap:
+            notes.append("reached the search cap: the real ceiling may be higher")
+        notes.append(f"{search.probes} probes (bound {search.probe_bound})")
+        if search.probes > search.probe_bound:
+            notes.append("over the probe bound")
+    if measured is None:
+        return Verdict(quantity, reported, source, None, "ERROR" if search is not None else "info",
+                       "; ".join(notes or ["not measured"]))
+    if reported is None:
+        return Verdict(quantity, None, source, measured, "info", "; ".join(notes or ["nothing reported to compare"]))
+    if reported == measured:
+        return Verdict(quantity, reported, source, measured, "match", "; ".join(notes))
+    diff = measured - reported if isinstance(measured, int) and isinstance(reported, int) else None
+    if diff is not None:
+        notes.insert(0, f"measured {'+' if diff > 0 else ''}{diff} B against reported")
+    return Verdict(quantity, reported, source, measured, "MISMATCH", "; ".join(notes))
+
+
+def build_verdicts(reported: dict[str, dict[str, Any]], measured: Measured,
+                   profile: ArchProfile | None) -> list[Verdict]:
+    """Every comparison row for one device, in the order a person reads them."""
+    rows: list[Verdict] = []
+    for d in disagreements(reported):
+        rows.append(Verdict(f"{d.key} agrees across sources", None, "/".join(d.values), None, "MISMATCH",
+                            d.describe()))
+
+    default_limit, src = best_value(reported, "max_shared_memory_per_block_bytes")
+    rows.append(_compare("default dynamic ceiling (no opt-in)", default_limit, src,
+                         measured.default_dynamic_ceiling_bytes, measured.searches.get("default_dynamic_ceiling")))
+
+    optin, optin_src = best_value(reported, "max_shared_memory_per_block_optin_bytes")
+    rows.append(_compare("opt-in attribute accepts up to", optin, optin_src, measured.attribute_accept_ceiling_bytes,
+                         measured.searches.get("attribute_accept_ceiling")))
+    for split in measured.static_splits:
+        # The static data costs what it pushes the dynamic array by (alignment included), not its size.
+        footprint = split.static_footprint_bytes if split.static_footprint_bytes is not None else split.static_bytes
+        expected = optin - footprint if optin is not None else None
+        name = f"optin_dynamic_ceiling/static={split.static_bytes}/threads={split.threads}"
+        note = ""
+        if footprint != split.static_bytes:
+            note = (f"{split.static_bytes} B static occupies {footprint} B (the dynamic array is aligned); "
+                    f"opt-in - static would say {optin - split.static_bytes if optin is not None else '?'}")
+        rows.append(_compare(f"opt-in dynamic ceiling, {split.static_bytes} B static, {split.threads} threads",
+                             expected, f"{optin_src} opt-in - static footprint" if optin_src else None,
+                             split.dynamic_ceiling_bytes, measured.searches.get(name), note=note))
+
+    reserved, reserved_src = best_value(reported, "reserved_shared_memory_per_block_bytes")
+    rows.append(_compare("reserved shared memory per block", reserved, reserved_src, measured.reserved_bytes,
+                         note="" if measured.reserved_bytes is not None else "PTX registers need cc 8.0+"))
+    granule = profile.allocation_granularity_bytes if profile else None
+    rows.append(_compare("allocation granularity (%total_smem_size)", granule, "published" if granule else None,
+                         measured.allocation_granularity_bytes,
+                         note="" if measured.allocation_granularity_bytes is not None else "PTX registers need cc 8.0+"))
+    regs = measured.registers_at_ceiling
+    if regs and regs.get("dynamic_smem_size") is not None:
+        rows.append(_compare("%dynamic_smem_size at the opt-in ceiling", measured.optin_dynamic_ceiling_bytes,
+                             "requested", regs["dynamic_smem_size"]))
+    return rows

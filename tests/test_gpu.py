@@ -1,0 +1,57 @@
+"""The real run on a GPU (marker `gpu`: skipped with the reason where no device is visible)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bisect_smem import cli
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(scope="module")
+def gpu_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict]:
+    out = tmp_path_factory.mktemp("gpu") / "report.json"
+    code = cli.main(["--json", str(out), "--quiet", "--device", "0"])
+    return code, json.loads(out.read_text())
+
+
+def test_measured_ceilings_equal_the_reported_attributes(gpu_report: tuple[int, dict]) -> None:
+    _, report = gpu_report
+    dev = report["devices"][0]
+    assert dev["error"] is None
+    driver, m = dev["reported"]["driver"], dev["measured"]
+    assert m["default_dynamic_ceiling_bytes"] == driver["max_shared_memory_per_block_bytes"]
+    assert m["optin_dynamic_ceiling_bytes"] == driver["max_shared_memory_per_block_optin_bytes"]
+    assert m["attribute_accept_ceiling_bytes"] == driver["max_shared_memory_per_block_optin_bytes"]
+    if driver["reserved_shared_memory_per_block_bytes"] is not None and m["reserved_bytes"] is not None:
+        assert m["reserved_bytes"] == driver["reserved_shared_memory_per_block_bytes"]
+    for split in m["static_splits"]:
+        assert split["dynamic_ceiling_bytes"] == (driver["max_shared_memory_per_block_optin_bytes"]
+                                                  - split["static_footprint_bytes"])
+        assert split["static_footprint_bytes"] >= split["static_bytes"]
+    assert all(n <= 26 for n in m["probes"].values() if n), m["probes"]
+
+
+def test_exit_code_follows_the_verdicts(gpu_report: tuple[int, dict]) -> None:
+    code, report = gpu_report
+    verdicts = {v["verdict"] for d in report["devices"] for v in d["verdicts"]}
+    assert "ERROR" not in verdicts
+    assert code == (1 if "MISMATCH" in verdicts else 0)
+
+
+def test_the_default_kernel_is_never_opted_in(tmp_path: Path) -> None:
+    from bisect_smem.backends.base import Outcome, ProbeKernel
+    from bisect_smem.backends.cupy_backend import CupySession
+
+    session = CupySession(0, (0,))
+    try:
+        with pytest.raises(ValueError, match="must stay fresh"):
+            session.set_max_dynamic(ProbeKernel(0, opt_in=False), 65536)
+        assert session.launch(ProbeKernel(0, opt_in=False), 48 * 1024, 128).ok
+        assert session.launch(ProbeKernel(0, opt_in=False), 48 * 1024 + 1, 128).outcome is Outcome.INVALID_VALUE
+    finally:
+        session.close()

@@ -1,0 +1,44 @@
+"""The probe kernels compile with NVRTC for every architecture in the profile table (no GPU needed)."""
+
+from __future__ import annotations
+
+import pytest
+
+from bisect_smem.kernel_source import NVRTC_OPTIONS, PROBE_FILE, probe_name, probe_name_expressions, read_kernel
+from bisect_smem.measure import DEFAULT_STATIC_SIZES
+from bisect_smem.profiles import PROFILES, ArchProfile
+
+from .nvrtc import NvrtcUnavailable, compile_source, nvrtc_version, supported_archs
+
+
+def _require_arch(profile: ArchProfile) -> None:
+    try:
+        archs = supported_archs()
+    except NvrtcUnavailable as exc:
+        pytest.fail(f"NVRTC must be installed for the compile checks (the test extra has it): {exc}")
+    number = profile.compute_capability[0] * 10 + profile.compute_capability[1]
+    if number not in archs:
+        pytest.skip(f"NVRTC {nvrtc_version()} cannot target {profile.arch} (supports {list(archs)})")
+
+
+@pytest.mark.parametrize("profile", PROFILES, ids=lambda p: p.arch)
+def test_probe_kernels_compile_for_every_profile(profile: ArchProfile) -> None:
+    _require_arch(profile)
+    names = probe_name_expressions(DEFAULT_STATIC_SIZES)
+    ok, log, lowered, ptx = compile_source(read_kernel(PROBE_FILE), profile.arch, names, NVRTC_OPTIONS)
+    assert ok, log
+    text = ptx.decode(errors="replace")
+    assert len(lowered) == len(names)
+    for name in names:
+        assert f".entry {lowered[name]}(" in text, name
+    # The registers that say what a block really got exist from cc 8.0 (aggregate size from 9.0).
+    assert ("%reserved_smem_offset_cap" in text) == (profile.compute_capability >= (8, 0))
+    assert ("%aggr_smem_size" in text) == (profile.compute_capability >= (9, 0))
+
+
+def test_static_shared_memory_over_48k_fails_in_ptxas() -> None:
+    _require_arch(next(p for p in PROFILES if p.key == "sm_90"))
+    name = probe_name(48 * 1024 + 16, True)
+    ok, log, _, _ = compile_source(read_kernel(PROBE_FILE), "sm_90", [name], NVRTC_OPTIONS, cubin=True)
+    assert not ok
+    assert "too much shared data" in log, log
