@@ -77,6 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--backend", default=None, metavar="NAME",
                         help="cupy (default) or sim (implied by --simulate)")
     parser.add_argument("--json", metavar="PATH", help="write the JSON report to PATH ('-' for stdout)")
+    parser.add_argument("--plot", metavar="PATH", help="draw the residency staircase to PATH (.png or .svg; "
+                                                       "needs the plot extra)")
     parser.add_argument("--confirm", type=_positive_int, default=2, metavar="N",
                         help="times the ceiling and ceiling+1 are each seen (default 2)")
     parser.add_argument("--device-timeout", type=_positive_float, default=300.0, metavar="S",
@@ -160,6 +162,15 @@ def _cmd_measure(args: argparse.Namespace) -> int:
         if problem:
             raise UsageError(f"cannot write the report to {args.json}: {problem}")
 
+    plot_path = Path(args.plot) if args.plot else None
+    if plot_path is not None:
+        from bisect_smem.plot import check_plot_path
+
+        check_plot_path(plot_path)
+        problem = report_mod.check_writable(plot_path)
+        if problem:
+            raise UsageError(f"cannot write the plot to {args.plot}: {problem}")
+
     request = RunRequest(backend=backend, sim_specs=specs, devices=tuple(args.device) if args.device else None,
                          config=MeasureConfig(confirm=args.confirm), isolate=not (args.inline or backend == "sim"),
                          device_timeout_s=args.device_timeout)
@@ -179,6 +190,13 @@ def _cmd_measure(args: argparse.Namespace) -> int:
             report_mod.write_atomic(json_path, text)
         except OSError as exc:
             return _fail(EXIT_USAGE, f"cannot write the report to {json_path}: {exc.strerror or exc}")
+    if plot_path is not None:
+        from bisect_smem.plot import plot_staircase
+
+        try:
+            plot_staircase(devices, plot_path)
+        except OSError as exc:
+            return _fail(EXIT_USAGE, f"cannot write the plot to {plot_path}: {exc.strerror or exc}")
     if any(d.mismatches for d in devices):
         return EXIT_MISMATCH
     if any(d.incomplete for d in devices):

@@ -8,6 +8,9 @@ from pathlib import Path
 from bisect_smem.backends.base import LaunchOutcome, Outcome, SmemRegisters
 
 PROBE_FILE = "probe.cu"
+RESIDENCY_FILE = "residency.cu"
+KERNEL_FILES = (PROBE_FILE, RESIDENCY_FILE)
+RESIDENCY_STAIRCASE, RESIDENCY_CARVEOUT = 0, 1
 RESULT_WORDS = 11
 FLAG_SM80_REGISTERS = 1
 FLAG_AGGR_REGISTER = 2
@@ -20,6 +23,21 @@ def read_kernel(filename: str) -> str:
         return resources.files("bisect_smem.kernels").joinpath(filename).read_text()
     except (ModuleNotFoundError, FileNotFoundError):
         return (Path(__file__).resolve().parent.parent / "kernels" / filename).read_text()
+
+
+def module_source() -> str:
+    """Every kernel file in one translation unit, so one NVRTC call compiles all variants."""
+    return "\n".join(read_kernel(name) for name in KERNEL_FILES)
+
+
+def residency_name(variant: int) -> str:
+    return f"smem_residency<{variant}>"
+
+
+def module_name_expressions(static_sizes: tuple[int, ...]) -> list[str]:
+    """Every kernel instantiation the module needs."""
+    return probe_name_expressions(static_sizes) + [residency_name(RESIDENCY_STAIRCASE),
+                                                   residency_name(RESIDENCY_CARVEOUT)]
 
 
 def probe_name(static_bytes: int, opt_in: bool) -> str:

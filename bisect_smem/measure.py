@@ -14,7 +14,8 @@ from typing import Any
 from bisect_smem.backends.base import STICKY, TOO_BIG, DeviceSession, LaunchOutcome, ProbeKernel
 from bisect_smem.errors import MeasurementError
 from bisect_smem.model import Ceiling, Measured, StaticSplit
-from bisect_smem.profiles import STATIC_SMEM_COMPILE_CAP_BYTES
+from bisect_smem.profiles import STATIC_SMEM_COMPILE_CAP_BYTES, ArchProfile
+from bisect_smem.residency import Limits, ResidencyMeasurement
 from bisect_smem.search import find_ceiling, probe_bound
 
 Progress = Callable[[str], None]
@@ -33,6 +34,8 @@ class MeasureConfig:
     threads: tuple[int, ...] = DEFAULT_THREADS
     cap_bytes: int = HARD_CAP_BYTES
     confirm: int = 2
+    residency: bool = True
+    carveout: bool = True
 
     def __post_init__(self) -> None:
         for s in self.static_sizes:
@@ -75,9 +78,13 @@ def fits(outcome: LaunchOutcome, what: str) -> bool:
 class DeviceMeasurement:
     """The experiments on one device. Each ``measure_*`` returns its result and records its probes."""
 
-    def __init__(self, session: DeviceSession, config: MeasureConfig, progress: Progress | None = None) -> None:
+    def __init__(self, session: DeviceSession, config: MeasureConfig, progress: Progress | None = None,
+                 reported: dict[str, Any] | None = None, profile: ArchProfile | None = None) -> None:
+        """``reported`` (driver attributes by key) and ``profile`` only feed formulas and labels."""
         self.session = session
         self.config = config
+        self.reported = reported or {}
+        self.profile = profile
         self.progress = progress or (lambda _text: None)
         self.searches: dict[str, Ceiling] = {}
         self.timings_s: dict[str, float] = {}
@@ -197,6 +204,22 @@ class DeviceMeasurement:
         reference = next((s for s in splits if s.static_bytes == 0 and s.threads == REFERENCE_THREADS), None)
         optin = reference.dynamic_ceiling_bytes if reference else None
         block = timed("block_registers", lambda: self.measure_block_registers(optin)) or (None, None, None)
+        limits = Limits(
+            smem_per_sm_bytes=self.reported.get("max_shared_memory_per_multiprocessor_bytes"),
+            max_blocks_per_sm=self.reported.get("max_blocks_per_multiprocessor"),
+            max_threads_per_sm=self.reported.get("max_threads_per_multiprocessor"),
+            granule_bytes=block[1] or (self.profile.allocation_granularity_bytes if self.profile else 1),
+            reserved_bytes=block[0] if block[0] is not None else (
+                self.reported.get("reserved_shared_memory_per_block_bytes") or 0))
+        residency = ResidencyMeasurement(self.session, limits, self.progress)
+        steps = (timed("residency", lambda: residency.staircase(optin)) or []) \
+            if self.config.residency and optin is not None else []
+        carveout = (timed("carveout", lambda: residency.carveout(
+            optin, self.profile.carveout_kib if self.profile else None)) or []) \
+            if self.config.carveout and optin is not None else []
+        probes = {name: c.probes for name, c in self.searches.items()}
+        if residency.probes:
+            probes["residency_and_carveout"] = residency.probes
         measured = replace(
             measured,
             default_dynamic_ceiling_bytes=default.ceiling_bytes if default else None,
@@ -206,7 +229,10 @@ class DeviceMeasurement:
             reserved_bytes=block[0],
             allocation_granularity_bytes=block[1],
             registers_at_ceiling=block[2],
-            probes={name: c.probes for name, c in self.searches.items()},
+            residency=tuple(steps),
+            smem_per_sm_bytes=ResidencyMeasurement.smem_per_sm(steps, limits) if steps else None,
+            carveout=tuple(carveout),
+            probes=probes,
             searches=dict(self.searches),
             timings_s=dict(self.timings_s),
         )

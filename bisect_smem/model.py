@@ -67,6 +67,41 @@ class StaticSplit:
 
 
 @dataclass(frozen=True)
+class ResidencyStep:
+    """One plateau of the residency staircase: from ``dynamic_bytes`` on, this many blocks per SM."""
+
+    dynamic_bytes: int
+    threads: int
+    blocks_per_sm_min: int
+    blocks_per_sm_max: int
+    api_blocks_per_sm: int | None
+    formula_blocks_per_sm: int | None
+    limited_by: str | None
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ResidencyStep:
+        return cls(d["dynamic_bytes"], d["threads"], d["blocks_per_sm_min"], d["blocks_per_sm_max"],
+                   d.get("api_blocks_per_sm"), d.get("formula_blocks_per_sm"), d.get("limited_by"))
+
+
+@dataclass(frozen=True)
+class CarveoutPoint:
+    """Residency under one carveout preference, and the carveout size it implies."""
+
+    percent: int
+    blocks_per_sm: int
+    api_blocks_per_sm: int | None
+    carveout_bytes: int | None  # the published size inside the measured range, if exactly one is
+    carveout_range_bytes: tuple[int, int] | None  # [low, high): what residency proves
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> CarveoutPoint:
+        rng = d.get("carveout_range_bytes")
+        return cls(d["percent"], d["blocks_per_sm"], d.get("api_blocks_per_sm"), d.get("carveout_bytes"),
+                   tuple(rng) if rng else None)
+
+
+@dataclass(frozen=True)
 class Measured:
     """What the GPU did. None: not measured (or not measurable on this cc)."""
 
@@ -79,6 +114,9 @@ class Measured:
     probes: dict[str, int] = field(default_factory=dict)
     searches: dict[str, Ceiling] = field(default_factory=dict)
     registers_at_ceiling: dict[str, int | None] | None = None
+    residency: tuple[ResidencyStep, ...] = ()
+    smem_per_sm_bytes: int | None = None
+    carveout: tuple[CarveoutPoint, ...] = ()
     timings_s: dict[str, float] = field(default_factory=dict)
 
     @classmethod
@@ -93,6 +131,9 @@ class Measured:
             probes=dict(d.get("probes", {})),
             searches={k: Ceiling.from_dict(v) for k, v in d.get("searches", {}).items()},
             registers_at_ceiling=d.get("registers_at_ceiling"),
+            residency=tuple(ResidencyStep.from_dict(r) for r in d.get("residency", ())),
+            smem_per_sm_bytes=d.get("smem_per_sm_bytes"),
+            carveout=tuple(CarveoutPoint.from_dict(c) for c in d.get("carveout", ())),
             timings_s=dict(d.get("timings_s", {})),
         )
 

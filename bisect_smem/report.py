@@ -71,8 +71,8 @@ def dumps(data: Any) -> str:
     return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so that readers see the old file or the whole new one, never a part.
+def write_atomic(path: Path, content: str | bytes) -> None:
+    """Write ``content`` to ``path`` so that readers see the old file or the whole new one, never a part.
 
     The temporary file lives in the same folder (os.replace is atomic only within one file system)
     and is removed if anything fails, a full disk included.
@@ -80,8 +80,9 @@ def write_atomic(path: Path, text: str) -> None:
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        data = content.encode("utf-8") if isinstance(content, str) else content
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)

@@ -56,8 +56,9 @@ def measure_one(backend_name: str, sim_specs: tuple[Any, ...], index: int, confi
         reported = {"driver": driver_view(session.driver_attributes()),
                     "runtime": runtime_view(session.runtime_attributes())}
         nvml = session.nvml_info()
-        measured, errors = DeviceMeasurement(session, config, progress).run()
-        verdicts = build_verdicts(reported, measured, profile_for_cc(ident.compute_capability))
+        profile = profile_for_cc(ident.compute_capability)
+        measured, errors = DeviceMeasurement(session, config, progress, reported["driver"], profile).run()
+        verdicts = build_verdicts(reported, measured, profile)
         context = {"pci_bus_id": ident.pci_bus_id, **{f"nvml_{k}": v for k, v in nvml.items()}, **ident.extra}
         return DeviceReport(
             index=index, name=ident.name,

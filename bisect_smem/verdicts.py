@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from bisect_smem.attributes import best_value, disagreements
-from bisect_smem.model import Ceiling, Measured, Verdict
+from bisect_smem.model import CarveoutPoint, Ceiling, Measured, ResidencyStep, Verdict
 from bisect_smem.profiles import ArchProfile
 
 
@@ -83,4 +83,69 @@ def build_verdicts(reported: dict[str, dict[str, Any]], measured: Measured,
     if regs and regs.get("dynamic_smem_size") is not None:
         rows.append(_compare("%dynamic_smem_size at the opt-in ceiling", measured.optin_dynamic_ceiling_bytes,
                              "requested", regs["dynamic_smem_size"]))
+    rows += residency_verdicts(measured.residency)
+    if measured.residency:
+        per_sm, per_sm_src = best_value(reported, "max_shared_memory_per_multiprocessor_bytes")
+        rows.append(_compare("shared memory per SM (2 blocks co-reside)", per_sm, per_sm_src,
+                             measured.smem_per_sm_bytes))
+    rows += carveout_verdicts(measured.carveout, profile.carveout_kib if profile else None)
+    return rows
+
+
+def _blocks_text(low: int, high: int) -> str | int:
+    return low if low == high else f"{low}..{high}"
+
+
+def residency_verdicts(steps: tuple[ResidencyStep, ...]) -> list[Verdict]:
+    """One row per plateau: measured blocks per SM against the occupancy API and the formula."""
+    rows = []
+    for step in steps:
+        measured = _blocks_text(step.blocks_per_sm_min, step.blocks_per_sm_max)
+        notes = [f"formula {step.formula_blocks_per_sm} (limited by {step.limited_by})"]
+        agree = step.blocks_per_sm_min == step.blocks_per_sm_max
+        if not agree:
+            notes.append("SMs differ")
+        verdict = "match" if agree and step.blocks_per_sm_min == step.api_blocks_per_sm \
+            and step.formula_blocks_per_sm == step.api_blocks_per_sm else "MISMATCH"
+        if step.api_blocks_per_sm is None:
+            verdict = "info"
+        rows.append(Verdict(f"blocks/SM from {step.dynamic_bytes} B dynamic, {step.threads} threads",
+                            step.api_blocks_per_sm, "occupancy API", measured, verdict, "; ".join(notes)))
+    return rows
+
+
+def carveout_verdicts(points: tuple[CarveoutPoint, ...], published_kib: tuple[int, ...] | None) -> list[Verdict]:
+    """Carveout settings grouped where they behave alike: blocks per SM against the occupancy API, and
+    the carveout size residency proves against the published list."""
+    rows = []
+    groups: list[list[CarveoutPoint]] = []
+    for point in points:
+        key = (point.blocks_per_sm, point.api_blocks_per_sm, point.carveout_bytes)
+        if groups and (groups[-1][-1].blocks_per_sm, groups[-1][-1].api_blocks_per_sm,
+                       groups[-1][-1].carveout_bytes) == key and point.percent == groups[-1][-1].percent + 1:
+            groups[-1].append(point)
+        else:
+            groups.append([point])
+    for group in groups:
+        first, last = group[0], group[-1]
+        label = f"{first.percent}%" if first is last else f"{first.percent}..{last.percent}%"
+        if first.carveout_bytes is not None:
+            note = f"carveout {first.carveout_bytes // 1024} KB"
+        elif first.carveout_range_bytes:
+            lo, hi = first.carveout_range_bytes
+            note = f"carveout in [{lo}, {hi}) B" + (": no published size" if published_kib else "")
+        else:
+            note = "carveout not measured"
+        bad_size = published_kib is not None and first.carveout_bytes is None
+        verdict = "MISMATCH" if first.blocks_per_sm != first.api_blocks_per_sm or bad_size else "match"
+        if first.api_blocks_per_sm is None and not bad_size:
+            verdict = "info"
+        rows.append(Verdict(f"blocks/SM at carveout {label}", first.api_blocks_per_sm, "occupancy API",
+                            first.blocks_per_sm, verdict, note))
+    used = sorted({p.carveout_bytes // 1024 for p in points if p.carveout_bytes is not None})
+    if used:
+        published = ", ".join(map(str, published_kib)) if published_kib else None
+        verdict = "info" if not published_kib else ("match" if set(used) <= set(published_kib) else "MISMATCH")
+        rows.append(Verdict("carveout sizes seen (KB)", published, "published" if published else None,
+                            ", ".join(map(str, used)), verdict))
     return rows

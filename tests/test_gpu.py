@@ -55,3 +55,18 @@ def test_the_default_kernel_is_never_opted_in(tmp_path: Path) -> None:
         assert session.launch(ProbeKernel(0, opt_in=False), 48 * 1024 + 1, 128).outcome is Outcome.INVALID_VALUE
     finally:
         session.close()
+
+
+def test_residency_staircase_is_measured_with_verdicts(gpu_report: tuple[int, dict]) -> None:
+    _, report = gpu_report
+    dev = report["devices"][0]
+    m, driver = dev["measured"], dev["reported"]["driver"]
+    staircase = [s for s in m["residency"] if s["threads"] == 32]
+    assert staircase[0]["dynamic_bytes"] == 0
+    blocks = [s["blocks_per_sm_min"] for s in staircase]
+    assert blocks == sorted(blocks, reverse=True) and len(set(blocks)) == len(blocks) and blocks[-1] == 1
+    assert m["smem_per_sm_bytes"] == driver["max_shared_memory_per_multiprocessor_bytes"]
+    rows = [v for v in dev["verdicts"] if v["quantity"].startswith("blocks/SM")]
+    assert len(rows) >= len(staircase) and all(v["verdict"] in ("match", "MISMATCH") for v in rows)
+    assert m["timings_s"]["residency"] < 1.0
+    assert [p["percent"] for p in m["carveout"]] == [-1, *range(101)]

@@ -82,6 +82,22 @@ class LaunchOutcome:
 
 
 @dataclass(frozen=True)
+class ResidencyOutcome:
+    """How many blocks sat on each SM at once (peak per SM, min and max over SMs), and the API's answer."""
+
+    outcome: Outcome
+    detail: str = ""
+    blocks_per_sm_min: int | None = None
+    blocks_per_sm_max: int | None = None
+    api_blocks_per_sm: int | None = None
+    sms_seen: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome is Outcome.OK
+
+
+@dataclass(frozen=True)
 class ProbeKernel:
     """Which compiled probe: its static shared memory, and whether its attribute may ever be raised.
 
@@ -131,6 +147,14 @@ class DeviceSession(Protocol):
 
     def launch(self, kernel: ProbeKernel, dynamic_bytes: int, threads: int) -> LaunchOutcome:
         """Launch one block, write a pattern over every shared byte, read it back."""
+        ...
+
+    def residency(self, dynamic_bytes: int, threads: int, hold_ns: int,
+                  carveout_percent: int | None = None) -> ResidencyOutcome:
+        """Fill every SM with blocks of ``dynamic_bytes`` and count how many really co-reside.
+
+        With ``carveout_percent`` the carveout-sweep function is used and its preference set first.
+        """
         ...
 
     def close(self) -> None: ...

@@ -10,18 +10,29 @@ import itertools
 from typing import Any
 
 from bisect_smem import attributes
-from bisect_smem.backends.base import DeviceIdentity, LaunchOutcome, Outcome, ProbeKernel, classify_cuda_error
+from bisect_smem.backends.base import (
+    DeviceIdentity,
+    LaunchOutcome,
+    Outcome,
+    ProbeKernel,
+    ResidencyOutcome,
+    classify_cuda_error,
+)
 from bisect_smem.backends.libcuda import libcuda
 from bisect_smem.errors import BackendUnavailable, KernelCompileError
 from bisect_smem.kernel_source import (
     NVRTC_OPTIONS,
-    PROBE_FILE,
+    RESIDENCY_CARVEOUT,
+    RESIDENCY_STAIRCASE,
     RESULT_WORDS,
     decode_probe_result,
+    module_name_expressions,
+    module_source,
     probe_name,
-    probe_name_expressions,
-    read_kernel,
+    residency_name,
 )
+
+MAX_SM_IDS = 4096  # %smid is below this on every GPU so far; counters are two words per SM id
 
 INSTALL_HINT = "install CuPy for your driver: pip install 'bisect-smem[cuda13]' (or [cuda12])"
 
@@ -45,9 +56,10 @@ class CupyBackend:
         return "" if count else "no CUDA device is visible (check CUDA_VISIBLE_DEVICES)"
 
     def device_count(self) -> int:
+        count = libcuda().device_count()  # no driver is the more basic answer, so it is checked first
         if importlib.util.find_spec("cupy") is None:
             raise BackendUnavailable(f"the cupy backend needs CuPy, which is not installed: {INSTALL_HINT}")
-        return libcuda().device_count()
+        return count
 
     def open(self, index: int, static_sizes: tuple[int, ...]) -> CupySession:
         return CupySession(index, static_sizes)
@@ -66,17 +78,20 @@ class CupySession:
         self._device = cupy.cuda.Device(index)
         self._device.use()
         self._static_sizes = static_sizes
-        names = probe_name_expressions(static_sizes)
+        names = module_name_expressions(static_sizes)
         try:
-            self._module = cupy.RawModule(code=read_kernel(PROBE_FILE), options=NVRTC_OPTIONS,
-                                          name_expressions=names)
+            self._module = cupy.RawModule(code=module_source(), options=NVRTC_OPTIONS, name_expressions=names)
             self._functions = {name: self._module.get_function(name) for name in names}
         except cupy.cuda.compiler.CompileException as exc:
             raise KernelCompileError(f"probe kernels failed to compile for device {index}", str(exc)) from exc
         except cupy.cuda.driver.CUDADriverError as exc:
             raise KernelCompileError(f"probe kernels failed to load on device {index}: {exc}", str(exc)) from exc
         self._out = cupy.zeros(RESULT_WORDS, dtype=cupy.uint32)
+        self._counters = cupy.zeros(2 * MAX_SM_IDS, dtype=cupy.uint32)
         self._seeds = itertools.count(1)
+        lib = libcuda()
+        self._sm_count = lib.attribute(16, index) or 1
+        self._max_blocks_per_sm = lib.attribute(106, index) or 32
 
     def _function(self, kernel: ProbeKernel) -> Any:
         return self._functions[probe_name(kernel.static_bytes, kernel.opt_in)]
@@ -123,6 +138,27 @@ class CupySession:
         except (cupy.cuda.driver.CUDADriverError, cupy.cuda.runtime.CUDARuntimeError) as exc:
             return LaunchOutcome(classify_cuda_error(str(exc)), str(exc))
         return decode_probe_result(words, kernel.static_bytes, dynamic_bytes, seed)
+
+    def residency(self, dynamic_bytes: int, threads: int, hold_ns: int,
+                  carveout_percent: int | None = None) -> ResidencyOutcome:
+        cupy = self._cupy
+        variant = RESIDENCY_STAIRCASE if carveout_percent is None else RESIDENCY_CARVEOUT
+        fn = self._functions[residency_name(variant)]
+        # More blocks than any SM can hold, so that every SM is filled to its real limit.
+        grid = self._sm_count * (self._max_blocks_per_sm + 1)
+        try:
+            fn.max_dynamic_shared_size_bytes = dynamic_bytes
+            if carveout_percent is not None:
+                fn.preferred_shared_memory_carveout = carveout_percent
+            api = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.kernel.ptr, threads, dynamic_bytes)
+            self._counters.fill(0)
+            fn((grid,), (threads,), (self._counters, cupy.uint64(hold_ns)), shared_mem=dynamic_bytes)
+            peaks = [p for p in self._counters[1::2].get().tolist() if p]
+        except (cupy.cuda.driver.CUDADriverError, cupy.cuda.runtime.CUDARuntimeError) as exc:
+            return ResidencyOutcome(classify_cuda_error(str(exc)), str(exc))
+        if not peaks:
+            return ResidencyOutcome(Outcome.OTHER, "no block reported its SM")
+        return ResidencyOutcome(Outcome.OK, "", min(peaks), max(peaks), int(api), len(peaks))
 
     def close(self) -> None:
         self._module = None

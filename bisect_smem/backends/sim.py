@@ -12,7 +12,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from bisect_smem import attributes
-from bisect_smem.backends.base import DeviceIdentity, LaunchOutcome, Outcome, ProbeKernel, SmemRegisters
+from bisect_smem.backends.base import (
+    DeviceIdentity,
+    LaunchOutcome,
+    Outcome,
+    ProbeKernel,
+    ResidencyOutcome,
+    SmemRegisters,
+)
 from bisect_smem.errors import KernelCompileError, UsageError
 from bisect_smem.profiles import (
     DEFAULT_SMEM_PER_BLOCK_BYTES,
@@ -156,6 +163,32 @@ class SimSession:
             reserved_smem_offset_cap=reserved,
             aggr_smem_size=reserved + used if self.profile.compute_capability >= (9, 0) else None,
         )
+
+    def residency(self, dynamic_bytes: int, threads: int, hold_ns: int,
+                  carveout_percent: int | None = None) -> ResidencyOutcome:
+        p = self.profile
+        if dynamic_bytes > p.max_smem_per_block_optin_bytes or not 1 <= threads <= MAX_THREADS_PER_BLOCK:
+            return ResidencyOutcome(Outcome.INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE: invalid argument")
+        footprint = self.footprint(dynamic_bytes)
+        capacity = self.carveout_capacity(carveout_percent, footprint)
+        by_smem = capacity // footprint if footprint else p.max_blocks_per_sm  # no shared memory: no smem limit
+        blocks = min(p.max_blocks_per_sm, p.max_threads_per_sm // threads, by_smem)
+        return ResidencyOutcome(Outcome.OK, "", blocks, blocks, blocks, p.multiprocessor_count)
+
+    def footprint(self, dynamic_bytes: int) -> int:
+        """Shared memory one block takes on its SM: the request in whole granules, plus the reserved window."""
+        granule = self.profile.allocation_granularity_bytes
+        return -(-dynamic_bytes // granule) * granule + self.spec.reserved_bytes
+
+    def carveout_capacity(self, percent: int | None, footprint: int) -> int:
+        """The documented rule: the percentage of the per-SM capacity, rounded up to the next supported
+        carveout, but never less than one block needs."""
+        p = self.profile
+        if percent is None or percent < 0 or not p.carveout_kib:
+            return p.smem_per_sm_bytes
+        sizes = sorted(k * KIB for k in p.carveout_kib)
+        wanted = max(-(-percent * p.smem_per_sm_bytes // 100), footprint)
+        return next((s for s in sizes if s >= wanted), sizes[-1])
 
     def close(self) -> None:
         self._max_dynamic.clear()
