@@ -138,15 +138,17 @@ class ResidencyMeasurement:
         """Residency of fixed-size blocks under each carveout preference, and the size it proves."""
         size = self.limits.carveout_probe_bytes()
         results = {p: self.blocks(size, STAIRCASE_THREADS, p) for p in CARVEOUT_PERCENTS}
-        ranges: dict[int, tuple[int, int]] = {}
+        # Settings where the API predicts differently may use different carveouts even where the count
+        # at this size is the same, so each (count, prediction) pair gets its own refinement.
+        ranges: dict[tuple[int, int | None], tuple[int, int]] = {}
         for percent, got in results.items():
-            n = got.blocks_per_sm_min
-            if n not in ranges:
-                ranges[n] = self._capacity_range(n, percent, size, ceiling_bytes)
+            key = (got.blocks_per_sm_min, got.api_blocks_per_sm)
+            if key not in ranges:
+                ranges[key] = self._capacity_range(key[0], percent, size, ceiling_bytes)
         published = sorted(k * 1024 for k in published_kib) if published_kib else []
         points = []
         for percent, got in results.items():
-            lo, hi = ranges[got.blocks_per_sm_min]
+            lo, hi = ranges[(got.blocks_per_sm_min, got.api_blocks_per_sm)]
             inside = [s for s in published if lo <= s < hi]
             points.append(CarveoutPoint(percent, got.blocks_per_sm_min, got.api_blocks_per_sm,
                                         inside[0] if len(inside) == 1 else None, (lo, hi)))

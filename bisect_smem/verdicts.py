@@ -143,9 +143,11 @@ def carveout_verdicts(points: tuple[CarveoutPoint, ...], published_kib: tuple[in
         rows.append(Verdict(f"blocks/SM at carveout {label}", first.api_blocks_per_sm, "occupancy API",
                             first.blocks_per_sm, verdict, note))
     used = sorted({p.carveout_bytes // 1024 for p in points if p.carveout_bytes is not None})
-    if used:
+    unmatched = sorted({p.carveout_range_bytes for p in points if p.carveout_bytes is None and p.carveout_range_bytes})
+    if used or unmatched:
         published = ", ".join(map(str, published_kib)) if published_kib else None
-        verdict = "info" if not published_kib else ("match" if set(used) <= set(published_kib) else "MISMATCH")
-        rows.append(Verdict("carveout sizes seen (KB)", published, "published" if published else None,
-                            ", ".join(map(str, used)), verdict))
+        seen = ", ".join([*map(str, used), *(f"{lo / 1024:g}..{hi / 1024:g}" for lo, hi in unmatched)])
+        verdict = "info" if not published_kib else ("MISMATCH" if unmatched else "match")
+        rows.append(Verdict("carveout sizes seen (KB)", published, "published" if published else None, seen, verdict,
+                            "a range is what residency proves where no published size fits" if unmatched else ""))
     return rows

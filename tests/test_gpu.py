@@ -33,7 +33,7 @@ def test_measured_ceilings_equal_the_reported_attributes(gpu_report: tuple[int, 
         assert split["dynamic_ceiling_bytes"] == (driver["max_shared_memory_per_block_optin_bytes"]
                                                   - split["static_footprint_bytes"])
         assert split["static_footprint_bytes"] >= split["static_bytes"]
-    assert all(n <= 26 for n in m["probes"].values() if n), m["probes"]
+    assert all(s["probes"] <= s["probe_bound"] == 26 for s in m["searches"].values()), m["searches"]
 
 
 def test_exit_code_follows_the_verdicts(gpu_report: tuple[int, dict]) -> None:
