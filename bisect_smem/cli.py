@@ -88,6 +88,26 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.add_parser("profiles", help="list the published per-architecture profiles")
+    fit = sub.add_parser("fit", help="would a kernel's shared memory fit? per architecture and local device",
+                         description="Say, for each published architecture and each local device (measured), "
+                                     "whether a launch fits without opt-in, with opt-in, or not at all, by how "
+                                     "many bytes, and how many such blocks fit per SM. Sizes: 110592, 108KiB, 99K.",
+                         epilog="exit codes: 0 fits everywhere asked; 1 does not fit somewhere; 2 bad input")
+    fit.add_argument("bytes", nargs="?", help="dynamic shared memory per block")
+    fit.add_argument("--dynamic", metavar="BYTES", help="dynamic shared memory (with --cubin or --ptx)")
+    fit.add_argument("--static", metavar="BYTES", help="static shared memory (default 0)")
+    fit.add_argument("--threads", type=_positive_int, default=128, metavar="N", help="threads per block (default 128)")
+    fit.add_argument("--cubin", metavar="FILE", help="read the kernel's static shared memory from a cubin")
+    fit.add_argument("--ptx", metavar="FILE", help="read the kernel's static shared memory from PTX")
+    fit.add_argument("--kernel", metavar="NAME", help="the kernel in --cubin/--ptx (a unique part of its name)")
+    fit.add_argument("--tile", metavar="MxNxK", help="GEMM tile: dynamic = stages * (M*K + N*K) * dtype bytes")
+    fit.add_argument("--stages", type=_positive_int, default=1, metavar="S", help="pipeline stages (default 1)")
+    fit.add_argument("--dtype", default="fp16", help="fp32, tf32, fp16, bf16, fp8, int8, fp4 (default fp16)")
+    fit.add_argument("--arch", action="append", metavar="PROFILE", help="only these architectures (repeatable)")
+    fit.add_argument("--simulate", action="append", metavar="PROFILE", help="add a simulated local device")
+    fit.add_argument("--no-local", action="store_true", help="do not measure local GPUs")
+    fit.add_argument("--json", metavar="PATH", help="write the result as JSON ('-' for stdout)")
+    fit.add_argument("--quiet", action="store_true", help="no progress on stderr")
     return parser
 
 
@@ -100,6 +120,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "profiles":
             return _cmd_profiles()
+        if args.command == "fit":
+            from bisect_smem.fit_command import run_fit
+
+            return run_fit(args)
         return _cmd_measure(args)
     except UsageError as exc:
         return _fail(EXIT_USAGE, str(exc))
@@ -139,6 +163,7 @@ def _dash(value: object) -> str:
 def _cmd_measure(args: argparse.Namespace) -> int:
     from bisect_smem import report as report_mod
     from bisect_smem.backends import BACKEND_NAMES
+    from bisect_smem.environment import host_context
     from bisect_smem.measure import MeasureConfig
     from bisect_smem.model import Report
     from bisect_smem.runner import RunRequest, run
@@ -179,7 +204,8 @@ def _cmd_measure(args: argparse.Namespace) -> int:
     if show_progress:
         print("\r\033[K", end="", file=sys.stderr)
     report = Report(tool_version=__version__, created_utc=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-                    host=platform.node(), backend=backend, devices=devices)
+                    host=platform.node(), backend=backend, devices=devices,
+                    host_context=host_context() if backend != "sim" else {})
     text = report_mod.dumps(report.to_dict())
     if args.json == "-":
         sys.stdout.write(text)

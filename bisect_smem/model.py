@@ -205,6 +205,7 @@ class Report:
     backend: str
     devices: tuple[DeviceReport, ...]
     schema: str = REPORT_SCHEMA
+    host_context: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)
@@ -215,4 +216,5 @@ class Report:
             found = d.get("schema") if isinstance(d, dict) else type(d).__name__
             raise ValueError(f"not a {REPORT_SCHEMA} report (schema: {found!r})")
         return cls(tool_version=d["tool_version"], created_utc=d["created_utc"], host=d["host"],
-                   backend=d["backend"], devices=tuple(DeviceReport.from_dict(x) for x in d["devices"]))
+                   backend=d["backend"], devices=tuple(DeviceReport.from_dict(x) for x in d["devices"]),
+                   host_context=dict(d.get("host_context", {})))

@@ -52,8 +52,10 @@ def device_summary(dev: DeviceReport) -> str:
 
 
 def render(report: Report) -> str:
-    """The whole report as text: per device a header line, the table, a summary and any error."""
-    blocks = []
+    """The whole report as text: the host, then per device a header line, the table, a summary and any error."""
+    from bisect_smem.environment import describe
+
+    blocks = [f"host {report.host}: {describe(report.host_context)}"] if report.host_context else []
     for dev in report.devices:
         lines = [device_header(dev)]
         if dev.verdicts:

@@ -58,7 +58,8 @@ def measure_one(backend_name: str, sim_specs: tuple[Any, ...], index: int, confi
         nvml = session.nvml_info()
         profile = profile_for_cc(ident.compute_capability)
         measured, errors = DeviceMeasurement(session, config, progress, reported["driver"], profile).run()
-        verdicts = build_verdicts(reported, measured, profile)
+        cc = f"{ident.compute_capability[0]}.{ident.compute_capability[1]}"
+        verdicts = build_verdicts(reported, measured, profile, cc)
         context = {"pci_bus_id": ident.pci_bus_id, **{f"nvml_{k}": v for k, v in nvml.items()}, **ident.extra}
         return DeviceReport(
             index=index, name=ident.name,

@@ -45,7 +45,7 @@ def _compare(quantity: str, reported: Any, source: str | None, measured: Any, se
 
 
 def build_verdicts(reported: dict[str, dict[str, Any]], measured: Measured,
-                   profile: ArchProfile | None) -> list[Verdict]:
+                   profile: ArchProfile | None, cc: str | None = None) -> list[Verdict]:
     """Every comparison row for one device, in the order a person reads them."""
     rows: list[Verdict] = []
     for d in disagreements(reported):
@@ -89,6 +89,26 @@ def build_verdicts(reported: dict[str, dict[str, Any]], measured: Measured,
         rows.append(_compare("shared memory per SM (2 blocks co-reside)", per_sm, per_sm_src,
                              measured.smem_per_sm_bytes))
     rows += carveout_verdicts(measured.carveout, profile.carveout_kib if profile else None)
+    rows += published_verdicts(measured, profile, cc)
+    return rows
+
+
+def published_verdicts(measured: Measured, profile: ArchProfile | None, cc: str | None) -> list[Verdict]:
+    """The device's published row against what was measured. A cc newer than the table is not a mismatch,
+    and a difference from an unconfirmed row is information about the table, not about the device."""
+    if profile is None:
+        return [Verdict("published table", None, None, cc, "info", f"cc {cc} is not in the published table")]
+    source = f"published cc {profile.cc_string}" + ("" if profile.confirmed else " (unconfirmed)")
+    rows = [
+        _compare("published: shared memory per SM", profile.smem_per_sm_bytes, source, measured.smem_per_sm_bytes),
+        _compare("published: opt-in per block", profile.max_smem_per_block_optin_bytes, source,
+                 measured.optin_dynamic_ceiling_bytes),
+        _compare("published: reserved per block", profile.reserved_smem_per_block_bytes, source,
+                 measured.reserved_bytes),
+    ]
+    if not profile.confirmed:
+        rows = [Verdict(r.quantity, r.reported, r.source, r.measured, "info", r.note or "unconfirmed row")
+                if r.verdict == "MISMATCH" else r for r in rows]
     return rows
 
 

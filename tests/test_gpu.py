@@ -70,3 +70,25 @@ def test_residency_staircase_is_measured_with_verdicts(gpu_report: tuple[int, di
     assert len(rows) >= len(staircase) and all(v["verdict"] in ("match", "MISMATCH") for v in rows)
     assert m["timings_s"]["residency"] < 1.0
     assert [p["percent"] for p in m["carveout"]] == [-1, *range(101)]
+
+
+def test_fit_uses_the_measured_local_device(capsys: pytest.CaptureFixture[str]) -> None:
+    code = cli.main(["fit", "232448", "--arch", "h200", "--json", "-", "--quiet"])
+    data = json.loads(capsys.readouterr().out)
+    measured = [r for r in data["results"] if r["kind"] == "measured"]
+    assert measured and measured[0]["optin_limit_bytes"] == 232448
+    assert code == 0 and all(r["verdict"] == "fits with opt-in" for r in data["results"])
+
+
+def test_fit_asks_the_driver_for_a_cubins_static_size(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from .nvrtc import compile_source
+    from .test_fit import KERNELS
+
+    ok, log, _, cubin = compile_source(KERNELS, "sm_90", [], cubin=True)
+    assert ok, log
+    path = tmp_path / "k.cubin"
+    path.write_bytes(cubin)
+    assert cli.main(["fit", "--cubin", str(path), "--kernel", "tiled", "--dynamic", "1000", "--arch", "h200",
+                     "--no-local", "--json", "-"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert "read by the driver (the file agrees)" in data["source"], data["source"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
+from pathlib import Path
 from typing import Any
 
 from bisect_smem import attributes
@@ -35,6 +36,14 @@ from bisect_smem.kernel_source import (
 MAX_SM_IDS = 4096  # %smid is below this on every GPU so far; counters are two words per SM id
 
 INSTALL_HINT = "install CuPy for your driver: pip install 'bisect-smem[cuda13]' (or [cuda12])"
+
+
+def loaded_static_smem(path: Path, kernel: str) -> int:
+    """Load a cubin or PTX file on device 0 and ask the driver for the kernel's SHARED_SIZE_BYTES."""
+    import cupy
+
+    module = cupy.RawModule(path=str(path))
+    return int(module.get_function(kernel).shared_size_bytes)
 
 
 class CupyBackend:
