@@ -79,6 +79,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", metavar="PATH", help="write the JSON report to PATH ('-' for stdout)")
     parser.add_argument("--plot", metavar="PATH", help="draw the residency staircase to PATH (.png or .svg; "
                                                        "needs the plot extra)")
+    parser.add_argument("--save-baseline", metavar="DIR",
+                        help="save DIR/<gpu-model>/<driver>.json per GPU model (refuses to overwrite without --force)")
+    parser.add_argument("--force", action="store_true", help="let --save-baseline replace an existing baseline")
+    parser.add_argument("--compare", metavar="DIR",
+                        help="compare with the saved baseline for each GPU model; exit 1 on any regression")
+    parser.add_argument("--allow-missing", action="store_true",
+                        help="with --compare: a missing baseline is reported, not an error")
     parser.add_argument("--confirm", type=_positive_int, default=2, metavar="N",
                         help="times the ceiling and ceiling+1 are each seen (default 2)")
     parser.add_argument("--device-timeout", type=_positive_float, default=300.0, metavar="S",
@@ -88,6 +95,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.add_parser("profiles", help="list the published per-architecture profiles")
+    merge = sub.add_parser("merge", help="one table from many hosts' JSON reports; exit 1 when any deviates",
+                           epilog="exit codes: 0 every device agrees with its group's majority; 1 some deviate; "
+                                  "2 a file is not a report")
+    merge.add_argument("reports", nargs="+", metavar="REPORT.json")
     fit = sub.add_parser("fit", help="would a kernel's shared memory fit? per architecture and local device",
                          description="Say, for each published architecture and each local device (measured), "
                                      "whether a launch fits without opt-in, with opt-in, or not at all, by how "
@@ -120,6 +131,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "profiles":
             return _cmd_profiles()
+        if args.command == "merge":
+            return _cmd_merge([Path(p) for p in args.reports])
         if args.command == "fit":
             from bisect_smem.fit_command import run_fit
 
@@ -156,6 +169,18 @@ def _cmd_profiles() -> int:
     return EXIT_OK
 
 
+def _cmd_merge(paths: list[Path]) -> int:
+    from bisect_smem.merge import group_reports, render
+
+    groups = group_reports(paths)
+    print(render(groups))
+    for g in groups:
+        for label, diffs in g.deviations.items():
+            for line in diffs:
+                print(f"{label}: {line}")
+    return EXIT_MISMATCH if any(g.deviations for g in groups) else EXIT_OK
+
+
 def _dash(value: object) -> str:
     return "-" if value is None else str(value)
 
@@ -187,6 +212,12 @@ def _cmd_measure(args: argparse.Namespace) -> int:
         if problem:
             raise UsageError(f"cannot write the report to {args.json}: {problem}")
 
+    if args.compare and not Path(args.compare).is_dir():
+        raise UsageError(f"baseline folder {args.compare} does not exist")
+    if args.save_baseline:
+        target = Path(args.save_baseline)
+        if target.exists() and not target.is_dir():
+            raise UsageError(f"cannot save baselines in {target}: it is a file, not a folder")
     plot_path = Path(args.plot) if args.plot else None
     if plot_path is not None:
         from bisect_smem.plot import check_plot_path
@@ -197,7 +228,8 @@ def _cmd_measure(args: argparse.Namespace) -> int:
             raise UsageError(f"cannot write the plot to {args.plot}: {problem}")
 
     request = RunRequest(backend=backend, sim_specs=specs, devices=tuple(args.device) if args.device else None,
-                         config=MeasureConfig(confirm=args.confirm), isolate=not (args.inline or backend == "sim"),
+                         config=MeasureConfig(confirm=args.confirm),
+                         isolate=not args.inline and (backend != "sim" or any(s.needs_isolation for s in specs)),
                          device_timeout_s=args.device_timeout)
     show_progress = not args.quiet and sys.stderr.isatty()
     devices = run(request, _progress_printer() if show_progress else None)
@@ -216,6 +248,13 @@ def _cmd_measure(args: argparse.Namespace) -> int:
             report_mod.write_atomic(json_path, text)
         except OSError as exc:
             return _fail(EXIT_USAGE, f"cannot write the report to {json_path}: {exc.strerror or exc}")
+    if args.save_baseline:
+        from bisect_smem.baseline import save_baselines
+
+        for path in save_baselines(report, Path(args.save_baseline), force=args.force):
+            print(f"saved baseline {path}", file=sys.stderr)
+    compare_code = _compare(report, Path(args.compare), args.allow_missing, args.json == "-") if args.compare \
+        else None
     if plot_path is not None:
         from bisect_smem.plot import plot_staircase
 
@@ -223,11 +262,41 @@ def _cmd_measure(args: argparse.Namespace) -> int:
             plot_staircase(devices, plot_path)
         except OSError as exc:
             return _fail(EXIT_USAGE, f"cannot write the plot to {plot_path}: {exc.strerror or exc}")
+    if compare_code is not None:
+        # Against a baseline, what the device reports is no longer the reference: the baseline is.
+        if compare_code != EXIT_OK:
+            return compare_code
+        return EXIT_INCOMPLETE if any(d.incomplete for d in devices) else EXIT_OK
     if any(d.mismatches for d in devices):
         return EXIT_MISMATCH
     if any(d.incomplete for d in devices):
         return EXIT_INCOMPLETE
     return EXIT_OK
+
+
+def _compare(report, directory: Path, allow_missing: bool, quiet_stdout: bool) -> int:
+    """Print the comparison with the baselines in ``directory``; the exit code it calls for."""
+    from tabulate import tabulate
+
+    from bisect_smem.baseline import compare_device
+
+    out = sys.stderr if quiet_stdout else sys.stdout
+    code = EXIT_OK
+    for dev in report.devices:
+        result = compare_device(directory, dev)
+        if result.baseline is None:
+            print(f"device {dev.index}: {result.note}", file=out)
+            if not allow_missing:
+                print(f"error: {result.note} (use --allow-missing to accept)", file=sys.stderr)
+                code = max(code, EXIT_USAGE)
+            continue
+        print(f"device {dev.index}: {result.note}: {result.compared} quantities, "
+              f"{len(result.regressions)} regressed", file=out)
+        if result.regressions:
+            rows = [(dev.index, *line.split(": ", 1)) for line in result.regressions]
+            print(tabulate(rows, headers=("device", "quantity", "baseline -> now"), disable_numparse=True), file=out)
+            code = EXIT_MISMATCH if code == EXIT_OK else code
+    return code
 
 
 def _progress_printer():

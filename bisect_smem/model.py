@@ -102,6 +102,24 @@ class CarveoutPoint:
 
 
 @dataclass(frozen=True)
+class ClusterMeasurement:
+    """Thread block clusters at one dynamic size (cc 9.0+)."""
+
+    dynamic_bytes: int
+    max_cluster_size_portable: int | None
+    max_cluster_size_nonportable: int | None
+    api_max_cluster_size: int | None
+    active_clusters: dict[str, dict[str, int | None]]  # cluster size -> {"measured": n, "api": n}
+    dsm_verified: bool | None
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ClusterMeasurement:
+        return cls(d["dynamic_bytes"], d.get("max_cluster_size_portable"), d.get("max_cluster_size_nonportable"),
+                   d.get("api_max_cluster_size"), {str(k): dict(v) for k, v in d.get("active_clusters", {}).items()},
+                   d.get("dsm_verified"))
+
+
+@dataclass(frozen=True)
 class Measured:
     """What the GPU did. None: not measured (or not measurable on this cc)."""
 
@@ -117,6 +135,8 @@ class Measured:
     residency: tuple[ResidencyStep, ...] = ()
     smem_per_sm_bytes: int | None = None
     carveout: tuple[CarveoutPoint, ...] = ()
+    clusters: tuple[ClusterMeasurement, ...] = ()
+    clusters_skipped: str | None = None
     timings_s: dict[str, float] = field(default_factory=dict)
 
     @classmethod
@@ -134,6 +154,8 @@ class Measured:
             residency=tuple(ResidencyStep.from_dict(r) for r in d.get("residency", ())),
             smem_per_sm_bytes=d.get("smem_per_sm_bytes"),
             carveout=tuple(CarveoutPoint.from_dict(c) for c in d.get("carveout", ())),
+            clusters=tuple(ClusterMeasurement.from_dict(c) for c in d.get("clusters", ())),
+            clusters_skipped=d.get("clusters_skipped"),
             timings_s=dict(d.get("timings_s", {})),
         )
 

@@ -8,6 +8,8 @@ the model uses 1 KB from cc 8.0 on.
 
 from __future__ import annotations
 
+import random
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,23 +38,72 @@ MAX_THREADS_PER_BLOCK = 1024
 DYNAMIC_ALIGNMENT_BYTES = 16
 
 
+SPEC_HELP = """--simulate PROFILE[,KEY=VALUE...]: a simulated device from the published table.
+  faults:    flaky=P       probes within one granule of a limit answer wrongly with probability P
+             hole=BYTES    a launch of exactly BYTES dynamic fails, below the ceiling
+             sticky=BYTES  a launch of BYTES or more poisons the context (as an illegal address does)
+             hang=BYTES    a launch of BYTES or more never returns
+             seed=N        the random seed of flaky (default 0)
+  overrides: optin=BYTES, smem_per_sm=BYTES, reserved=BYTES (a device that differs from its table row)"""
+
+_SIZE_KEYS = ("hole", "sticky", "hang", "optin", "smem_per_sm", "reserved")
+
+
 @dataclass(frozen=True)
 class SimSpec:
-    """One simulated device: a profile. Picklable, so it can travel to a worker process."""
+    """One simulated device: a profile, optional overrides, optional faults. Picklable for worker processes."""
 
     profile: ArchProfile
+    flaky: float = 0.0
+    hole_bytes: int | None = None
+    sticky_bytes: int | None = None
+    hang_bytes: int | None = None
+    seed: int = 0
+    reserved_override: int | None = None
+    text: str = ""
 
     @classmethod
     def parse(cls, text: str) -> SimSpec:
-        """Parse a ``--simulate`` value: a profile name."""
-        name = text.split(",", 1)[0].strip()
+        """Parse a ``--simulate`` value (see SPEC_HELP); a malformed one is a UsageError naming it."""
+        from dataclasses import replace
+
+        from bisect_smem.sizes import parse_size
+
+        name, *pairs = [part.strip() for part in text.split(",")]
         profile = find_profile(name)
         if profile is None:
             raise UsageError(f"unknown profile {name!r}; valid: {', '.join(profile_names())}")
-        return cls(profile)
+        values: dict[str, str] = {}
+        for pair in pairs:
+            key, sep, value = pair.partition("=")
+            if not sep or key not in (*_SIZE_KEYS, "flaky", "seed") or not value:
+                raise UsageError(f"bad --simulate value {text!r}: {pair!r} is not KEY=VALUE with KEY one of "
+                                 f"flaky, seed, {', '.join(_SIZE_KEYS)}")
+            values[key] = value
+        sizes = {k: parse_size(v, f"--simulate {k}") for k, v in values.items() if k in _SIZE_KEYS}
+        try:
+            flaky = float(values.get("flaky", 0))
+            seed = int(values.get("seed", 0))
+        except ValueError:
+            raise UsageError(f"bad --simulate value {text!r}: flaky takes a probability, seed a whole number") from None
+        if not 0 <= flaky <= 1:
+            raise UsageError(f"bad --simulate value {text!r}: flaky must be in 0..1 (got {flaky})")
+        if "optin" in sizes:
+            profile = replace(profile, max_smem_per_block_optin_bytes=sizes["optin"])
+        if "smem_per_sm" in sizes:
+            profile = replace(profile, smem_per_sm_bytes=sizes["smem_per_sm"])
+        return cls(profile, flaky, sizes.get("hole"), sizes.get("sticky"), sizes.get("hang"), seed,
+                   sizes.get("reserved"), text)
+
+    @property
+    def needs_isolation(self) -> bool:
+        """Sticky and hanging faults end a process, as on a real GPU."""
+        return self.sticky_bytes is not None or self.hang_bytes is not None
 
     @property
     def reserved_bytes(self) -> int:
+        if self.reserved_override is not None:
+            return self.reserved_override
         if self.profile.reserved_smem_per_block_bytes is not None:
             return self.profile.reserved_smem_per_block_bytes
         return KIB if self.profile.compute_capability >= (8, 0) else 0
@@ -93,6 +144,8 @@ class SimSession:
         self.spec = spec
         self.profile = spec.profile
         self._max_dynamic: dict[ProbeKernel, int] = {}
+        self._random = random.Random(spec.seed)
+        self._poisoned = False
 
     def identity(self) -> DeviceIdentity:
         name = f"Simulated {self.profile.key} ({self.profile.example_parts})"
@@ -136,19 +189,51 @@ class SimSession:
     def set_max_dynamic(self, kernel: ProbeKernel, nbytes: int) -> LaunchOutcome:
         if not kernel.opt_in:
             raise ValueError("the default-ceiling kernel must stay fresh: its attribute is never raised")
+        if self._poisoned:
+            return LaunchOutcome(Outcome.ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS (simulated, poisoned context)")
         if nbytes < 0 or nbytes + self._static_footprint(kernel) > self.profile.max_smem_per_block_optin_bytes:
             return LaunchOutcome(Outcome.INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE: invalid argument")
         self._max_dynamic[kernel] = nbytes
         return LaunchOutcome(Outcome.OK)
 
+    def _fault(self, dynamic_bytes: int) -> LaunchOutcome | None:
+        """The injected fault this launch hits, if any."""
+        spec = self.spec
+        if self._poisoned or (spec.sticky_bytes is not None and dynamic_bytes >= spec.sticky_bytes):
+            self._poisoned = True
+            return LaunchOutcome(Outcome.ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access "
+                                                          "was encountered (simulated)")
+        if spec.hang_bytes is not None and dynamic_bytes >= spec.hang_bytes:
+            while True:  # never returns, as a hung kernel: only the runner's timeout ends it
+                time.sleep(3600)
+        if spec.hole_bytes is not None and dynamic_bytes == spec.hole_bytes:
+            return LaunchOutcome(Outcome.INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE: invalid argument (simulated hole)")
+        return None
+
+    def _flaky(self, dynamic_bytes: int, limit: int, outcome: LaunchOutcome, registers: SmemRegisters | None,
+               total: int) -> LaunchOutcome:
+        """Near a limit, answer wrongly with probability ``flaky``."""
+        granule = self.profile.allocation_granularity_bytes
+        if self.spec.flaky and abs(dynamic_bytes - limit) <= granule and self._random.random() < self.spec.flaky:
+            if outcome.ok:
+                return LaunchOutcome(Outcome.INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE: invalid argument (flaky)")
+            return LaunchOutcome(Outcome.OK, "flaky", registers, total)
+        return outcome
+
     def launch(self, kernel: ProbeKernel, dynamic_bytes: int, threads: int) -> LaunchOutcome:
+        fault = self._fault(dynamic_bytes)
+        if fault is not None:
+            return fault
         total = dynamic_bytes + kernel.static_bytes
-        if (not 1 <= threads <= MAX_THREADS_PER_BLOCK or dynamic_bytes > self._limit(kernel)
-                or dynamic_bytes + self._static_footprint(kernel) > self.profile.max_smem_per_block_optin_bytes):
-            return LaunchOutcome(Outcome.INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE: invalid argument")
+        limit = min(self._limit(kernel), self.profile.max_smem_per_block_optin_bytes - self._static_footprint(kernel))
+        if not 1 <= threads <= MAX_THREADS_PER_BLOCK or dynamic_bytes > limit:
+            return self._flaky(dynamic_bytes, limit,
+                               LaunchOutcome(Outcome.INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE: invalid argument"),
+                               self._registers(kernel, dynamic_bytes), total)
         base = self.spec.reserved_bytes + self._static_footprint(kernel)
-        return LaunchOutcome(Outcome.OK, registers=self._registers(kernel, dynamic_bytes), bytes_verified=total,
-                             dynamic_base_offset_bytes=base)
+        ok = LaunchOutcome(Outcome.OK, registers=self._registers(kernel, dynamic_bytes), bytes_verified=total,
+                           dynamic_base_offset_bytes=base)
+        return self._flaky(dynamic_bytes, limit, ok, ok.registers, total)
 
     def _registers(self, kernel: ProbeKernel, dynamic_bytes: int) -> SmemRegisters:
         if self.profile.compute_capability < (8, 0):
@@ -167,6 +252,8 @@ class SimSession:
     def residency(self, dynamic_bytes: int, threads: int, hold_ns: int,
                   carveout_percent: int | None = None) -> ResidencyOutcome:
         p = self.profile
+        if self._poisoned:
+            return ResidencyOutcome(Outcome.ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS (simulated, poisoned context)")
         if dynamic_bytes > p.max_smem_per_block_optin_bytes or not 1 <= threads <= MAX_THREADS_PER_BLOCK:
             return ResidencyOutcome(Outcome.INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE: invalid argument")
         footprint = self.footprint(dynamic_bytes)
