@@ -8,7 +8,9 @@ ARGS ?=
 CUDA_MAJOR := $(shell nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9]*\).*/\1/p' | head -n 1)
 RUN_EXTRA := $(if $(filter 12,$(CUDA_MAJOR)),cuda12,$(if $(filter 13 14,$(CUDA_MAJOR)),cuda13,))
 
-.PHONY: run test demo lint clean
+FLEET_PACKAGES := slurmctld slurmd slurm-client munge
+
+.PHONY: run test demo lint clean fleet-deps
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -28,7 +30,18 @@ run: $(VENV)/.run-installed
 demo: $(VENV)/.run-installed
 	@$(PY) -m bisect_smem --simulate h200 --simulate rtx-pro-6000 $(ARGS)
 
-test: $(VENV)/.test-installed
+# The fleet test runs a one-node Slurm cluster; as root with apt, install it, else the test skips.
+fleet-deps:
+	@if ! command -v sbatch >/dev/null 2>&1 || ! command -v munged >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing $(FLEET_PACKAGES) for the Slurm fleet test"; \
+	    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(FLEET_PACKAGES) >/dev/null; \
+	  else \
+	    echo "note: Slurm is not installed and this is not root with apt: the fleet test will skip"; \
+	  fi; \
+	fi
+
+test: fleet-deps $(VENV)/.test-installed
 	$(PY) -m ruff check bisect_smem tests
 	$(PY) -m pytest
 
