@@ -9,7 +9,9 @@ from bisect_smem.backends.base import LaunchOutcome, Outcome, SmemRegisters
 
 PROBE_FILE = "probe.cu"
 RESIDENCY_FILE = "residency.cu"
-KERNEL_FILES = (PROBE_FILE, RESIDENCY_FILE)
+CLUSTER_FILE = "cluster.cu"
+KERNEL_FILES = (PROBE_FILE, RESIDENCY_FILE, CLUSTER_FILE)
+CLUSTER_RESULT_WORDS = 4
 RESIDENCY_STAIRCASE, RESIDENCY_CARVEOUT = 0, 1
 RESULT_WORDS = 11
 FLAG_SM80_REGISTERS = 1
@@ -34,10 +36,19 @@ def residency_name(variant: int) -> str:
     return f"smem_residency<{variant}>"
 
 
+def cluster_dsm_name(nonportable: bool) -> str:
+    return f"smem_cluster_dsm<{int(nonportable)}>"
+
+
+def cluster_residency_name(nonportable: bool) -> str:
+    return f"smem_cluster_residency<{int(nonportable)}>"
+
+
 def module_name_expressions(static_sizes: tuple[int, ...]) -> list[str]:
     """Every kernel instantiation the module needs."""
-    return probe_name_expressions(static_sizes) + [residency_name(RESIDENCY_STAIRCASE),
-                                                   residency_name(RESIDENCY_CARVEOUT)]
+    return (probe_name_expressions(static_sizes)
+            + [residency_name(RESIDENCY_STAIRCASE), residency_name(RESIDENCY_CARVEOUT)]
+            + [cluster_dsm_name(v) for v in (False, True)] + [cluster_residency_name(v) for v in (False, True)])
 
 
 def probe_name(static_bytes: int, opt_in: bool) -> str:

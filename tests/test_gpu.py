@@ -92,3 +92,19 @@ def test_fit_asks_the_driver_for_a_cubins_static_size(tmp_path: Path, capsys: py
                      "--no-local", "--json", "-"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert "read by the driver (the file agrees)" in data["source"], data["source"]
+
+
+def test_clusters_are_measured_on_hopper(gpu_report: tuple[int, dict]) -> None:
+    _, report = gpu_report
+    dev = report["devices"][0]
+    if dev["compute_capability"] < "9.0":
+        pytest.skip(f"clusters need cc 9.0+ (device: {dev['compute_capability']})")
+    m = dev["measured"]
+    assert m["clusters_skipped"] is None
+    assert m["clusters"] and m["clusters"][-1]["dynamic_bytes"] == m["optin_dynamic_ceiling_bytes"]
+    for c in m["clusters"]:
+        assert c["max_cluster_size_portable"] == 8
+        assert c["dsm_verified"] is True
+        assert c["active_clusters"]
+    rows = [v for v in dev["verdicts"] if "cluster" in v["quantity"] or "distributed" in v["quantity"]]
+    assert rows and all(v["verdict"] in ("match", "MISMATCH") for v in rows)

@@ -98,6 +98,41 @@ class ResidencyOutcome:
 
 
 @dataclass(frozen=True)
+class ClusterOutcome:
+    """One cluster launched with distributed shared memory checked across every block of it."""
+
+    outcome: Outcome
+    detail: str = ""
+    blocks_ran: int = 0
+    bytes_checked: int = 0
+    bytes_wrong: int = 0
+    cluster_size_seen: int = 0
+
+    @property
+    def launched(self) -> bool:
+        return self.outcome is Outcome.OK
+
+    def dsm_verified(self, cluster_size: int, dynamic_bytes: int) -> bool:
+        """Every block ran, saw the cluster size asked for, and read all of its neighbour's bytes right."""
+        return (self.launched and self.blocks_ran == cluster_size and self.cluster_size_seen == cluster_size
+                and self.bytes_checked == cluster_size * dynamic_bytes and self.bytes_wrong == 0)
+
+
+@dataclass(frozen=True)
+class ClusterResidencyOutcome:
+    """How many clusters ran at once over the whole GPU, and the API's prediction."""
+
+    outcome: Outcome
+    detail: str = ""
+    active_clusters: int | None = None
+    api_active_clusters: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome is Outcome.OK
+
+
+@dataclass(frozen=True)
 class ProbeKernel:
     """Which compiled probe: its static shared memory, and whether its attribute may ever be raised.
 
@@ -155,6 +190,24 @@ class DeviceSession(Protocol):
 
         With ``carveout_percent`` the carveout-sweep function is used and its preference set first.
         """
+        ...
+
+    def cluster_support(self) -> str | None:
+        """None when clusters can be measured here, else why not (cc, attribute 120, bindings)."""
+        ...
+
+    def cluster_launch(self, dynamic_bytes: int, cluster_size: int, nonportable: bool,
+                       threads: int) -> ClusterOutcome:
+        """Launch one cluster of ``cluster_size`` blocks and check distributed shared memory."""
+        ...
+
+    def cluster_residency(self, dynamic_bytes: int, cluster_size: int, nonportable: bool, threads: int,
+                          hold_ns: int, clusters: int) -> ClusterResidencyOutcome:
+        """Launch ``clusters`` clusters and count how many were resident at once."""
+        ...
+
+    def cluster_api_max_size(self, dynamic_bytes: int, threads: int) -> int | None:
+        """cuOccupancyMaxPotentialClusterSize for the non-portable function."""
         ...
 
     def close(self) -> None: ...

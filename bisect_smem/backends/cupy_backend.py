@@ -12,6 +12,8 @@ from typing import Any
 
 from bisect_smem import attributes
 from bisect_smem.backends.base import (
+    ClusterOutcome,
+    ClusterResidencyOutcome,
     DeviceIdentity,
     LaunchOutcome,
     Outcome,
@@ -22,10 +24,13 @@ from bisect_smem.backends.base import (
 from bisect_smem.backends.libcuda import libcuda
 from bisect_smem.errors import BackendUnavailable, KernelCompileError
 from bisect_smem.kernel_source import (
+    CLUSTER_RESULT_WORDS,
     NVRTC_OPTIONS,
     RESIDENCY_CARVEOUT,
     RESIDENCY_STAIRCASE,
     RESULT_WORDS,
+    cluster_dsm_name,
+    cluster_residency_name,
     decode_probe_result,
     module_name_expressions,
     module_source,
@@ -36,6 +41,10 @@ from bisect_smem.kernel_source import (
 MAX_SM_IDS = 4096  # %smid is below this on every GPU so far; counters are two words per SM id
 
 INSTALL_HINT = "install CuPy for your driver: pip install 'bisect-smem[cuda13]' (or [cuda12])"
+
+
+class _DriverError(Exception):
+    """A cuda-bindings call that failed; the message is the CUDA error name."""
 
 
 def loaded_static_smem(path: Path, kernel: str) -> int:
@@ -168,6 +177,108 @@ class CupySession:
         if not peaks:
             return ResidencyOutcome(Outcome.OTHER, "no block reported its SM")
         return ResidencyOutcome(Outcome.OK, "", min(peaks), max(peaks), int(api), len(peaks))
+
+    # Thread block clusters: CuPy has no cluster launch, so these go through cuda-bindings' cuLaunchKernelEx.
+
+    def cluster_support(self) -> str | None:
+        cc = self.identity().compute_capability
+        if cc < (9, 0):
+            return f"thread block clusters need cc 9.0+ (this device: {cc[0]}.{cc[1]})"
+        if not libcuda().attribute(120, self.index):
+            return "the driver reports no cluster launch (attribute 120 is 0)"
+        try:
+            from cuda.bindings import driver  # noqa: F401
+        except ImportError:
+            return "cluster launches need cuda-bindings: pip install 'bisect-smem[cuda13]' (or [cuda12])"
+        return None
+
+    def _cluster_function(self, name: str, nonportable: bool, dynamic_bytes: int) -> Any:
+        from cuda.bindings import driver as cu
+
+        fn = self._functions[name]
+        fn.max_dynamic_shared_size_bytes = dynamic_bytes
+        handle = cu.CUfunction(fn.kernel.ptr)
+        if nonportable:
+            (err,) = cu.cuFuncSetAttribute(
+                handle, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1)
+            if err != cu.CUresult.CUDA_SUCCESS:
+                raise _DriverError(err.name)
+        return handle
+
+    @staticmethod
+    def _launch_config(grid: int, threads: int, dynamic_bytes: int, cluster_size: int | None) -> Any:
+        from cuda.bindings import driver as cu
+
+        config = cu.CUlaunchConfig()
+        config.gridDimX, config.gridDimY, config.gridDimZ = grid, 1, 1
+        config.blockDimX, config.blockDimY, config.blockDimZ = threads, 1, 1
+        config.sharedMemBytes = dynamic_bytes
+        config.hStream = cu.CUstream(0)
+        if cluster_size is not None:
+            attr = cu.CUlaunchAttribute()
+            attr.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+            attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster_size, 1, 1
+            config.attrs = [attr]
+            config.numAttrs = 1
+        else:
+            config.numAttrs = 0
+        return config
+
+    def _launch_ex(self, handle: Any, config: Any, args: tuple, types: tuple) -> str | None:
+        """cuLaunchKernelEx; the CUDA error name when it fails."""
+        from cuda.bindings import driver as cu
+
+        (err,) = cu.cuLaunchKernelEx(config, handle, (args, types), 0)
+        return None if err == cu.CUresult.CUDA_SUCCESS else err.name
+
+    def cluster_launch(self, dynamic_bytes: int, cluster_size: int, nonportable: bool,
+                       threads: int) -> ClusterOutcome:
+        import ctypes
+
+        cupy = self._cupy
+        seed = next(self._seeds) & 0xFF
+        try:
+            handle = self._cluster_function(cluster_dsm_name(nonportable), nonportable, dynamic_bytes)
+            out = cupy.zeros(CLUSTER_RESULT_WORDS, dtype=cupy.uint32)
+            failed = self._launch_ex(handle, self._launch_config(cluster_size, threads, dynamic_bytes, cluster_size),
+                                     (dynamic_bytes, seed, out.data.ptr), (ctypes.c_uint, ctypes.c_uint, ctypes.c_void_p))
+            if failed:
+                return ClusterOutcome(classify_cuda_error(failed), failed)
+            bad, checked, blocks, seen = out.get().tolist()
+        except (_DriverError, cupy.cuda.driver.CUDADriverError, cupy.cuda.runtime.CUDARuntimeError) as exc:
+            return ClusterOutcome(classify_cuda_error(str(exc)), str(exc))
+        return ClusterOutcome(Outcome.OK, "", blocks, checked, bad, seen)
+
+    def cluster_residency(self, dynamic_bytes: int, cluster_size: int, nonportable: bool, threads: int,
+                          hold_ns: int, clusters: int) -> ClusterResidencyOutcome:
+        import ctypes
+
+        from cuda.bindings import driver as cu
+
+        cupy = self._cupy
+        try:
+            handle = self._cluster_function(cluster_residency_name(nonportable), nonportable, dynamic_bytes)
+            config = self._launch_config(clusters * cluster_size, threads, dynamic_bytes, cluster_size)
+            err, api = cu.cuOccupancyMaxActiveClusters(handle, config)
+            api_count = int(api) if err == cu.CUresult.CUDA_SUCCESS else None
+            counters = cupy.zeros(2, dtype=cupy.uint32)
+            failed = self._launch_ex(handle, config, (counters.data.ptr, hold_ns), (ctypes.c_void_p, ctypes.c_ulonglong))
+            if failed:
+                return ClusterResidencyOutcome(classify_cuda_error(failed), failed, None, api_count)
+            peak = int(counters.get()[1])
+        except (_DriverError, cupy.cuda.driver.CUDADriverError, cupy.cuda.runtime.CUDARuntimeError) as exc:
+            return ClusterResidencyOutcome(classify_cuda_error(str(exc)), str(exc))
+        return ClusterResidencyOutcome(Outcome.OK, "", peak, api_count)
+
+    def cluster_api_max_size(self, dynamic_bytes: int, threads: int) -> int | None:
+        from cuda.bindings import driver as cu
+
+        try:
+            handle = self._cluster_function(cluster_dsm_name(True), True, dynamic_bytes)
+        except (_DriverError, self._cupy.cuda.driver.CUDADriverError):
+            return None
+        err, size = cu.cuOccupancyMaxPotentialClusterSize(handle, self._launch_config(16, threads, dynamic_bytes, None))
+        return int(size) if err == cu.CUresult.CUDA_SUCCESS else None
 
     def close(self) -> None:
         self._module = None

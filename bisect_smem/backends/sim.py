@@ -15,6 +15,8 @@ from typing import Any
 
 from bisect_smem import attributes
 from bisect_smem.backends.base import (
+    ClusterOutcome,
+    ClusterResidencyOutcome,
     DeviceIdentity,
     LaunchOutcome,
     Outcome,
@@ -36,6 +38,8 @@ MAX_THREADS_PER_BLOCK = 1024
 # The dynamic array starts 16-byte aligned after the static data, so 1 B of static data costs 16 B of
 # the opt-in budget (measured on an H200: 232432 B dynamic beside 1 B static).
 DYNAMIC_ALIGNMENT_BYTES = 16
+# Clusters are scheduled within one GPC; the model gives every GPC 16 SMs (the last one the remainder).
+SMS_PER_GPC = 16
 
 
 SPEC_HELP = """--simulate PROFILE[,KEY=VALUE...]: a simulated device from the published table.
@@ -276,6 +280,40 @@ class SimSession:
         sizes = sorted(k * KIB for k in p.carveout_kib)
         wanted = max(-(-percent * p.smem_per_sm_bytes // 100), footprint)
         return next((s for s in sizes if s >= wanted), sizes[-1])
+
+    def cluster_support(self) -> str | None:
+        if not self.profile.cluster_launch:
+            return f"thread block clusters need cc 9.0+ (this device: {self.profile.cc_string})"
+        return None
+
+    def _blocks_per_sm(self, dynamic_bytes: int, threads: int) -> int:
+        return self.residency(dynamic_bytes, threads, 0).blocks_per_sm_min or 0
+
+    def _gpc_sizes(self) -> list[int]:
+        full, rest = divmod(self.profile.multiprocessor_count, SMS_PER_GPC)
+        return [SMS_PER_GPC] * full + ([rest] if rest else [])
+
+    def cluster_launch(self, dynamic_bytes: int, cluster_size: int, nonportable: bool,
+                       threads: int) -> ClusterOutcome:
+        if self._poisoned:
+            return ClusterOutcome(Outcome.ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS (simulated, poisoned context)")
+        limit = 16 if nonportable else 8
+        if not self.profile.cluster_launch or not 1 <= cluster_size <= limit:
+            return ClusterOutcome(Outcome.CLUSTER_MISCONFIG, "CUDA_ERROR_INVALID_CLUSTER_SIZE")
+        if dynamic_bytes > self.profile.max_smem_per_block_optin_bytes:
+            return ClusterOutcome(Outcome.INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE: invalid argument")
+        if self._blocks_per_sm(dynamic_bytes, threads) * max(self._gpc_sizes()) < cluster_size:
+            return ClusterOutcome(Outcome.CLUSTER_MISCONFIG, "CUDA_ERROR_CLUSTER_OUT_OF_RESOURCES")
+        return ClusterOutcome(Outcome.OK, "", cluster_size, cluster_size * dynamic_bytes, 0, cluster_size)
+
+    def cluster_residency(self, dynamic_bytes: int, cluster_size: int, nonportable: bool, threads: int,
+                          hold_ns: int, clusters: int) -> ClusterResidencyOutcome:
+        bps = self._blocks_per_sm(dynamic_bytes, threads)
+        total = sum(gpc * bps // cluster_size for gpc in self._gpc_sizes())
+        return ClusterResidencyOutcome(Outcome.OK, "", min(total, clusters), total)
+
+    def cluster_api_max_size(self, dynamic_bytes: int, threads: int) -> int | None:
+        return min(16, self._blocks_per_sm(dynamic_bytes, threads) * max(self._gpc_sizes()))
 
     def close(self) -> None:
         self._max_dynamic.clear()
