@@ -90,6 +90,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help="times the ceiling and ceiling+1 are each seen (default 2)")
     parser.add_argument("--device-timeout", type=_positive_float, default=300.0, metavar="S",
                         help="give up on a device after S seconds (default 300)")
+    parser.add_argument("--probe-timeout", type=_positive_float, default=5.0, metavar="S",
+                        help="a probe that takes longer ends its worker and counts as a timeout (default 5)")
+    parser.add_argument("--max-restarts", type=_non_negative_int, default=6, metavar="N",
+                        help="restarts of a device's worker after faults before the device is given up (default 6)")
+    parser.add_argument("--inject-fault", metavar="STEP", help=argparse.SUPPRESS)  # test only
     parser.add_argument("--inline", action="store_true",
                         help="measure in this process instead of one worker process per device")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
@@ -229,8 +234,10 @@ def _cmd_measure(args: argparse.Namespace) -> int:
 
     request = RunRequest(backend=backend, sim_specs=specs, devices=tuple(args.device) if args.device else None,
                          config=MeasureConfig(confirm=args.confirm),
-                         isolate=not args.inline and (backend != "sim" or any(s.needs_isolation for s in specs)),
-                         device_timeout_s=args.device_timeout)
+                         isolate=not args.inline and (backend != "sim" or bool(args.inject_fault)
+                                                      or any(s.needs_isolation for s in specs)),
+                         device_timeout_s=args.device_timeout, probe_timeout_s=args.probe_timeout,
+                         max_restarts=args.max_restarts, inject_fault=args.inject_fault)
     show_progress = not args.quiet and sys.stderr.isatty()
     devices = run(request, _progress_printer() if show_progress else None)
     if show_progress:
@@ -300,7 +307,19 @@ def _compare(report, directory: Path, allow_missing: bool, quiet_stdout: bool) -
 
 
 def _progress_printer():
+    """One status line for all devices, redrawn a few times a second at most."""
+    state: dict[int, str] = {}
+    last = [0.0]
+
     def show(index: int, text: str) -> None:
-        print(f"\r\033[Kdevice {index}: {text}", end="", file=sys.stderr, flush=True)
+        import time
+
+        state[index] = text
+        now = time.monotonic()
+        if now - last[0] < 0.1:
+            return
+        last[0] = now
+        line = " | ".join(f"device {i}: {t}" for i, t in sorted(state.items()))
+        print(f"\r\033[K{line[:200]}", end="", file=sys.stderr, flush=True)
 
     return show

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from bisect_smem.backends.base import TOO_BIG, DeviceSession, Outcome
-from bisect_smem.errors import MeasurementError
+from bisect_smem.errors import ProbeFault
 from bisect_smem.model import ClusterMeasurement
 from bisect_smem.profiles import NONPORTABLE_CLUSTER_SIZE, PORTABLE_CLUSTER_SIZE
 
@@ -51,8 +51,7 @@ class ClusterExperiments:
                 continue
             if got.outcome in DOES_NOT_LAUNCH:
                 break
-            raise MeasurementError(f"cluster of {size} at {dynamic_bytes} B: unexpected {got.outcome.value} "
-                                   f"({got.detail})")
+            raise ProbeFault(f"cluster of {size} at {dynamic_bytes} B", got.outcome, got.detail)
         return largest, verified
 
     def active(self, dynamic_bytes: int, size: int) -> dict[str, int | None]:
@@ -63,8 +62,7 @@ class ClusterExperiments:
         got = self.session.cluster_residency(dynamic_bytes, size, size > PORTABLE_CLUSTER_SIZE, CLUSTER_THREADS,
                                              HOLD_NS, clusters)
         if not got.ok:
-            raise MeasurementError(f"co-resident clusters of {size} at {dynamic_bytes} B: {got.outcome.value} "
-                                   f"({got.detail})")
+            raise ProbeFault(f"co-resident clusters of {size} at {dynamic_bytes} B", got.outcome, got.detail)
         return {"measured": got.active_clusters, "api": got.api_active_clusters}
 
     def measure(self, optin_bytes: int, granule_bytes: int) -> list[ClusterMeasurement]:

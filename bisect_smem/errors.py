@@ -29,3 +29,16 @@ class MeasurementError(BisectSmemError):
 
 class BaselineError(BisectSmemError):
     """A baseline or report file is missing, corrupt, foreign or would be overwritten (exit 2)."""
+
+
+class ProbeFault(MeasurementError):
+    """A probe ended in a class that is neither success nor "too big" (an Outcome from backends.base)."""
+
+    def __init__(self, what: str, outcome: object, detail: str = "") -> None:
+        super().__init__(f"{what}: unexpected {getattr(outcome, 'value', outcome)} ({detail})")
+        self.outcome = outcome
+
+    @property
+    def sticky(self) -> bool:
+        """Faults after which the CUDA context is unusable: only a new process recovers."""
+        return getattr(self.outcome, "value", None) in ("illegal_address", "timeout")

@@ -10,7 +10,9 @@ from bisect_smem.backends.base import LaunchOutcome, Outcome, SmemRegisters
 PROBE_FILE = "probe.cu"
 RESIDENCY_FILE = "residency.cu"
 CLUSTER_FILE = "cluster.cu"
-KERNEL_FILES = (PROBE_FILE, RESIDENCY_FILE, CLUSTER_FILE)
+FAULT_FILE = "fault.cu"
+KERNEL_FILES = (PROBE_FILE, RESIDENCY_FILE, CLUSTER_FILE, FAULT_FILE)
+ILLEGAL_ACCESS_NAME = "smem_illegal_access<0>"
 CLUSTER_RESULT_WORDS = 4
 RESIDENCY_STAIRCASE, RESIDENCY_CARVEOUT = 0, 1
 RESULT_WORDS = 11
@@ -48,7 +50,8 @@ def module_name_expressions(static_sizes: tuple[int, ...]) -> list[str]:
     """Every kernel instantiation the module needs."""
     return (probe_name_expressions(static_sizes)
             + [residency_name(RESIDENCY_STAIRCASE), residency_name(RESIDENCY_CARVEOUT)]
-            + [cluster_dsm_name(v) for v in (False, True)] + [cluster_residency_name(v) for v in (False, True)])
+            + [cluster_dsm_name(v) for v in (False, True)] + [cluster_residency_name(v) for v in (False, True)]
+            + [ILLEGAL_ACCESS_NAME])
 
 
 def probe_name(static_bytes: int, opt_in: bool) -> str:

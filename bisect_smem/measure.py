@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
-from bisect_smem.backends.base import STICKY, TOO_BIG, DeviceSession, LaunchOutcome, ProbeKernel
+from bisect_smem.backends.base import TOO_BIG, DeviceSession, LaunchOutcome, ProbeKernel
 from bisect_smem.clusters import ClusterExperiments
-from bisect_smem.errors import MeasurementError
+from bisect_smem.errors import MeasurementError, ProbeFault
 from bisect_smem.model import Ceiling, Measured, StaticSplit
 from bisect_smem.profiles import STATIC_SMEM_COMPILE_CAP_BYTES, ArchProfile
 from bisect_smem.residency import Limits, ResidencyMeasurement
@@ -56,25 +56,13 @@ class MeasureConfig:
             raise ValueError(f"threads must include {REFERENCE_THREADS} (the reference block size)")
 
 
-class ProbeFault(MeasurementError):
-    """A probe ended in a class that is neither success nor "too big"."""
-
-    def __init__(self, what: str, outcome: LaunchOutcome) -> None:
-        super().__init__(f"{what}: unexpected {outcome.outcome.value} ({outcome.detail})")
-        self.outcome = outcome
-
-    @property
-    def sticky(self) -> bool:
-        return self.outcome.outcome in STICKY
-
-
 def fits(outcome: LaunchOutcome, what: str) -> bool:
     """True for a verified success, False for a "too big" error; anything else is a fault."""
     if outcome.ok:
         return True
     if outcome.outcome in TOO_BIG:
         return False
-    raise ProbeFault(what, outcome)
+    raise ProbeFault(what, outcome.outcome, outcome.detail)
 
 
 class DeviceMeasurement:
@@ -89,7 +77,10 @@ class DeviceMeasurement:
         self.profile = profile
         self.progress = progress or (lambda _text: None)
         self.searches: dict[str, Ceiling] = {}
-        self.timings_s: dict[str, float] = {}
+        placeholder = Limits(None, None, None, 1, 0)  # replaced from the block-register step before use
+        self.residency_runs = ResidencyMeasurement(session, placeholder, self.progress)
+        self.cluster_runs = ClusterExperiments(session, self.reported.get("multiprocessor_count") or 1,
+                                               self.reported.get("max_blocks_per_multiprocessor") or 32, self.progress)
 
     def _search(self, name: str, predicate: Callable[[int], bool]) -> Ceiling:
         """Run one ceiling search; an unexpected probe class becomes the ceiling's error, not a number."""
@@ -180,74 +171,140 @@ class DeviceMeasurement:
             at_ceiling = dict(vars(launched.registers)) if launched.registers else None
         return regs.reserved_bytes, granule, at_ceiling
 
-    def run(self) -> tuple[Measured, list[str]]:
-        """Every experiment; a failed one leaves its quantity None and adds an error line."""
-        errors: list[str] = []
-        measured = Measured()
+    # Steps: each is one measurement that a restarted worker can skip once done (plan.py lists them).
 
-        def timed(name: str, fn: Callable[[], Any]) -> Any:
-            start = time.perf_counter()
-            try:
-                return fn()
-            except ProbeFault as fault:
-                if fault.sticky:
-                    raise
-                errors.append(f"{name}: {fault}")
-            except MeasurementError as exc:
-                errors.append(f"{name}: {exc}")
-            finally:
-                self.timings_s[name] = round(time.perf_counter() - start, 6)
-            return None
+    def run_step(self, name: str, done: dict[str, StepResult]) -> StepResult:
+        """Run one step. A sticky fault propagates (only a new process recovers); any other error becomes
+        the step's error, and the quantities it would have measured stay None."""
+        before = dict(self.searches)
+        probes_before = self.extra_probes()
+        start = time.perf_counter()
+        value: Any = None
+        error = None
+        try:
+            value = self._dispatch(name, done)
+        except ProbeFault as fault:
+            if fault.sticky:
+                raise
+            error = f"{name}: {fault}"
+        except MeasurementError as exc:
+            error = f"{name}: {exc}"
+        searches = {k: v for k, v in self.searches.items() if before.get(k) is not v}
+        extra = {k: v - probes_before.get(k, 0) for k, v in self.extra_probes().items() if v - probes_before.get(k, 0)}
+        return StepResult(name, value, searches, extra, error, round(time.perf_counter() - start, 6))
 
-        default = timed("default_ceiling", self.measure_default_ceiling)
-        accept = timed("attribute_accept_ceiling", self.measure_attribute_accept_ceiling)
-        splits = timed("static_splits", lambda: tuple(
-            self.measure_static_split(s, t) for s in self.config.static_sizes for t in self.config.threads)) or ()
-        reference = next((s for s in splits if s.static_bytes == 0 and s.threads == REFERENCE_THREADS), None)
-        optin = reference.dynamic_ceiling_bytes if reference else None
-        block = timed("block_registers", lambda: self.measure_block_registers(optin)) or (None, None, None)
-        limits = Limits(
+    def extra_probes(self) -> dict[str, int]:
+        return {"residency_and_carveout": self.residency_runs.probes, "clusters": self.cluster_runs.probes}
+
+    def _dispatch(self, name: str, done: dict[str, StepResult]) -> Any:
+        if name == "default_ceiling":
+            return self.measure_default_ceiling()
+        if name == "attribute_accept_ceiling":
+            return self.measure_attribute_accept_ceiling()
+        if name.startswith("static_split:"):
+            _, static, threads = name.split(":")
+            return self.measure_static_split(int(static), int(threads))
+        optin = reference_optin(done)
+        if name == "block_registers":
+            return self.measure_block_registers(optin)
+        if optin is None:
+            raise MeasurementError("needs the opt-in ceiling, which was not measured")
+        limits = self.limits(done)
+        self.residency_runs.limits = limits
+        if name == "residency":
+            steps = self.residency_runs.staircase(optin)
+            return steps, ResidencyMeasurement.smem_per_sm(steps, limits)
+        if name == "carveout":
+            return self.residency_runs.carveout(optin, self.profile.carveout_kib if self.profile else None)
+        if name == "clusters":
+            reason = self.session.cluster_support()
+            if reason is not None:
+                return reason
+            return self.cluster_runs.measure(optin, limits.granule_bytes)
+        raise ValueError(f"unknown step {name!r}")
+
+    def limits(self, done: dict[str, StepResult]) -> Limits:
+        reserved, granule, _ = block_values(done)
+        return Limits(
             smem_per_sm_bytes=self.reported.get("max_shared_memory_per_multiprocessor_bytes"),
             max_blocks_per_sm=self.reported.get("max_blocks_per_multiprocessor"),
             max_threads_per_sm=self.reported.get("max_threads_per_multiprocessor"),
-            granule_bytes=block[1] or (self.profile.allocation_granularity_bytes if self.profile else 1),
-            reserved_bytes=block[0] if block[0] is not None else (
+            granule_bytes=granule or (self.profile.allocation_granularity_bytes if self.profile else 1),
+            reserved_bytes=reserved if reserved is not None else (
                 self.reported.get("reserved_shared_memory_per_block_bytes") or 0))
-        residency = ResidencyMeasurement(self.session, limits, self.progress)
-        steps = (timed("residency", lambda: residency.staircase(optin)) or []) \
-            if self.config.residency and optin is not None else []
-        carveout = (timed("carveout", lambda: residency.carveout(
-            optin, self.profile.carveout_kib if self.profile else None)) or []) \
-            if self.config.carveout and optin is not None else []
-        clusters: list = []
-        clusters_skipped = None
-        cluster_runs = ClusterExperiments(self.session, self.reported.get("multiprocessor_count") or 1,
-                                          self.reported.get("max_blocks_per_multiprocessor") or 32, self.progress)
-        if self.config.clusters and optin is not None:
-            clusters_skipped = self.session.cluster_support()
-            if clusters_skipped is None:
-                clusters = timed("clusters", lambda: cluster_runs.measure(optin, limits.granule_bytes)) or []
-        probes = {name: c.probes for name, c in self.searches.items()}
-        if residency.probes:
-            probes["residency_and_carveout"] = residency.probes
-        if cluster_runs.probes:
-            probes["clusters"] = cluster_runs.probes
-        measured = replace(
-            measured,
-            default_dynamic_ceiling_bytes=default.ceiling_bytes if default else None,
-            attribute_accept_ceiling_bytes=accept.ceiling_bytes if accept else None,
-            optin_dynamic_ceiling_bytes=optin,
-            static_splits=splits,
-            reserved_bytes=block[0],
-            allocation_granularity_bytes=block[1],
-            registers_at_ceiling=block[2],
-            residency=tuple(steps),
-            smem_per_sm_bytes=ResidencyMeasurement.smem_per_sm(steps, limits) if steps else None,
-            carveout=tuple(carveout),
-            clusters=tuple(clusters),
-            clusters_skipped=clusters_skipped,
-            probes=probes,
-            searches=dict(self.searches),
-            timings_s=dict(self.timings_s),
-        )
-        return measured, errors
+
+    def run(self, steps: list[str]) -> tuple[Measured, list[str]]:
+        """Every step in this process, in order (no restarts): for inline runs and tests."""
+        done: dict[str, StepResult] = {}
+        for name in steps:
+            done[name] = self.run_step(name, done)
+        return assemble(done)
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """What one step produced, small and picklable, so it can cross from a worker to the parent."""
+
+    name: str
+    value: Any
+    searches: dict[str, Ceiling]
+    extra_probes: dict[str, int]
+    error: str | None
+    seconds: float
+
+
+def reference_optin(done: dict[str, StepResult]) -> int | None:
+    step = done.get(f"static_split:0:{REFERENCE_THREADS}")
+    return step.value.dynamic_ceiling_bytes if step is not None and step.value is not None else None
+
+
+def block_values(done: dict[str, StepResult]) -> tuple[int | None, int | None, dict[str, Any] | None]:
+    step = done.get("block_registers")
+    return step.value if step is not None and step.value is not None else (None, None, None)
+
+
+def assemble(done: dict[str, StepResult]) -> tuple[Measured, list[str]]:
+    """The device's Measured from its step results, in any order, and the errors of failed steps."""
+    def value(name: str) -> Any:
+        step = done.get(name)
+        return step.value if step is not None else None
+
+    default, accept = value("default_ceiling"), value("attribute_accept_ceiling")
+    splits = tuple(s.value for n, s in done.items() if n.startswith("static_split:") and s.value is not None)
+    reserved, granule, at_ceiling = block_values(done)
+    residency = value("residency") or ((), None)
+    clusters = value("clusters")
+    probes: dict[str, int] = {}
+    searches: dict[str, Ceiling] = {}
+    for step in done.values():
+        searches.update(step.searches)
+        for key, count in step.extra_probes.items():
+            probes[key] = probes.get(key, 0) + count
+    probes.update({name: c.probes for name, c in searches.items()})
+    measured = Measured(
+        default_dynamic_ceiling_bytes=default.ceiling_bytes if default else None,
+        attribute_accept_ceiling_bytes=accept.ceiling_bytes if accept else None,
+        optin_dynamic_ceiling_bytes=reference_optin(done),
+        static_splits=splits,
+        reserved_bytes=reserved,
+        allocation_granularity_bytes=granule,
+        registers_at_ceiling=at_ceiling,
+        residency=tuple(residency[0]),
+        smem_per_sm_bytes=residency[1],
+        carveout=tuple(value("carveout") or ()),
+        clusters=tuple(clusters) if isinstance(clusters, list) else (),
+        clusters_skipped=clusters if isinstance(clusters, str) else None,
+        probes=probes,
+        searches=searches,
+        timings_s=_timings(done),
+    )
+    return measured, [s.error for s in done.values() if s.error]
+
+
+def _timings(done: dict[str, StepResult]) -> dict[str, float]:
+    """Seconds per measurement; the static splits are summed into one figure."""
+    out: dict[str, float] = {}
+    for name, step in done.items():
+        key = "static_splits" if name.startswith("static_split:") else name
+        out[key] = round(out.get(key, 0.0) + step.seconds, 6)
+    return out

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from bisect_smem.backends.base import TOO_BIG, DeviceSession, ResidencyOutcome
-from bisect_smem.errors import MeasurementError
+from bisect_smem.errors import MeasurementError, ProbeFault
 from bisect_smem.model import CarveoutPoint, ResidencyStep
 
 STAIRCASE_THREADS = 32  # small blocks, so that the block limit and shared memory bind, not threads
@@ -90,8 +90,9 @@ class ResidencyMeasurement:
         self.progress(f"{what} (probe {self.probes})")
         got = self.session.residency(dynamic_bytes, threads, self.hold_ns, carveout_percent)
         if not got.ok:
-            kind = "too big" if got.outcome in TOO_BIG else "unexpected"
-            raise MeasurementError(f"{what}: {kind} {got.outcome.value} ({got.detail})")
+            if got.outcome in TOO_BIG:
+                raise MeasurementError(f"{what}: too big, {got.outcome.value} ({got.detail})")
+            raise ProbeFault(what, got.outcome, got.detail)
         return got
 
     def _entry(self, dynamic_bytes: int, threads: int, got: ResidencyOutcome) -> ResidencyStep:

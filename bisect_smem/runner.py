@@ -1,28 +1,39 @@
 """Run the measurements: one worker process per device (spawn), all devices in parallel.
 
-A fault that poisons a CUDA context ends only its worker; the parent alone collects results.
+The parent alone collects results. A worker streams progress and each finished step; a fault that
+poisons its CUDA context (illegal address), a probe that does not finish within the probe timeout, or
+a worker that dies ends only that worker: the parent records the event, starts a new worker that
+resumes after the last completed step, and gives a step up (with an error) after it faulted twice.
+After ``max_restarts`` restarts the device gets an error; the other devices are measured regardless.
 The simulated backend may run inline, in this process, since it cannot poison anything.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import multiprocessing
+import os
 import queue as queue_module
+import signal
 import time
+from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from bisect_smem.attributes import driver_view, runtime_view
 from bisect_smem.backends import get_backend
-from bisect_smem.errors import BackendUnavailable, BisectSmemError, UsageError
-from bisect_smem.measure import DeviceMeasurement, MeasureConfig, ProbeFault
-from bisect_smem.model import DeviceReport, to_jsonable
+from bisect_smem.backends.base import DeviceIdentity
+from bisect_smem.errors import BackendUnavailable, BisectSmemError, ProbeFault, UsageError
+from bisect_smem.measure import DeviceMeasurement, MeasureConfig, StepResult, assemble
+from bisect_smem.model import DeviceReport, Verdict
+from bisect_smem.plan import plan_steps
 from bisect_smem.profiles import profile_for_cc
 from bisect_smem.verdicts import build_verdicts
 
 ProgressSink = Callable[[int, str], None]
-POLL_S = 0.1
+POLL_S = 0.05
+GIVE_UP_AFTER_FAULTS = 2
 
 
 @dataclass(frozen=True)
@@ -35,43 +46,63 @@ class RunRequest:
     config: MeasureConfig = MeasureConfig()
     isolate: bool = True
     device_timeout_s: float = 300.0
+    probe_timeout_s: float = 5.0
+    startup_timeout_s: float = 120.0
+    max_restarts: int = 6
+    inject_fault: str | None = None  # test only: a step whose first attempt makes a real illegal access
 
     def __post_init__(self) -> None:
-        if self.device_timeout_s <= 0:
-            raise ValueError(f"device timeout must be > 0 s (got {self.device_timeout_s})")
+        for name in ("device_timeout_s", "probe_timeout_s", "startup_timeout_s"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be > 0 (got {getattr(self, name)})")
+        if self.max_restarts < 0:
+            raise ValueError(f"max_restarts must be >= 0 (got {self.max_restarts})")
 
 
-def measure_one(backend_name: str, sim_specs: tuple[Any, ...], index: int, config: MeasureConfig,
-                progress: Callable[[str], None] | None = None) -> DeviceReport:
-    """Open device ``index`` and run every experiment on it. Errors become the report's ``error``."""
-    start = time.perf_counter()
-    backend = get_backend(backend_name, sim_specs)
-    try:
-        session = backend.open(index, config.static_sizes)
-    except BisectSmemError as exc:
-        return DeviceReport(index, None, None, backend_name, error=str(exc),
-                            elapsed_s=round(time.perf_counter() - start, 3))
-    try:
-        ident = session.identity()
-        reported = {"driver": driver_view(session.driver_attributes()),
-                    "runtime": runtime_view(session.runtime_attributes())}
-        nvml = session.nvml_info()
-        profile = profile_for_cc(ident.compute_capability)
-        measured, errors = DeviceMeasurement(session, config, progress, reported["driver"], profile).run()
-        cc = f"{ident.compute_capability[0]}.{ident.compute_capability[1]}"
-        verdicts = build_verdicts(reported, measured, profile, cc)
-        context = {"pci_bus_id": ident.pci_bus_id, **{f"nvml_{k}": v for k, v in nvml.items()}, **ident.extra}
-        return DeviceReport(
-            index=index, name=ident.name,
-            compute_capability=f"{ident.compute_capability[0]}.{ident.compute_capability[1]}",
-            backend=backend_name, context=context, reported=reported, measured=measured,
-            verdicts=tuple(verdicts), error="; ".join(errors) or None,
-            elapsed_s=round(time.perf_counter() - start, 3))
-    except ProbeFault as fault:
-        return DeviceReport(index, None, None, backend_name, error=str(fault),
-                            elapsed_s=round(time.perf_counter() - start, 3))
-    finally:
-        session.close()
+@dataclass(frozen=True)
+class DeviceInfo:
+    """What a device says about itself, gathered once when it is opened."""
+
+    identity: DeviceIdentity
+    reported: dict[str, dict[str, Any]]
+    nvml: dict[str, Any]
+
+
+def open_device(request: RunRequest, index: int) -> tuple[Any, DeviceInfo]:
+    session = get_backend(request.backend, request.sim_specs).open(index, request.config.static_sizes)
+    reported = {"driver": driver_view(session.driver_attributes()),
+                "runtime": runtime_view(session.runtime_attributes())}
+    return session, DeviceInfo(session.identity(), reported, session.nvml_info())
+
+
+def new_measurement(session: Any, info: DeviceInfo, config: MeasureConfig,
+                    progress: Callable[[str], None]) -> DeviceMeasurement:
+    return DeviceMeasurement(session, config, progress, info.reported["driver"],
+                             profile_for_cc(info.identity.compute_capability))
+
+
+def build_report(index: int, backend: str, info: DeviceInfo | None, done: dict[str, StepResult],
+                 events: list[dict[str, Any]], error: str | None, elapsed_s: float,
+                 planned: list[str] | None = None) -> DeviceReport:
+    """The device's report from whatever steps completed; a missing step leaves its quantities None and
+    gets an ERROR row, as does a step that failed."""
+    if info is None:
+        return DeviceReport(index, None, None, backend, events=tuple(events), error=error or "never opened",
+                            elapsed_s=round(elapsed_s, 3))
+    measured, errors = assemble(done)
+    cc = info.identity.compute_capability
+    verdicts = build_verdicts(info.reported, measured, profile_for_cc(cc), f"{cc[0]}.{cc[1]}")
+    failed = [Verdict(f"step {s.name}", None, None, None, "ERROR", s.error) for s in done.values() if s.error]
+    missing = [Verdict(f"step {name}", None, None, None, "ERROR", "not measured: the device was given up")
+               for name in planned or () if name not in done]
+    verdicts = [*verdicts, *failed, *missing]
+    context = {"pci_bus_id": info.identity.pci_bus_id, **{f"nvml_{k}": v for k, v in info.nvml.items()},
+               **info.identity.extra}
+    return DeviceReport(index=index, name=info.identity.name, compute_capability=f"{cc[0]}.{cc[1]}",
+                        backend=backend, context=context, reported=info.reported, measured=measured,
+                        verdicts=tuple(verdicts), events=tuple(events),
+                        error="; ".join([*errors, *([error] if error else [])]) or None,
+                        elapsed_s=round(elapsed_s, 3))
 
 
 def resolve_devices(request: RunRequest) -> tuple[int, ...]:
@@ -93,69 +124,172 @@ def run(request: RunRequest, progress: ProgressSink | None = None) -> tuple[Devi
     indices = resolve_devices(request)
     sink = progress or (lambda _i, _t: None)
     if not request.isolate:
-        return tuple(measure_one(request.backend, request.sim_specs, i, request.config,
-                                 lambda text, i=i: sink(i, text)) for i in indices)
-    return _run_isolated(request, indices, sink)
+        return tuple(_measure_inline(request, i, lambda text, i=i: sink(i, text)) for i in indices)
+    return _Supervisor(request, indices, sink).run()
 
 
-def _worker(out: Any, backend_name: str, sim_specs: tuple[Any, ...], index: int, config: MeasureConfig) -> None:
-    """Body of a worker process: measure one device, stream progress, send the report as a dict."""
-    last = 0.0
-
-    def progress(text: str) -> None:
-        nonlocal last
-        now = time.monotonic()
-        if now - last >= 0.05:  # a few updates a second is enough for a person
-            last = now
-            out.put(("progress", index, text))
-
-    report = measure_one(backend_name, sim_specs, index, config, progress)
-    out.put(("result", index, to_jsonable(report)))
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")  # noqa: UP017
 
 
-def _run_isolated(request: RunRequest, indices: tuple[int, ...], sink: ProgressSink) -> tuple[DeviceReport, ...]:
-    ctx = multiprocessing.get_context("spawn")  # CUDA and fork do not mix
-    out = ctx.Queue()
-    workers = {i: ctx.Process(target=_worker, args=(out, request.backend, request.sim_specs, i, request.config),
-                              daemon=True) for i in indices}
-    started = time.monotonic()
-    for proc in workers.values():
-        proc.start()
-    results: dict[int, DeviceReport] = {}
+def _measure_inline(request: RunRequest, index: int, progress: Callable[[str], None]) -> DeviceReport:
+    start = time.perf_counter()
     try:
-        while len(results) < len(workers):
+        session, info = open_device(request, index)
+    except BisectSmemError as exc:
+        return build_report(index, request.backend, None, {}, [], str(exc), time.perf_counter() - start)
+    steps = plan_steps(request.config)
+    done: dict[str, StepResult] = {}
+    error = None
+    try:
+        measurement = new_measurement(session, info, request.config, progress)
+        for step in steps:
             try:
-                kind, index, payload = out.get(timeout=POLL_S)
-            except queue_module.Empty:
-                _reap(workers, results, out, started, request)
-                continue
-            if kind == "progress":
-                sink(index, payload)
-            elif kind == "result":
-                results[index] = DeviceReport.from_dict(payload)
+                done[step] = measurement.run_step(step, done)
+            except ProbeFault as fault:
+                error = f"{step}: {fault}; the context is lost, and an inline run cannot restart (drop --inline)"
+                break
     finally:
-        for proc in workers.values():
-            if proc.is_alive():
-                proc.kill()
-            proc.join(timeout=5)
-    return tuple(results[i] for i in indices)
+        session.close()
+    return build_report(index, request.backend, info, done, [], error, time.perf_counter() - start, steps)
 
 
-def _reap(workers: dict[int, Any], results: dict[int, DeviceReport], out: Any, started: float,
-          request: RunRequest) -> None:
-    """Give an error report to every worker that died without a result or ran out of time."""
-    elapsed = time.monotonic() - started
-    timeout_s = request.device_timeout_s
-    for index, proc in workers.items():
-        if index in results:
+def _worker(out: Any, request: RunRequest, index: int, done: dict[str, StepResult], inject: str | None) -> None:
+    """Body of a worker process: open the device, run the steps not yet done, stream each one back."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and ends its workers
+    try:
+        session, info = open_device(request, index)
+    except BisectSmemError as exc:
+        out.put(("open_failed", index, str(exc)))
+        return
+    out.put(("opened", index, info))
+    measurement = new_measurement(session, info, request.config, lambda text: out.put(("progress", index, text)))
+    done = dict(done)
+    for step in plan_steps(request.config):
+        if step in done:
             continue
-        if not proc.is_alive():
-            proc.join()
-            if out.empty():
-                results[index] = DeviceReport(index, None, None, request.backend,
-                                              error=f"worker process exited with code {proc.exitcode} "
-                                                    f"before reporting", elapsed_s=round(elapsed, 3))
-        elif elapsed > timeout_s:
-            proc.kill()
-            results[index] = DeviceReport(index, None, None, request.backend,
-                                          error=f"device timed out after {timeout_s:g} s", elapsed_s=round(elapsed, 3))
+        out.put(("step", index, step))
+        try:
+            if step == inject:
+                session.inject_illegal_access()
+            result = measurement.run_step(step, done)
+        except ProbeFault as fault:
+            out.put(("fault", index, step, str(fault)))
+            out.close()
+            out.join_thread()
+            os._exit(3)  # the context is poisoned: leave without CUDA's teardown
+        done[step] = result
+        out.put(("done", index, step, result))
+    out.put(("finished", index, None))
+    session.close()
+
+
+@dataclass
+class _Device:
+    index: int
+    started: float
+    proc: Any = None
+    info: DeviceInfo | None = None
+    done: dict[str, StepResult] = field(default_factory=dict)
+    attempts: Counter = field(default_factory=Counter)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    step: str | None = None
+    last_heard: float = 0.0
+    restarts: int = 0
+    error: str | None = None
+    finished: bool = False
+
+
+class _Supervisor:
+    """Starts, watches and restarts the workers; collects their steps into reports."""
+
+    def __init__(self, request: RunRequest, indices: tuple[int, ...], sink: ProgressSink) -> None:
+        self.request = request
+        self.sink = sink
+        self.ctx = multiprocessing.get_context("spawn")  # CUDA and fork do not mix
+        self.out = self.ctx.Queue()
+        now = time.monotonic()
+        self.devices = {i: _Device(i, now) for i in indices}
+
+    def _start(self, dev: _Device) -> None:
+        inject = self.request.inject_fault if not dev.events else None  # only the first attempt faults
+        dev.proc = self.ctx.Process(target=_worker, args=(self.out, self.request, dev.index, dev.done, inject),
+                                    daemon=True)
+        dev.proc.start()
+        dev.step, dev.last_heard = None, time.monotonic()
+
+    def run(self) -> tuple[DeviceReport, ...]:
+        try:
+            for dev in self.devices.values():
+                self._start(dev)
+            while not all(d.finished for d in self.devices.values()):
+                try:
+                    message = self.out.get(timeout=POLL_S)
+                except queue_module.Empty:
+                    self._watch()
+                    continue
+                self._handle(message)
+        finally:
+            for dev in self.devices.values():
+                if dev.proc is not None and dev.proc.is_alive():
+                    dev.proc.kill()
+                if dev.proc is not None:
+                    dev.proc.join(timeout=5)
+        planned = plan_steps(self.request.config)
+        return tuple(build_report(d.index, self.request.backend, d.info, d.done, d.events, d.error,
+                                  time.monotonic() - d.started, planned) for d in self.devices.values())
+
+    def _handle(self, message: tuple) -> None:
+        kind, index, *payload = message
+        dev = self.devices[index]
+        if dev.finished:
+            return
+        dev.last_heard = time.monotonic()
+        if kind == "progress":
+            self.sink(index, payload[0])
+        elif kind == "opened":
+            dev.info = payload[0]
+        elif kind == "step":
+            dev.step = payload[0]
+        elif kind == "done":
+            dev.done[payload[0]] = payload[1]
+            dev.step = None
+        elif kind == "fault":
+            self._failed(dev, "sticky fault", payload[1])
+        elif kind == "open_failed":
+            dev.error, dev.finished = payload[0], True
+        elif kind == "finished":
+            dev.finished = True
+
+    def _watch(self) -> None:
+        now = time.monotonic()
+        for dev in self.devices.values():
+            if dev.finished:
+                continue
+            if now - dev.started > self.request.device_timeout_s:
+                dev.proc.kill()
+                dev.error, dev.finished = f"device timed out after {self.request.device_timeout_s:g} s", True
+            elif not dev.proc.is_alive():
+                self._failed(dev, "worker died", f"exit code {dev.proc.exitcode}")
+            elif dev.info is None and now - dev.last_heard > self.request.startup_timeout_s:
+                dev.proc.kill()
+                self._failed(dev, "timeout", f"no answer within {self.request.startup_timeout_s:g} s of starting")
+            elif dev.info is not None and now - dev.last_heard > self.request.probe_timeout_s:
+                dev.proc.kill()
+                self._failed(dev, "timeout", f"a probe did not finish within {self.request.probe_timeout_s:g} s")
+
+    def _failed(self, dev: _Device, what: str, detail: str) -> None:
+        step = dev.step or "startup"
+        dev.events.append({"what": what, "where": f"device {dev.index}, step {step}", "when": _now(),
+                           "detail": detail})
+        dev.proc.join(timeout=5)
+        dev.attempts[step] += 1
+        if dev.attempts[step] >= GIVE_UP_AFTER_FAULTS and step != "startup":
+            dev.done[step] = StepResult(step, None, {}, {}, f"{step}: gave up after {dev.attempts[step]} faults "
+                                                            f"({what}: {detail})", 0.0)
+        dev.restarts += 1
+        if dev.restarts > self.request.max_restarts or (step == "startup" and dev.attempts[step] >= 2):
+            dev.error = f"gave up after {dev.restarts} restarts; last: {what} in {step} ({detail})"
+            dev.finished = True
+            return
+        self._start(dev)

@@ -21,8 +21,9 @@ def _compare(quantity: str, reported: Any, source: str | None, measured: Any, se
             return Verdict(quantity, reported, source, measured, "ERROR", search.error)
         if search.unstable_range_bytes:
             lo, hi = search.unstable_range_bytes
-            return Verdict(quantity, reported, source, measured, "ERROR",
-                           f"unstable: answers changed between {lo} and {hi} B")
+            where = f"{lo} B both launched and failed" if lo == hi else \
+                f"failures from {lo} B, successes up to {hi} B"
+            return Verdict(quantity, reported, source, measured, "ERROR", f"unstable: {where}")
         if search.non_monotone_at_bytes:
             return Verdict(quantity, reported, source, measured, "ERROR",
                            f"not monotone: failed at {list(search.non_monotone_at_bytes)} B below the ceiling")

@@ -8,6 +8,7 @@ from bisect_smem.backends.base import LaunchOutcome, Outcome, ProbeKernel, class
 from bisect_smem.backends.sim import SimSession, SimSpec
 from bisect_smem.kernel_source import RESULT_WORDS, decode_probe_result, pattern_byte
 from bisect_smem.measure import DeviceMeasurement, MeasureConfig
+from bisect_smem.plan import plan_steps
 from bisect_smem.profiles import find_profile
 from bisect_smem.verdicts import build_verdicts
 
@@ -62,7 +63,8 @@ class CorruptAbove(SimSession):
 
 def test_a_launch_that_does_not_verify_is_never_a_ceiling() -> None:
     session = CorruptAbove(threshold=100_000)
-    measured, _ = DeviceMeasurement(session, MeasureConfig()).run()
+    config = MeasureConfig()
+    measured, _ = DeviceMeasurement(session, config).run(plan_steps(config))
     assert measured.optin_dynamic_ceiling_bytes is None
     reported = {"driver": {"max_shared_memory_per_block_optin_bytes": 232448,
                            "max_shared_memory_per_block_bytes": 49152}}

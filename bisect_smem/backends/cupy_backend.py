@@ -25,6 +25,7 @@ from bisect_smem.backends.libcuda import libcuda
 from bisect_smem.errors import BackendUnavailable, KernelCompileError
 from bisect_smem.kernel_source import (
     CLUSTER_RESULT_WORDS,
+    ILLEGAL_ACCESS_NAME,
     NVRTC_OPTIONS,
     RESIDENCY_CARVEOUT,
     RESIDENCY_STAIRCASE,
@@ -55,6 +56,27 @@ def loaded_static_smem(path: Path, kernel: str) -> int:
     return int(module.get_function(kernel).shared_size_bytes)
 
 
+def cupy_cuda_major() -> int | None:
+    """The CUDA major version the installed CuPy wheel was built for, from its name (no import)."""
+    from importlib import metadata
+
+    for dist in metadata.distributions():
+        name = (dist.metadata["Name"] or "").lower()
+        if name.startswith("cupy-cuda") and name[len("cupy-cuda"):len("cupy-cuda") + 2].isdigit():
+            return int(name[len("cupy-cuda"):len("cupy-cuda") + 2])
+    return None
+
+
+def check_driver_for_cupy(driver_version: int, cupy_major: int | None) -> None:
+    """A driver older than CuPy's CUDA major fails at the first launch: say so before measuring."""
+    if cupy_major is None or driver_version <= 0:
+        return
+    if driver_version // 1000 < cupy_major:
+        raise BackendUnavailable(
+            f"the driver supports CUDA {driver_version // 1000}.{driver_version % 1000 // 10}, but CuPy was built "
+            f"for CUDA {cupy_major}: update the driver or install bisect-smem[cuda{driver_version // 1000}]")
+
+
 class CupyBackend:
     """Probe kernels compiled by NVRTC and launched by CuPy."""
 
@@ -74,9 +96,11 @@ class CupyBackend:
         return "" if count else "no CUDA device is visible (check CUDA_VISIBLE_DEVICES)"
 
     def device_count(self) -> int:
-        count = libcuda().device_count()  # no driver is the more basic answer, so it is checked first
+        lib = libcuda()
+        count = lib.device_count()  # no driver is the more basic answer, so it is checked first
         if importlib.util.find_spec("cupy") is None:
             raise BackendUnavailable(f"the cupy backend needs CuPy, which is not installed: {INSTALL_HINT}")
+        check_driver_for_cupy(lib.driver_version(), cupy_cuda_major())
         return count
 
     def open(self, index: int, static_sizes: tuple[int, ...]) -> CupySession:
@@ -177,6 +201,10 @@ class CupySession:
         if not peaks:
             return ResidencyOutcome(Outcome.OTHER, "no block reported its SM")
         return ResidencyOutcome(Outcome.OK, "", min(peaks), max(peaks), int(api), len(peaks))
+
+    def inject_illegal_access(self) -> None:
+        """Test only: a real out-of-window shared-memory store. The context is poisoned afterwards."""
+        self._functions[ILLEGAL_ACCESS_NAME]((1,), (32,), (self._cupy.uint32(0x00F00000),))
 
     # Thread block clusters: CuPy has no cluster launch, so these go through cuda-bindings' cuLaunchKernelEx.
 

@@ -229,15 +229,18 @@ class SimSession:
         if fault is not None:
             return fault
         total = dynamic_bytes + kernel.static_bytes
-        limit = min(self._limit(kernel), self.profile.max_smem_per_block_optin_bytes - self._static_footprint(kernel))
+        hardware = self.profile.max_smem_per_block_optin_bytes - self._static_footprint(kernel)
+        limit = min(self._limit(kernel), hardware)
+        # Flakiness lives near the kernel's real ceiling, not near whatever the attribute was just set to.
+        ceiling = hardware if kernel.opt_in else min(DEFAULT_SMEM_PER_BLOCK_BYTES - kernel.static_bytes, hardware)
         if not 1 <= threads <= MAX_THREADS_PER_BLOCK or dynamic_bytes > limit:
-            return self._flaky(dynamic_bytes, limit,
+            return self._flaky(dynamic_bytes, ceiling,
                                LaunchOutcome(Outcome.INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE: invalid argument"),
                                self._registers(kernel, dynamic_bytes), total)
         base = self.spec.reserved_bytes + self._static_footprint(kernel)
         ok = LaunchOutcome(Outcome.OK, registers=self._registers(kernel, dynamic_bytes), bytes_verified=total,
                            dynamic_base_offset_bytes=base)
-        return self._flaky(dynamic_bytes, limit, ok, ok.registers, total)
+        return self._flaky(dynamic_bytes, ceiling, ok, ok.registers, total)
 
     def _registers(self, kernel: ProbeKernel, dynamic_bytes: int) -> SmemRegisters:
         if self.profile.compute_capability < (8, 0):
@@ -280,6 +283,10 @@ class SimSession:
         sizes = sorted(k * KIB for k in p.carveout_kib)
         wanted = max(-(-percent * p.smem_per_sm_bytes // 100), footprint)
         return next((s for s in sizes if s >= wanted), sizes[-1])
+
+    def inject_illegal_access(self) -> None:
+        """Test only: poison the simulated context, as a real illegal access would."""
+        self._poisoned = True
 
     def cluster_support(self) -> str | None:
         if not self.profile.cluster_launch:
