@@ -10,7 +10,7 @@ RUN_EXTRA := $(if $(filter 12,$(CUDA_MAJOR)),cuda12,$(if $(filter 13 14,$(CUDA_M
 
 FLEET_PACKAGES := slurmctld slurmd slurm-client munge
 
-.PHONY: run test demo lint clean fleet-deps
+.PHONY: run test demo bench lint clean fleet-deps
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,10 @@ fleet-deps:
 	    echo "note: Slurm is not installed and this is not root with apt: the fleet test will skip"; \
 	  fi; \
 	fi
+
+# Needs a GPU; without one it says so and exits 3.
+bench: $(VENV)/.run-installed
+	@$(PY) bench/bench.py --out bench.json
 
 test: fleet-deps $(VENV)/.test-installed
 	$(PY) -m ruff check bisect_smem tests

@@ -75,7 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="measure a simulated device built from the published table (repeatable; "
                              "see `bisect-smem profiles`)")
     parser.add_argument("--backend", default=None, metavar="NAME",
-                        help="cupy (default) or sim (implied by --simulate)")
+                        help="cupy (default), numba, all (every available backend, cross-checked), or sim "
+                             "(implied by --simulate)")
     parser.add_argument("--json", metavar="PATH", help="write the JSON report to PATH ('-' for stdout)")
     parser.add_argument("--plot", metavar="PATH", help="draw the residency staircase to PATH (.png or .svg; "
                                                        "needs the plot extra)")
@@ -199,8 +200,8 @@ def _cmd_measure(args: argparse.Namespace) -> int:
     from bisect_smem.runner import RunRequest, run
 
     backend = args.backend or ("sim" if args.simulate else "cupy")
-    if backend not in BACKEND_NAMES:
-        raise UsageError(f"unknown backend {backend!r}; valid: {', '.join(BACKEND_NAMES)}")
+    if backend not in (*BACKEND_NAMES, "all"):
+        raise UsageError(f"unknown backend {backend!r}; valid: {', '.join(BACKEND_NAMES)}, all")
     specs: tuple = ()
     if args.simulate:
         if backend != "sim":
@@ -239,7 +240,11 @@ def _cmd_measure(args: argparse.Namespace) -> int:
                          device_timeout_s=args.device_timeout, probe_timeout_s=args.probe_timeout,
                          max_restarts=args.max_restarts, inject_fault=args.inject_fault)
     show_progress = not args.quiet and sys.stderr.isatty()
-    devices = run(request, _progress_printer() if show_progress else None)
+    printer = _progress_printer() if show_progress else None
+    if backend == "all":
+        devices = _run_all_backends(request, printer)
+    else:
+        devices = run(request, printer)
     if show_progress:
         print("\r\033[K", end="", file=sys.stderr)
     report = Report(tool_version=__version__, created_utc=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -279,6 +284,28 @@ def _cmd_measure(args: argparse.Namespace) -> int:
     if any(d.incomplete for d in devices):
         return EXIT_INCOMPLETE
     return EXIT_OK
+
+
+def _run_all_backends(request, printer):
+    """Every real backend that is available here, then cross-check rows; exit 3 when none is."""
+    from dataclasses import replace
+
+    from bisect_smem.backends import REAL_BACKENDS, get_backend
+    from bisect_smem.crosscheck import with_cross_checks
+    from bisect_smem.runner import run
+
+    available, reasons = [], []
+    for name in REAL_BACKENDS:
+        backend = get_backend(name)
+        if backend.is_available():
+            available.append(name)
+        else:
+            reasons.append(f"{name}: {backend.unavailable_reason()}")
+    if not available:
+        raise BackendUnavailable("; ".join(reasons))
+    for reason in reasons:
+        print(f"hint: not cross-checked: {reason}", file=sys.stderr)
+    return with_cross_checks({name: run(replace(request, backend=name), printer) for name in available})
 
 
 def _compare(report, directory: Path, allow_missing: bool, quiet_stdout: bool) -> int:

@@ -18,7 +18,7 @@ import signal
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bisect_smem.attributes import driver_view, runtime_view
@@ -66,13 +66,16 @@ class DeviceInfo:
     identity: DeviceIdentity
     reported: dict[str, dict[str, Any]]
     nvml: dict[str, Any]
+    open_s: float = 0.0  # compiling and loading the kernels, reading the attributes
 
 
 def open_device(request: RunRequest, index: int) -> tuple[Any, DeviceInfo]:
+    start = time.perf_counter()
     session = get_backend(request.backend, request.sim_specs).open(index, request.config.static_sizes)
     reported = {"driver": driver_view(session.driver_attributes()),
                 "runtime": runtime_view(session.runtime_attributes())}
-    return session, DeviceInfo(session.identity(), reported, session.nvml_info())
+    info = DeviceInfo(session.identity(), reported, session.nvml_info(), round(time.perf_counter() - start, 6))
+    return session, info
 
 
 def new_measurement(session: Any, info: DeviceInfo, config: MeasureConfig,
@@ -90,6 +93,7 @@ def build_report(index: int, backend: str, info: DeviceInfo | None, done: dict[s
         return DeviceReport(index, None, None, backend, events=tuple(events), error=error or "never opened",
                             elapsed_s=round(elapsed_s, 3))
     measured, errors = assemble(done)
+    measured = replace(measured, timings_s={"open": info.open_s, **measured.timings_s})
     cc = info.identity.compute_capability
     verdicts = build_verdicts(info.reported, measured, profile_for_cc(cc), f"{cc[0]}.{cc[1]}")
     failed = [Verdict(f"step {s.name}", None, None, None, "ERROR", s.error) for s in done.values() if s.error]
@@ -103,6 +107,11 @@ def build_report(index: int, backend: str, info: DeviceInfo | None, done: dict[s
                         verdicts=tuple(verdicts), events=tuple(events),
                         error="; ".join([*errors, *([error] if error else [])]) or None,
                         elapsed_s=round(elapsed_s, 3))
+
+
+def steps_for(request: RunRequest) -> list[str]:
+    backend = get_backend(request.backend, request.sim_specs)
+    return plan_steps(request.config, getattr(backend, "supported_steps", None))
 
 
 def resolve_devices(request: RunRequest) -> tuple[int, ...]:
@@ -138,7 +147,7 @@ def _measure_inline(request: RunRequest, index: int, progress: Callable[[str], N
         session, info = open_device(request, index)
     except BisectSmemError as exc:
         return build_report(index, request.backend, None, {}, [], str(exc), time.perf_counter() - start)
-    steps = plan_steps(request.config)
+    steps = steps_for(request)
     done: dict[str, StepResult] = {}
     error = None
     try:
@@ -165,7 +174,7 @@ def _worker(out: Any, request: RunRequest, index: int, done: dict[str, StepResul
     out.put(("opened", index, info))
     measurement = new_measurement(session, info, request.config, lambda text: out.put(("progress", index, text)))
     done = dict(done)
-    for step in plan_steps(request.config):
+    for step in steps_for(request):
         if step in done:
             continue
         out.put(("step", index, step))
@@ -235,7 +244,7 @@ class _Supervisor:
                     dev.proc.kill()
                 if dev.proc is not None:
                     dev.proc.join(timeout=5)
-        planned = plan_steps(self.request.config)
+        planned = steps_for(self.request)
         return tuple(build_report(d.index, self.request.backend, d.info, d.done, d.events, d.error,
                                   time.monotonic() - d.started, planned) for d in self.devices.values())
 

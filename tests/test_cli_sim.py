@@ -91,7 +91,7 @@ def test_profiles_lists_every_row(capsys: pytest.CaptureFixture[str]) -> None:
     (["--simulate", "h200", "--device", "3"], "device 3 does not exist; valid: 0..0"),
     (["--simulate", "h200", "--device", "-1"], "must be >= 0 (got -1)"),
     (["--simulate", "h200", "--device", "one"], "expected a whole number (got 'one')"),
-    (["--backend", "opencl"], "unknown backend 'opencl'; valid: cupy, sim"),
+    (["--backend", "opencl"], "unknown backend 'opencl'; valid: cupy, numba, sim, all"),
     (["--backend", "sim"], "the sim backend needs --simulate PROFILE"),
     (["--simulate", "h200", "--json", "/nonexistent-folder/r.json"], "folder /nonexistent-folder does not exist"),
     (["--simulate", "h200", "--confirm", "0"], "must be >= 1 (got 0)"),

@@ -108,3 +108,31 @@ def test_clusters_are_measured_on_hopper(gpu_report: tuple[int, dict]) -> None:
         assert c["active_clusters"]
     rows = [v for v in dev["verdicts"] if "cluster" in v["quantity"] or "distributed" in v["quantity"]]
     assert rows and all(v["verdict"] in ("match", "MISMATCH") for v in rows)
+
+
+def test_numba_agrees_with_cupy(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "all.json"
+    cli.main(["--backend", "all", "--device", "0", "--json", str(out), "--quiet"])
+    capsys.readouterr()
+    report = json.loads(out.read_text())
+    assert [d["backend"] for d in report["devices"]] == ["cupy", "numba"]
+    numba = report["devices"][1]
+    assert numba["error"] is None, numba["error"]
+    rows = [v for v in report["devices"][0]["verdicts"] if v["quantity"].startswith("cupy = numba: ")]
+    assert len(rows) > 50
+    disagreements = [(v["quantity"], v["note"]) for v in rows if v["verdict"] != "match"]
+    assert disagreements == []
+
+
+def test_a_real_illegal_access_ends_only_a_worker(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "fault.json"
+    cli.main(["--device", "0", "--inject-fault", "static_split:0:128", "--json", str(out), "--quiet"])
+    capsys.readouterr()
+    dev = json.loads(out.read_text())["devices"][0]
+    (event,) = dev["events"]
+    assert event["what"] == "sticky fault" and event["where"] == "device 0, step static_split:0:128"
+    assert "illegal" in event["detail"].lower() or "misaligned" in event["detail"].lower(), event
+    assert dev["error"] is None
+    driver = dev["reported"]["driver"]
+    assert dev["measured"]["optin_dynamic_ceiling_bytes"] == driver["max_shared_memory_per_block_optin_bytes"]
+    assert dev["measured"]["default_dynamic_ceiling_bytes"] == driver["max_shared_memory_per_block_bytes"]

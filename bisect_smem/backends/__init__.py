@@ -5,7 +5,8 @@ from __future__ import annotations
 from bisect_smem.backends.base import Backend
 from bisect_smem.errors import UsageError
 
-BACKEND_NAMES = ("cupy", "sim")
+BACKEND_NAMES = ("cupy", "numba", "sim")
+REAL_BACKENDS = ("cupy", "numba")
 
 
 def get_backend(name: str, sim_specs: tuple = ()) -> Backend:
@@ -14,6 +15,10 @@ def get_backend(name: str, sim_specs: tuple = ()) -> Backend:
         from bisect_smem.backends.cupy_backend import CupyBackend
 
         return CupyBackend()
+    if name == "numba":
+        from bisect_smem.backends.numba_backend import NumbaBackend
+
+        return NumbaBackend()
     if name == "sim":
         from bisect_smem.backends.sim import SimBackend
 
