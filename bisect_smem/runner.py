@@ -15,6 +15,7 @@ import multiprocessing
 import os
 import queue as queue_module
 import signal
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -69,12 +70,14 @@ class DeviceInfo:
     open_s: float = 0.0  # compiling and loading the kernels, reading the attributes
 
 
-def open_device(request: RunRequest, index: int) -> tuple[Any, DeviceInfo]:
+def open_device(request: RunRequest, index: int, nvml: bool = True) -> tuple[Any, DeviceInfo]:
+    """Open the device and read what it reports; ``nvml=False`` leaves NVML to the caller."""
     start = time.perf_counter()
     session = get_backend(request.backend, request.sim_specs).open(index, request.config.static_sizes)
     reported = {"driver": driver_view(session.driver_attributes()),
                 "runtime": runtime_view(session.runtime_attributes())}
-    info = DeviceInfo(session.identity(), reported, session.nvml_info(), round(time.perf_counter() - start, 6))
+    info = DeviceInfo(session.identity(), reported, session.nvml_info() if nvml else {},
+                      round(time.perf_counter() - start, 6))
     return session, info
 
 
@@ -130,11 +133,23 @@ def resolve_devices(request: RunRequest) -> tuple[int, ...]:
 
 def run(request: RunRequest, progress: ProgressSink | None = None) -> tuple[DeviceReport, ...]:
     """Measure every requested device and return their reports in index order."""
-    indices = resolve_devices(request)
     sink = progress or (lambda _i, _t: None)
     if not request.isolate:
+        indices = resolve_devices(request)
         return tuple(_measure_inline(request, i, lambda text, i=i: sink(i, text)) for i in indices)
-    return _Supervisor(request, indices, sink).run()
+    supervisor = _Supervisor(request, sink)
+    # The first workers start while this process initialises the driver to count the devices: a
+    # worker spends that time starting Python anyway. A device that turns out not to exist is dropped.
+    early = request.devices if request.devices is not None else (0,)
+    try:
+        supervisor.start(early)
+        indices = resolve_devices(request)
+    except BaseException:
+        supervisor.stop()
+        raise
+    supervisor.keep(indices)
+    supervisor.start([i for i in indices if i not in early])
+    return supervisor.run()
 
 
 def _now() -> str:
@@ -167,11 +182,14 @@ def _worker(out: Any, request: RunRequest, index: int, done: dict[str, StepResul
     """Body of a worker process: open the device, run the steps not yet done, stream each one back."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and ends its workers
     try:
-        session, info = open_device(request, index)
+        session, info = open_device(request, index, nvml=False)
     except BisectSmemError as exc:
         out.put(("open_failed", index, str(exc)))
         return
     out.put(("opened", index, info))
+    # NVML answers slowly on some systems; it runs beside the measurement and reports when done.
+    nvml = threading.Thread(target=lambda: out.put(("nvml", index, session.nvml_info())), daemon=True)
+    nvml.start()
     measurement = new_measurement(session, info, request.config, lambda text: out.put(("progress", index, text)))
     done = dict(done)
     for step in steps_for(request):
@@ -184,13 +202,22 @@ def _worker(out: Any, request: RunRequest, index: int, done: dict[str, StepResul
             result = measurement.run_step(step, done)
         except ProbeFault as fault:
             out.put(("fault", index, step, str(fault)))
-            out.close()
-            out.join_thread()
-            os._exit(3)  # the context is poisoned: leave without CUDA's teardown
+            _leave(out, 3)  # the context is poisoned
+        except Exception as exc:  # a bug, not a GPU fault: say what it was before the worker ends
+            out.put(("crash", index, step, f"{type(exc).__name__}: {exc}"))
+            _leave(out, 1)
         done[step] = result
         out.put(("done", index, step, result))
+    nvml.join(timeout=30)
     out.put(("finished", index, None))
-    session.close()
+    _leave(out, 0)
+
+
+def _leave(out: Any, code: int) -> None:
+    """Flush the queue and exit without CUDA's teardown: the parent has everything it needs."""
+    out.close()
+    out.join_thread()
+    os._exit(code)
 
 
 @dataclass
@@ -212,13 +239,28 @@ class _Device:
 class _Supervisor:
     """Starts, watches and restarts the workers; collects their steps into reports."""
 
-    def __init__(self, request: RunRequest, indices: tuple[int, ...], sink: ProgressSink) -> None:
+    def __init__(self, request: RunRequest, sink: ProgressSink) -> None:
         self.request = request
         self.sink = sink
         self.ctx = multiprocessing.get_context("spawn")  # CUDA and fork do not mix
         self.out = self.ctx.Queue()
-        now = time.monotonic()
-        self.devices = {i: _Device(i, now) for i in indices}
+        self.devices: dict[int, _Device] = {}
+
+    def start(self, indices: tuple[int, ...] | list[int]) -> None:
+        for index in indices:
+            if index not in self.devices:
+                self.devices[index] = dev = _Device(index, time.monotonic())
+                self._start(dev)
+
+    def keep(self, indices: tuple[int, ...]) -> None:
+        """Drop workers started early for devices that are not to be measured after all."""
+        for index in [i for i in self.devices if i not in indices]:
+            self.devices.pop(index).proc.kill()
+
+    def stop(self) -> None:
+        for dev in self.devices.values():
+            if dev.proc is not None and dev.proc.is_alive():
+                dev.proc.kill()
 
     def _start(self, dev: _Device) -> None:
         inject = self.request.inject_fault if not dev.events else None  # only the first attempt faults
@@ -229,8 +271,6 @@ class _Supervisor:
 
     def run(self) -> tuple[DeviceReport, ...]:
         try:
-            for dev in self.devices.values():
-                self._start(dev)
             while not all(d.finished for d in self.devices.values()):
                 try:
                     message = self.out.get(timeout=POLL_S)
@@ -239,25 +279,27 @@ class _Supervisor:
                     continue
                 self._handle(message)
         finally:
+            self.stop()
             for dev in self.devices.values():
-                if dev.proc is not None and dev.proc.is_alive():
-                    dev.proc.kill()
-                if dev.proc is not None:
-                    dev.proc.join(timeout=5)
+                dev.proc.join(timeout=5)
         planned = steps_for(self.request)
         return tuple(build_report(d.index, self.request.backend, d.info, d.done, d.events, d.error,
-                                  time.monotonic() - d.started, planned) for d in self.devices.values())
+                                  time.monotonic() - d.started, planned)
+                     for d in sorted(self.devices.values(), key=lambda d: d.index))
 
     def _handle(self, message: tuple) -> None:
         kind, index, *payload = message
-        dev = self.devices[index]
-        if dev.finished:
+        dev = self.devices.get(index)
+        if dev is None or dev.finished:
             return
         dev.last_heard = time.monotonic()
         if kind == "progress":
             self.sink(index, payload[0])
         elif kind == "opened":
             dev.info = payload[0]
+        elif kind == "nvml":
+            if dev.info is not None:
+                dev.info = replace(dev.info, nvml=payload[0])
         elif kind == "step":
             dev.step = payload[0]
         elif kind == "done":
@@ -265,6 +307,8 @@ class _Supervisor:
             dev.step = None
         elif kind == "fault":
             self._failed(dev, "sticky fault", payload[1])
+        elif kind == "crash":
+            self._failed(dev, "worker crashed", payload[1])
         elif kind == "open_failed":
             dev.error, dev.finished = payload[0], True
         elif kind == "finished":

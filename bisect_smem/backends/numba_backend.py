@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
+from dataclasses import replace
 from typing import Any
 
 from bisect_smem import attributes
@@ -30,7 +31,8 @@ UNREADABLE = 0xFFFFFFFF
 SUPPORTED_STEPS = ("default_ceiling", "attribute_accept_ceiling", "static_split", "block_registers", "residency")
 _RUNTIME_NAMES = {  # numba device attribute -> cudaDeviceProp name used by the report
     "MAX_SHARED_MEMORY_PER_BLOCK": "sharedMemPerBlock", "MULTIPROCESSOR_COUNT": "multiProcessorCount",
-    "MAX_THREADS_PER_MULTI_PROCESSOR": "maxThreadsPerMultiProcessor", "COMPUTE_CAPABILITY_MAJOR": "major",
+    "MAX_THREADS_PER_MULTI_PROCESSOR": "maxThreadsPerMultiProcessor",
+    "MAX_THREADS_PER_MULTIPROCESSOR": "maxThreadsPerMultiProcessor", "COMPUTE_CAPABILITY_MAJOR": "major",
     "COMPUTE_CAPABILITY_MINOR": "minor", "MAX_SHARED_MEMORY_PER_MULTIPROCESSOR": "sharedMemPerMultiprocessor",
     "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN": "sharedMemPerBlockOptin",
     "MAX_BLOCKS_PER_MULTIPROCESSOR": "maxBlocksPerMultiProcessor",
@@ -196,6 +198,9 @@ class NumbaSession:
 
     def __init__(self, index: int, static_sizes: tuple[int, ...]) -> None:
         self._cuda = cuda = import_cuda()
+        from numba import config
+
+        config.CUDA_LOW_OCCUPANCY_WARNINGS = 0  # single-block probes are small on purpose
         self.index = index
         cuda.select_device(index)
         functions = kernel_functions(cuda, helpers_path(), static_sizes)
@@ -230,14 +235,20 @@ class NumbaSession:
         dev = self._cuda.get_current_device()
         values: dict[str, int | None] = {}
         for numba_name, prop in _RUNTIME_NAMES.items():
+            if values.get(prop) is not None:
+                continue
             try:
                 values[prop] = int(getattr(dev, numba_name))
-            except (AttributeError, TypeError, ValueError, self._cuda.cudadrv.driver.CudaAPIError):
+            except Exception:  # noqa: BLE001 - an attribute this numba or driver does not know is unknown
                 values[prop] = None
         return values
 
     def nvml_info(self) -> dict[str, Any]:
         return attributes.read_nvml(self.identity().pci_bus_id)
+
+    def _is_cuda_error(self, exc: Exception) -> bool:
+        # numba's own driver layer raises CudaAPIError; launches through cuda.core raise its CUDAError.
+        return isinstance(exc, self._cuda.cudadrv.driver.CudaAPIError) or "CUDA_ERROR_" in str(exc)
 
     def _error(self, exc: Exception) -> LaunchOutcome:
         code = getattr(exc, "code", None)
@@ -265,9 +276,13 @@ class NumbaSession:
             self._kernels[(kernel.static_bytes, kernel.opt_in)][1, threads, 0, dynamic_bytes](
                 np.uint32(dynamic_bytes), np.uint32(seed), self._out)
             words = self._out.copy_to_host().tolist()
-        except self._cuda.cudadrv.driver.CudaAPIError as exc:
+        except Exception as exc:
+            if not self._is_cuda_error(exc):
+                raise
             return self._error(exc)
-        return decode_probe_result(words, kernel.static_bytes, dynamic_bytes, seed)
+        # numba cannot take the shared-window address of its arrays, so the footprint stays unknown.
+        return replace(decode_probe_result(words, kernel.static_bytes, dynamic_bytes, seed),
+                       dynamic_base_offset_bytes=None)
 
     def residency(self, dynamic_bytes: int, threads: int, hold_ns: int,
                   carveout_percent: int | None = None) -> ResidencyOutcome:
@@ -289,7 +304,9 @@ class NumbaSession:
             grid = self._sm_count * (self._max_blocks_per_sm + 1)
             self._residency[grid, threads, 0, dynamic_bytes](self._counters, np.uint64(hold_ns))
             peaks = [p for p in self._counters.copy_to_host()[1::2].tolist() if p]
-        except self._cuda.cudadrv.driver.CudaAPIError as exc:
+        except Exception as exc:
+            if not self._is_cuda_error(exc):
+                raise
             got = self._error(exc)
             return ResidencyOutcome(got.outcome, got.detail)
         if not peaks:
