@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from bisect_smem.attributes import best_value, disagreements
-from bisect_smem.model import CarveoutPoint, Ceiling, Measured, ResidencyStep, Verdict
 from bisect_smem.fit import DYNAMIC_ALIGNMENT_BYTES
+from bisect_smem.model import CarveoutPoint, Ceiling, Measured, ResidencyStep, Verdict
 from bisect_smem.profiles import ArchProfile
 
 
