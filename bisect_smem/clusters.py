@@ -40,11 +40,12 @@ class ClusterExperiments:
         cluster's distributed shared memory read back right."""
         limit = NONPORTABLE_CLUSTER_SIZE if nonportable else PORTABLE_CLUSTER_SIZE
         largest, verified = None, True
-        for size in range(1, limit + 1):
-            self.probes += 1
-            kind = "non-portable" if nonportable else "portable"
-            self.progress(f"cluster of {size} ({kind}) at {dynamic_bytes} B")
-            got = self.session.cluster_launch(dynamic_bytes, size, nonportable, CLUSTER_THREADS)
+        kind = "non-portable" if nonportable else "portable"
+        self.progress(f"clusters of 1..{limit} ({kind}) at {dynamic_bytes} B")
+        outcomes = self.session.cluster_launches(dynamic_bytes, tuple(range(1, limit + 1)), nonportable,
+                                                 CLUSTER_THREADS)
+        self.probes += len(outcomes)
+        for size, got in enumerate(outcomes, start=1):
             if got.launched:
                 largest = size
                 verified = verified and got.dsm_verified(size, dynamic_bytes)

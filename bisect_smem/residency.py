@@ -138,7 +138,13 @@ class ResidencyMeasurement:
     def carveout(self, ceiling_bytes: int, published_kib: tuple[int, ...] | None) -> list[CarveoutPoint]:
         """Residency of fixed-size blocks under each carveout preference, and the size it proves."""
         size = self.limits.carveout_probe_bytes()
-        results = {p: self.blocks(size, STAIRCASE_THREADS, p) for p in CARVEOUT_PERCENTS}
+        self.probes += len(CARVEOUT_PERCENTS)
+        self.progress(f"carveout sweep at {size} B ({len(CARVEOUT_PERCENTS)} settings)")
+        sweep = self.session.carveout_sweep(size, STAIRCASE_THREADS, self.hold_ns, CARVEOUT_PERCENTS)
+        for got in sweep:
+            if not got.ok:
+                raise ProbeFault(f"carveout sweep at {size} B", got.outcome, got.detail)
+        results = dict(zip(CARVEOUT_PERCENTS, sweep, strict=True))
         # Settings where the API predicts differently may use different carveouts even where the count
         # at this size is the same, so each (count, prediction) pair gets its own refinement.
         ranges: dict[tuple[int, int | None], tuple[int, int]] = {}

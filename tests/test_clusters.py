@@ -49,7 +49,8 @@ def test_clusters_are_measured_on_cc9_and_skipped_below(profile: ArchProfile, tm
 class WrongNeighbour(SimSession):
     """Distributed shared memory that reads back one wrong byte in clusters of four or more."""
 
-    def cluster_launch(self, dynamic_bytes: int, cluster_size: int, nonportable: bool, threads: int) -> ClusterOutcome:
+    def cluster_launch(self, dynamic_bytes: int, cluster_size: int, nonportable: bool,
+                       threads: int) -> ClusterOutcome:
         got = super().cluster_launch(dynamic_bytes, cluster_size, nonportable, threads)
         if got.launched and cluster_size >= 4:
             return ClusterOutcome(got.outcome, "", got.blocks_ran, got.bytes_checked, 1, got.cluster_size_seen)

@@ -192,13 +192,19 @@ class DeviceSession(Protocol):
         """
         ...
 
+    def carveout_sweep(self, dynamic_bytes: int, threads: int, hold_ns: int,
+                       percents: tuple[int, ...]) -> list[ResidencyOutcome]:
+        """``residency`` under each carveout preference, launched back to back and read once at the end."""
+        ...
+
     def cluster_support(self) -> str | None:
         """None when clusters can be measured here, else why not (cc, attribute 120, bindings)."""
         ...
 
-    def cluster_launch(self, dynamic_bytes: int, cluster_size: int, nonportable: bool,
-                       threads: int) -> ClusterOutcome:
-        """Launch one cluster of ``cluster_size`` blocks and check distributed shared memory."""
+    def cluster_launches(self, dynamic_bytes: int, sizes: tuple[int, ...], nonportable: bool,
+                         threads: int) -> list[ClusterOutcome]:
+        """Launch one cluster of each size in order, each checking distributed shared memory; stop after
+        the first size that does not launch (its outcome is the last in the list)."""
         ...
 
     def cluster_residency(self, dynamic_bytes: int, cluster_size: int, nonportable: bool, threads: int,

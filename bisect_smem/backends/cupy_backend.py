@@ -259,23 +259,32 @@ class CupySession:
         (err,) = cu.cuLaunchKernelEx(config, handle, (args, types), 0)
         return None if err == cu.CUresult.CUDA_SUCCESS else err.name
 
-    def cluster_launch(self, dynamic_bytes: int, cluster_size: int, nonportable: bool,
-                       threads: int) -> ClusterOutcome:
+    def cluster_launches(self, dynamic_bytes: int, sizes: tuple[int, ...], nonportable: bool,
+                         threads: int) -> list[ClusterOutcome]:
         import ctypes
 
         cupy = self._cupy
-        seed = next(self._seeds) & 0xFF
+        outs = cupy.zeros((len(sizes), CLUSTER_RESULT_WORDS), dtype=cupy.uint32)
+        failure = None
+        launched = 0
         try:
             handle = self._cluster_function(cluster_dsm_name(nonportable), nonportable, dynamic_bytes)
-            out = cupy.zeros(CLUSTER_RESULT_WORDS, dtype=cupy.uint32)
-            failed = self._launch_ex(handle, self._launch_config(cluster_size, threads, dynamic_bytes, cluster_size),
-                                     (dynamic_bytes, seed, out.data.ptr), (ctypes.c_uint, ctypes.c_uint, ctypes.c_void_p))
-            if failed:
-                return ClusterOutcome(classify_cuda_error(failed), failed)
-            bad, checked, blocks, seen = out.get().tolist()
+            for row, size in enumerate(sizes):
+                seed = next(self._seeds) & 0xFF
+                # A cluster that cannot launch is refused here, synchronously; the rest run back to back.
+                failed = self._launch_ex(handle, self._launch_config(size, threads, dynamic_bytes, size),
+                                         (dynamic_bytes, seed, outs[row].data.ptr),
+                                         (ctypes.c_uint, ctypes.c_uint, ctypes.c_void_p))
+                if failed:
+                    failure = ClusterOutcome(classify_cuda_error(failed), failed)
+                    break
+                launched += 1
+            rows = outs.get().tolist()
         except (_DriverError, cupy.cuda.driver.CUDADriverError, cupy.cuda.runtime.CUDARuntimeError) as exc:
-            return ClusterOutcome(classify_cuda_error(str(exc)), str(exc))
-        return ClusterOutcome(Outcome.OK, "", blocks, checked, bad, seen)
+            return [ClusterOutcome(classify_cuda_error(str(exc)), str(exc))]
+        results = [ClusterOutcome(Outcome.OK, "", blocks, checked, bad, seen)
+                   for bad, checked, blocks, seen in rows[:launched]]
+        return results + ([failure] if failure else [])
 
     def cluster_residency(self, dynamic_bytes: int, cluster_size: int, nonportable: bool, threads: int,
                           hold_ns: int, clusters: int) -> ClusterResidencyOutcome:
@@ -307,6 +316,32 @@ class CupySession:
             return None
         err, size = cu.cuOccupancyMaxPotentialClusterSize(handle, self._launch_config(16, threads, dynamic_bytes, None))
         return int(size) if err == cu.CUresult.CUDA_SUCCESS else None
+
+    def carveout_sweep(self, dynamic_bytes: int, threads: int, hold_ns: int,
+                       percents: tuple[int, ...]) -> list[ResidencyOutcome]:
+        # The preference applies to the launches after it, so the launches need no synchronisation
+        # between them: each counts into its own slice, and one copy reads them all.
+        cupy = self._cupy
+        fn = self._functions[residency_name(RESIDENCY_CARVEOUT)]
+        grid = self._sm_count * (self._max_blocks_per_sm + 1)
+        counters = cupy.zeros((len(percents), 2 * MAX_SM_IDS), dtype=cupy.uint32)
+        apis = []
+        try:
+            fn.max_dynamic_shared_size_bytes = dynamic_bytes
+            for row, percent in enumerate(percents):
+                fn.preferred_shared_memory_carveout = percent
+                apis.append(cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.kernel.ptr, threads,
+                                                                                       dynamic_bytes))
+                fn((grid,), (threads,), (counters[row], cupy.uint64(hold_ns)), shared_mem=dynamic_bytes)
+            peaks = counters[:, 1::2].get()
+        except (cupy.cuda.driver.CUDADriverError, cupy.cuda.runtime.CUDARuntimeError) as exc:
+            return [ResidencyOutcome(classify_cuda_error(str(exc)), str(exc))]
+        results = []
+        for row, api in zip(peaks.tolist(), apis, strict=True):
+            seen = [p for p in row if p]
+            results.append(ResidencyOutcome(Outcome.OK, "", min(seen), max(seen), int(api), len(seen)) if seen
+                           else ResidencyOutcome(Outcome.OTHER, "no block reported its SM"))
+        return results
 
     def close(self) -> None:
         self._module = None

@@ -284,6 +284,10 @@ class SimSession:
         wanted = max(-(-percent * p.smem_per_sm_bytes // 100), footprint)
         return next((s for s in sizes if s >= wanted), sizes[-1])
 
+    def carveout_sweep(self, dynamic_bytes: int, threads: int, hold_ns: int,
+                       percents: tuple[int, ...]) -> list[ResidencyOutcome]:
+        return [self.residency(dynamic_bytes, threads, hold_ns, p) for p in percents]
+
     def inject_illegal_access(self) -> None:
         """Test only: poison the simulated context, as a real illegal access would."""
         self._poisoned = True
@@ -299,6 +303,15 @@ class SimSession:
     def _gpc_sizes(self) -> list[int]:
         full, rest = divmod(self.profile.multiprocessor_count, SMS_PER_GPC)
         return [SMS_PER_GPC] * full + ([rest] if rest else [])
+
+    def cluster_launches(self, dynamic_bytes: int, sizes: tuple[int, ...], nonportable: bool,
+                         threads: int) -> list[ClusterOutcome]:
+        results = []
+        for size in sizes:
+            results.append(self.cluster_launch(dynamic_bytes, size, nonportable, threads))
+            if not results[-1].launched:
+                break
+        return results
 
     def cluster_launch(self, dynamic_bytes: int, cluster_size: int, nonportable: bool,
                        threads: int) -> ClusterOutcome:
