@@ -11,6 +11,7 @@ The simulated backend may run inline, in this process, since it cannot poison an
 from __future__ import annotations
 
 import datetime as dt
+import glob
 import multiprocessing
 import os
 import queue as queue_module
@@ -112,6 +113,19 @@ def build_report(index: int, backend: str, info: DeviceInfo | None, done: dict[s
                         elapsed_s=round(elapsed_s, 3))
 
 
+def likely_devices(request: RunRequest) -> tuple[int, ...]:
+    """A guess at the visible devices, free of any driver call, so that their workers can start at once:
+    the CUDA_VISIBLE_DEVICES entries, else the /dev/nvidiaN nodes. The driver's count decides after."""
+    if request.backend == "sim":
+        return tuple(range(len(request.sim_specs)))
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        count = len([entry for entry in visible.split(",") if entry.strip()])
+    else:
+        count = len(glob.glob("/dev/nvidia[0-9]*"))
+    return tuple(range(max(count, 1)))
+
+
 def steps_for(request: RunRequest) -> list[str]:
     backend = get_backend(request.backend, request.sim_specs)
     return plan_steps(request.config, getattr(backend, "supported_steps", None))
@@ -140,7 +154,7 @@ def run(request: RunRequest, progress: ProgressSink | None = None) -> tuple[Devi
     supervisor = _Supervisor(request, sink)
     # The first workers start while this process initialises the driver to count the devices: a
     # worker spends that time starting Python anyway. A device that turns out not to exist is dropped.
-    early = request.devices if request.devices is not None else (0,)
+    early = request.devices if request.devices is not None else likely_devices(request)
     try:
         supervisor.start(early)
         indices = resolve_devices(request)
