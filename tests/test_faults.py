@@ -190,3 +190,15 @@ def test_a_driver_older_than_cupy_is_exit_3(monkeypatch: pytest.MonkeyPatch,
     err = capsys.readouterr().err.strip()
     assert err == ("error: no usable GPU: the driver supports CUDA 12.4, but CuPy was built for CUDA 13: update the "
                    "driver or install bisect-smem[cuda12]; try --simulate h200 to run on a simulated device")
+
+
+def test_workers_start_for_the_likely_devices(monkeypatch: pytest.MonkeyPatch) -> None:
+    from bisect_smem.backends.sim import SimSpec
+    from bisect_smem.runner import RunRequest, likely_devices
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    assert likely_devices(RunRequest("cupy")) == (0, 1)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert likely_devices(RunRequest("cupy")) == (0,)
+    spec = SimSpec.parse("h200")
+    assert likely_devices(RunRequest("sim", (spec, spec, spec))) == (0, 1, 2)
