@@ -211,12 +211,7 @@ def _cmd_measure(args: argparse.Namespace) -> int:
         specs = tuple(SimSpec.parse(text) for text in args.simulate)
     elif backend == "sim":
         raise UsageError("the sim backend needs --simulate PROFILE (see `bisect-smem profiles`)")
-    json_path = None
-    if args.json and args.json != "-":
-        json_path = Path(args.json)
-        problem = report_mod.check_writable(json_path)
-        if problem:
-            raise UsageError(f"cannot write the report to {args.json}: {problem}")
+    json_path = report_mod.output_path(args.json)
 
     if args.compare and not Path(args.compare).is_dir():
         raise UsageError(f"baseline folder {args.compare} does not exist")

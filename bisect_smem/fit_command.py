@@ -107,12 +107,7 @@ def local_devices(args: argparse.Namespace) -> tuple[list[Any], str | None]:
 
 def run_fit(args: argparse.Namespace) -> int:
     request, source = build_request(args)
-    json_path = None
-    if args.json and args.json != "-":
-        json_path = Path(args.json)
-        problem = report_mod.check_writable(json_path)
-        if problem:
-            raise UsageError(f"cannot write to {args.json}: {problem}")
+    json_path = report_mod.output_path(args.json, "the result")
     found, note = targets(args)
     results = [evaluate(request, t) for t in found]
     data = {"schema": FIT_SCHEMA, "request": {**to_jsonable(request), "total_bytes": request.total_bytes},

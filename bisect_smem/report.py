@@ -96,6 +96,19 @@ def write_atomic(path: Path, content: str | bytes) -> None:
         raise
 
 
+def output_path(text: str | None, what: str = "the report") -> Path | None:
+    """The file to write for ``--json TEXT`` (None for none or '-'), checked before any work is done."""
+    if not text or text == "-":
+        return None
+    path = Path(text)
+    problem = check_writable(path)
+    if problem:
+        from bisect_smem.errors import UsageError
+
+        raise UsageError(f"cannot write {what} to {text}: {problem}")
+    return path
+
+
 def check_writable(path: Path) -> str | None:
     """Why a report cannot be written to ``path``, or None when it can (checked before measuring)."""
     path = Path(path)

@@ -6,6 +6,8 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from bisect_smem.errors import BisectSmemError
+
 
 class Outcome(enum.StrEnum):
     """The class of a probe's result. Only OK counts as success; only TOO_BIG classes mean "too big"."""
@@ -217,6 +219,27 @@ class DeviceSession(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+class RealDevices:
+    """``is_available`` and ``unavailable_reason`` of a backend that reaches real devices, from its
+    ``device_count``, which raises BackendUnavailable with the reason."""
+
+    def device_count(self) -> int:
+        raise NotImplementedError
+
+    def is_available(self) -> bool:
+        try:
+            return self.device_count() > 0
+        except BisectSmemError:
+            return False
+
+    def unavailable_reason(self) -> str:
+        try:
+            count = self.device_count()
+        except BisectSmemError as exc:
+            return str(exc)
+        return "" if count else "no CUDA device is visible (check CUDA_VISIBLE_DEVICES)"
 
 
 @runtime_checkable

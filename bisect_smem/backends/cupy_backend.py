@@ -18,6 +18,7 @@ from bisect_smem.backends.base import (
     LaunchOutcome,
     Outcome,
     ProbeKernel,
+    RealDevices,
     ResidencyOutcome,
     classify_cuda_error,
 )
@@ -77,23 +78,10 @@ def check_driver_for_cupy(driver_version: int, cupy_major: int | None) -> None:
             f"for CUDA {cupy_major}: update the driver or install bisect-smem[cuda{driver_version // 1000}]")
 
 
-class CupyBackend:
+class CupyBackend(RealDevices):
     """Probe kernels compiled by NVRTC and launched by CuPy."""
 
     name = "cupy"
-
-    def is_available(self) -> bool:
-        try:
-            return self.device_count() > 0
-        except BackendUnavailable:
-            return False
-
-    def unavailable_reason(self) -> str:
-        try:
-            count = self.device_count()
-        except BackendUnavailable as exc:
-            return str(exc)
-        return "" if count else "no CUDA device is visible (check CUDA_VISIBLE_DEVICES)"
 
     def device_count(self) -> int:
         lib = libcuda()

@@ -19,6 +19,7 @@ from bisect_smem.backends.base import (
     LaunchOutcome,
     Outcome,
     ProbeKernel,
+    RealDevices,
     ResidencyOutcome,
     classify_cuda_error,
 )
@@ -163,24 +164,11 @@ def helpers_path() -> str:
         return str(Path(__file__).resolve().parents[2] / "kernels" / "numba_helpers.cu")
 
 
-class NumbaBackend:
+class NumbaBackend(RealDevices):
     """Probe kernels compiled by NVVM through numba-cuda."""
 
     name = "numba"
     supported_steps = SUPPORTED_STEPS
-
-    def is_available(self) -> bool:
-        try:
-            return self.device_count() > 0
-        except BackendUnavailable:
-            return False
-
-    def unavailable_reason(self) -> str:
-        try:
-            count = self.device_count()
-        except BackendUnavailable as exc:
-            return str(exc)
-        return "" if count else "no CUDA device is visible (check CUDA_VISIBLE_DEVICES)"
 
     def device_count(self) -> int:
         count = libcuda().device_count()
