@@ -21,8 +21,3 @@ def parse_size(text: str, what: str = "size") -> int:
     if value.denominator != 1:
         raise UsageError(f"{what} must be a whole number of bytes (got {text!r} = {float(value)} B)")
     return int(value)
-
-
-def format_size(nbytes: int) -> str:
-    """``196608 B (192 KiB)``: exact bytes first, the KiB figure for reading."""
-    return f"{nbytes} B ({nbytes / 1024:g} KiB)"
