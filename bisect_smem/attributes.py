@@ -19,6 +19,7 @@ DEVICE_ATTRIBUTES: tuple[tuple[int, str, str], ...] = (
     (120, "cluster_launch", "clusterLaunch"),
 )
 ATTRIBUTE_KEYS = tuple(key for _, key, _ in DEVICE_ATTRIBUTES)
+DRIVER_ATTRIBUTE_IDS = tuple(attr_id for attr_id, _, _ in DEVICE_ATTRIBUTES)
 
 NVML_VIRTUALIZATION_MODES = {0: "none", 1: "passthrough", 2: "vgpu", 3: "host_vgpu", 4: "host_vsga"}
 NVML_FIELDS = ("driver_version", "cuda_driver_version", "uuid", "pci_bus_id", "virtualization_mode", "mig_mode",

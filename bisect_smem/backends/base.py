@@ -99,6 +99,14 @@ class ResidencyOutcome:
         return self.outcome is Outcome.OK
 
 
+def residency_from_peaks(peaks: list[int], api_blocks_per_sm: int | None) -> ResidencyOutcome:
+    """The outcome of a residency launch from its per-SM peak counters (SMs that ran nothing drop out)."""
+    seen = [p for p in peaks if p]
+    if not seen:
+        return ResidencyOutcome(Outcome.OTHER, "no block reported its SM")
+    return ResidencyOutcome(Outcome.OK, "", min(seen), max(seen), api_blocks_per_sm, len(seen))
+
+
 @dataclass(frozen=True)
 class ClusterOutcome:
     """One cluster launched with distributed shared memory checked across every block of it."""

@@ -21,6 +21,7 @@ from bisect_smem.backends.base import (
     RealDevices,
     ResidencyOutcome,
     classify_cuda_error,
+    residency_from_peaks,
 )
 from bisect_smem.backends.libcuda import libcuda
 from bisect_smem.errors import BackendUnavailable, KernelCompileError
@@ -29,6 +30,7 @@ from bisect_smem.kernel_source import (
     ILLEGAL_ACCESS_NAME,
     NVRTC_OPTIONS,
     RESIDENCY_CARVEOUT,
+    RESIDENCY_COUNTER_WORDS,
     RESIDENCY_STAIRCASE,
     RESULT_WORDS,
     cluster_dsm_name,
@@ -39,8 +41,6 @@ from bisect_smem.kernel_source import (
     probe_name,
     residency_name,
 )
-
-MAX_SM_IDS = 4096  # %smid is below this on every GPU so far; counters are two words per SM id
 
 INSTALL_HINT = "install CuPy for your driver: pip install 'bisect-smem[cuda13]' (or [cuda12])"
 
@@ -117,11 +117,9 @@ class CupySession:
         except cupy.cuda.driver.CUDADriverError as exc:
             raise KernelCompileError(f"probe kernels failed to load on device {index}: {exc}", str(exc)) from exc
         self._out = cupy.zeros(RESULT_WORDS, dtype=cupy.uint32)
-        self._counters = cupy.zeros(2 * MAX_SM_IDS, dtype=cupy.uint32)
+        self._counters = cupy.zeros(RESIDENCY_COUNTER_WORDS, dtype=cupy.uint32)
         self._seeds = itertools.count(1)
-        lib = libcuda()
-        self._sm_count = lib.attribute(16, index) or 1
-        self._max_blocks_per_sm = lib.attribute(106, index) or 32
+        self._residency_grid = libcuda().residency_grid(index)
 
     def _function(self, kernel: ProbeKernel) -> Any:
         return self._functions[probe_name(kernel.static_bytes, kernel.opt_in)]
@@ -138,8 +136,7 @@ class CupySession:
                                      "cuda_driver_version": runtime.driverGetVersion()})
 
     def driver_attributes(self) -> dict[int, int | None]:
-        lib = libcuda()
-        return {attr_id: lib.attribute(attr_id, self.index) for attr_id, _, _ in attributes.DEVICE_ATTRIBUTES}
+        return libcuda().attributes(attributes.DRIVER_ATTRIBUTE_IDS, self.index)
 
     def runtime_attributes(self) -> dict[str, int | None]:
         props = self._cupy.cuda.runtime.getDeviceProperties(self.index)
@@ -174,8 +171,7 @@ class CupySession:
         cupy = self._cupy
         variant = RESIDENCY_STAIRCASE if carveout_percent is None else RESIDENCY_CARVEOUT
         fn = self._functions[residency_name(variant)]
-        # More blocks than any SM can hold, so that every SM is filled to its real limit.
-        grid = self._sm_count * (self._max_blocks_per_sm + 1)
+        grid = self._residency_grid
         try:
             fn.max_dynamic_shared_size_bytes = dynamic_bytes
             if carveout_percent is not None:
@@ -183,12 +179,10 @@ class CupySession:
             api = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.kernel.ptr, threads, dynamic_bytes)
             self._counters.fill(0)
             fn((grid,), (threads,), (self._counters, cupy.uint64(hold_ns)), shared_mem=dynamic_bytes)
-            peaks = [p for p in self._counters[1::2].get().tolist() if p]
+            peaks = self._counters[1::2].get().tolist()
         except (cupy.cuda.driver.CUDADriverError, cupy.cuda.runtime.CUDARuntimeError) as exc:
             return ResidencyOutcome(classify_cuda_error(str(exc)), str(exc))
-        if not peaks:
-            return ResidencyOutcome(Outcome.OTHER, "no block reported its SM")
-        return ResidencyOutcome(Outcome.OK, "", min(peaks), max(peaks), int(api), len(peaks))
+        return residency_from_peaks(peaks, int(api))
 
     def inject_illegal_access(self) -> None:
         """Test only: a real out-of-window shared-memory store. The context is poisoned afterwards."""
@@ -311,8 +305,8 @@ class CupySession:
         # between them: each counts into its own slice, and one copy reads them all.
         cupy = self._cupy
         fn = self._functions[residency_name(RESIDENCY_CARVEOUT)]
-        grid = self._sm_count * (self._max_blocks_per_sm + 1)
-        counters = cupy.zeros((len(percents), 2 * MAX_SM_IDS), dtype=cupy.uint32)
+        grid = self._residency_grid
+        counters = cupy.zeros((len(percents), RESIDENCY_COUNTER_WORDS), dtype=cupy.uint32)
         apis = []
         try:
             fn.max_dynamic_shared_size_bytes = dynamic_bytes
@@ -324,12 +318,7 @@ class CupySession:
             peaks = counters[:, 1::2].get()
         except (cupy.cuda.driver.CUDADriverError, cupy.cuda.runtime.CUDARuntimeError) as exc:
             return [ResidencyOutcome(classify_cuda_error(str(exc)), str(exc))]
-        results = []
-        for row, api in zip(peaks.tolist(), apis, strict=True):
-            seen = [p for p in row if p]
-            results.append(ResidencyOutcome(Outcome.OK, "", min(seen), max(seen), int(api), len(seen)) if seen
-                           else ResidencyOutcome(Outcome.OTHER, "no block reported its SM"))
-        return results
+        return [residency_from_peaks(row, int(api)) for row, api in zip(peaks.tolist(), apis, strict=True)]
 
     def close(self) -> None:
         self._module = None

@@ -62,6 +62,14 @@ class LibCuda:
         return value.value
 
 
+    def attributes(self, ids: tuple[int, ...], ordinal: int) -> dict[int, int | None]:
+        return {attr_id: self.attribute(attr_id, ordinal) for attr_id in ids}
+
+    def residency_grid(self, ordinal: int) -> int:
+        """More blocks than every SM can hold at once (block limit + 1 per SM), so each fills to its limit."""
+        return (self.attribute(16, ordinal) or 1) * ((self.attribute(106, ordinal) or 32) + 1)
+
+
 _instance: LibCuda | None = None
 
 

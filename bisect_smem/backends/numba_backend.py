@@ -22,10 +22,11 @@ from bisect_smem.backends.base import (
     RealDevices,
     ResidencyOutcome,
     classify_cuda_error,
+    residency_from_peaks,
 )
 from bisect_smem.backends.libcuda import libcuda
 from bisect_smem.errors import BackendUnavailable
-from bisect_smem.kernel_source import RESULT_WORDS, decode_probe_result
+from bisect_smem.kernel_source import RESIDENCY_COUNTER_WORDS, RESULT_WORDS, decode_probe_result
 
 INSTALL_HINT = "install numba-cuda: pip install 'bisect-smem[numba]'"
 UNREADABLE = 0xFFFFFFFF
@@ -200,11 +201,9 @@ class NumbaSession:
 
         self._np = np
         self._out = cuda.device_array(RESULT_WORDS, dtype=np.uint32)
-        self._counters = cuda.device_array(2 * 4096, dtype=np.uint32)
+        self._counters = cuda.device_array(RESIDENCY_COUNTER_WORDS, dtype=np.uint32)
         self._seeds = itertools.count(1)
-        lib = libcuda()
-        self._sm_count = lib.attribute(16, index) or 1
-        self._max_blocks_per_sm = lib.attribute(106, index) or 32
+        self._residency_grid = libcuda().residency_grid(index)
 
     def identity(self) -> DeviceIdentity:
         dev = self._cuda.get_current_device()
@@ -216,8 +215,7 @@ class NumbaSession:
                               {"numba_version": numba.__version__})
 
     def driver_attributes(self) -> dict[int, int | None]:
-        lib = libcuda()
-        return {attr_id: lib.attribute(attr_id, self.index) for attr_id, _, _ in attributes.DEVICE_ATTRIBUTES}
+        return libcuda().attributes(attributes.DRIVER_ATTRIBUTE_IDS, self.index)
 
     def runtime_attributes(self) -> dict[str, int | None]:
         dev = self._cuda.get_current_device()
@@ -288,18 +286,15 @@ class NumbaSession:
             if err == cu.CUresult.CUDA_SUCCESS:
                 err, blocks = cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(function, threads, dynamic_bytes)
                 api = int(blocks) if err == cu.CUresult.CUDA_SUCCESS else None
-            self._counters.copy_to_device(np.zeros(2 * 4096, dtype=np.uint32))
-            grid = self._sm_count * (self._max_blocks_per_sm + 1)
-            self._residency[grid, threads, 0, dynamic_bytes](self._counters, np.uint64(hold_ns))
-            peaks = [p for p in self._counters.copy_to_host()[1::2].tolist() if p]
+            self._counters.copy_to_device(np.zeros(RESIDENCY_COUNTER_WORDS, dtype=np.uint32))
+            self._residency[self._residency_grid, threads, 0, dynamic_bytes](self._counters, np.uint64(hold_ns))
+            peaks = self._counters.copy_to_host()[1::2].tolist()
         except Exception as exc:
             if not self._is_cuda_error(exc):
                 raise
             got = self._error(exc)
             return ResidencyOutcome(got.outcome, got.detail)
-        if not peaks:
-            return ResidencyOutcome(Outcome.OTHER, "no block reported its SM")
-        return ResidencyOutcome(Outcome.OK, "", min(peaks), max(peaks), api, len(peaks))
+        return residency_from_peaks(peaks, api)
 
     def cluster_support(self) -> str | None:
         return "the numba backend does not launch clusters"
