@@ -224,14 +224,11 @@ def _cmd_measure(args: argparse.Namespace) -> int:
         from bisect_smem.plot import check_plot_path
 
         check_plot_path(plot_path)
-        problem = report_mod.check_writable(plot_path)
-        if problem:
-            raise UsageError(f"cannot write the plot to {args.plot}: {problem}")
+        report_mod.output_path(args.plot, "the plot")
 
     request = RunRequest(backend=backend, sim_specs=specs, devices=tuple(args.device) if args.device else None,
                          config=MeasureConfig(confirm=args.confirm),
-                         isolate=not args.inline and (backend != "sim" or bool(args.inject_fault)
-                                                      or any(s.needs_isolation for s in specs)),
+                         isolate=False if args.inline else None,
                          device_timeout_s=args.device_timeout, probe_timeout_s=args.probe_timeout,
                          max_restarts=args.max_restarts, inject_fault=args.inject_fault)
     show_progress = not args.quiet and sys.stderr.isatty()

@@ -92,7 +92,7 @@ def local_devices(args: argparse.Namespace) -> tuple[list[Any], str | None]:
     if args.simulate:
         from bisect_smem.backends.sim import SimSpec
 
-        request = RunRequest("sim", tuple(SimSpec.parse(s) for s in args.simulate), config=config, isolate=False)
+        request = RunRequest("sim", tuple(SimSpec.parse(s) for s in args.simulate), config=config)
     elif args.no_local:
         return [], None
     else:

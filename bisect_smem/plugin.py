@@ -101,7 +101,7 @@ def measure(simulate: list[str]) -> tuple[Any, ...]:
         from bisect_smem.backends.sim import SimSpec
 
         specs = tuple(SimSpec.parse(s) for s in simulate)
-        return run(RunRequest("sim", specs, isolate=any(s.needs_isolation for s in specs)))
+        return run(RunRequest("sim", specs))
     return run(RunRequest("cupy"))
 
 

@@ -46,7 +46,7 @@ class RunRequest:
     sim_specs: tuple[Any, ...] = ()
     devices: tuple[int, ...] | None = None
     config: MeasureConfig = MeasureConfig()
-    isolate: bool = True
+    isolate: bool | None = None  # None: a worker process unless a plain simulated device needs none
     device_timeout_s: float = 300.0
     probe_timeout_s: float = 5.0
     startup_timeout_s: float = 120.0
@@ -59,6 +59,15 @@ class RunRequest:
                 raise ValueError(f"{name} must be > 0 (got {getattr(self, name)})")
         if self.max_restarts < 0:
             raise ValueError(f"max_restarts must be >= 0 (got {self.max_restarts})")
+
+    @property
+    def isolated(self) -> bool:
+        """Real devices always get worker processes; simulated ones only when their faults (sticky, hang)
+        or an injected fault would end a process."""
+        if self.isolate is not None:
+            return self.isolate
+        return (self.backend != "sim" or self.inject_fault is not None
+                or any(getattr(s, "needs_isolation", False) for s in self.sim_specs))
 
 
 @dataclass(frozen=True)
@@ -134,9 +143,9 @@ def steps_for(request: RunRequest) -> list[str]:
 def resolve_devices(request: RunRequest) -> tuple[int, ...]:
     """The device indices to measure; raises BackendUnavailable or UsageError with a one-line reason."""
     backend = get_backend(request.backend, request.sim_specs)
-    if not backend.is_available():
-        raise BackendUnavailable(backend.unavailable_reason())
-    count = backend.device_count()
+    count = backend.device_count()  # raises BackendUnavailable with the reason
+    if count == 0:
+        raise BackendUnavailable(backend.unavailable_reason() or "no device")
     if request.devices is None:
         return tuple(range(count))
     for index in request.devices:
@@ -148,7 +157,7 @@ def resolve_devices(request: RunRequest) -> tuple[int, ...]:
 def run(request: RunRequest, progress: ProgressSink | None = None) -> tuple[DeviceReport, ...]:
     """Measure every requested device and return their reports in index order."""
     sink = progress or (lambda _i, _t: None)
-    if not request.isolate:
+    if not request.isolated:
         indices = resolve_devices(request)
         return tuple(_measure_inline(request, i, lambda text, i=i: sink(i, text)) for i in indices)
     supervisor = _Supervisor(request, sink)
