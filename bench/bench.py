@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 FLOOR = """
 import cupy
-from bisect_smem.kernel_source import NVRTC_OPTIONS, PROBE_FILE, probe_name, read_kernel
+from bisect_smem.devices.kernel_abi import NVRTC_OPTIONS, PROBE_FILE, probe_name, read_kernel
 cupy.cuda.Device(0).use()
 module = cupy.RawModule(code=read_kernel(PROBE_FILE), options=NVRTC_OPTIONS, name_expressions=[probe_name(0, True)])
 module.get_function(probe_name(0, True))
@@ -49,8 +49,8 @@ def summary(samples: list[float]) -> dict[str, float]:
 
 def probe_latency(samples: int = 300) -> dict[str, float]:
     """Launch + verify + synchronize of one probe at 200 KB, in this process."""
-    from bisect_smem.backends.base import ProbeKernel
-    from bisect_smem.backends.cupy_backend import CupySession
+    from bisect_smem.devices.backends.base import ProbeKernel
+    from bisect_smem.devices.backends.cupy_backend import CupySession
 
     session = CupySession(0, (0,))
     kernel = ProbeKernel(0, True)
@@ -70,7 +70,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--out", default="bench.json")
     args = parser.parse_args()
-    from bisect_smem.backends.cupy_backend import CupyBackend
+    from bisect_smem.devices.backends.cupy_backend import CupyBackend
 
     backend = CupyBackend()
     if not backend.is_available():

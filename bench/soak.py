@@ -18,8 +18,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def main() -> int:
-    from bisect_smem.quantities import quantities
-    from bisect_smem.runner import RunRequest, run
+    from bisect_smem.app.runner import RunRequest, run
+    from bisect_smem.core.quantities import quantities
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=200)

@@ -2,6 +2,6 @@
 
 import sys
 
-from bisect_smem.cli import main
+from bisect_smem.app.cli import main
 
 sys.exit(main())

@@ -10,8 +10,8 @@ import pytest
 @functools.cache
 def gpu_unavailable_reason() -> str | None:
     """None when a CUDA device and CuPy are usable here, else why not."""
-    from bisect_smem.backends.cupy_backend import CupyBackend
-    from bisect_smem.errors import BackendUnavailable
+    from bisect_smem.core.errors import BackendUnavailable
+    from bisect_smem.devices.backends.cupy_backend import CupyBackend
 
     try:
         count = CupyBackend().device_count()

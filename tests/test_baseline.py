@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bisect_smem import cli
+from bisect_smem.app import cli
 
 pytest_plugins = ["pytester"]
 H200_DIR = "simulated-sm-90-h100-h200-gh200"
@@ -98,7 +98,7 @@ def test_a_bad_file_is_exit_2_naming_it(saved: Path, content: str, message: str,
 
 
 def test_compare_takes_the_newest_older_driver(saved: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from bisect_smem.baseline import find_baseline, load_baseline
+    from bisect_smem.analysis.baseline import find_baseline, load_baseline
 
     original = json.loads((saved / H200_DIR / "simulated.json").read_text())
     for version in ("535.1", "550.54.15", "600.1"):

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from bisect_smem import cli
-from bisect_smem.model import Report
-from bisect_smem.profiles import PROFILES, ArchProfile
+from bisect_smem.app import cli
+from bisect_smem.core.model import Report
+from bisect_smem.core.profiles import PROFILES, ArchProfile
 
 
 def run_main(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -122,7 +122,7 @@ def test_json_into_an_unwritable_folder_is_refused(tmp_path: Path, capsys: pytes
 def test_no_gpu_is_one_line_and_exit_3(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     import ctypes
 
-    from bisect_smem.backends import libcuda
+    from bisect_smem.devices.backends import libcuda
 
     def no_driver(name: str, *args: object, **kwargs: object) -> None:
         raise OSError(f"{name}: cannot open shared object file: No such file or directory")

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from bisect_smem import cli
-from bisect_smem.backends.base import ClusterOutcome
-from bisect_smem.backends.sim import SimSession, SimSpec
-from bisect_smem.clusters import ACTIVE_SIZES, ClusterExperiments, cluster_probe_sizes
-from bisect_smem.model import Measured
-from bisect_smem.profiles import PROFILES, ArchProfile, find_profile
-from bisect_smem.verdicts import cluster_verdicts
+from bisect_smem.analysis.verdicts import cluster_verdicts
+from bisect_smem.app import cli
+from bisect_smem.core.model import Measured
+from bisect_smem.core.profiles import PROFILES, ArchProfile, find_profile
+from bisect_smem.devices.backends.base import ClusterOutcome
+from bisect_smem.devices.backends.sim import SimSession, SimSpec
+from bisect_smem.experiments.clusters import ACTIVE_SIZES, ClusterExperiments, cluster_probe_sizes
 
 
 def run_json(args: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict]:

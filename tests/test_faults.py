@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from bisect_smem import cli
-from bisect_smem.profiles import find_profile
+from bisect_smem.app import cli
+from bisect_smem.core.profiles import find_profile
 
 ROOT = Path(__file__).resolve().parent.parent
 H200 = find_profile("h200")
@@ -157,7 +157,7 @@ def test_ctrl_c_stops_every_worker_and_writes_nothing(tmp_path: Path) -> None:
 
 
 def test_no_visible_device_is_exit_3(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    from bisect_smem.backends import cupy_backend
+    from bisect_smem.devices.backends import cupy_backend
 
     class NoDevices:
         def device_count(self) -> int:
@@ -174,7 +174,7 @@ def test_no_visible_device_is_exit_3(monkeypatch: pytest.MonkeyPatch, capsys: py
 
 def test_a_driver_older_than_cupy_is_exit_3(monkeypatch: pytest.MonkeyPatch,
                                             capsys: pytest.CaptureFixture[str]) -> None:
-    from bisect_smem.backends import cupy_backend
+    from bisect_smem.devices.backends import cupy_backend
 
     class OldDriver:
         def device_count(self) -> int:
@@ -193,8 +193,8 @@ def test_a_driver_older_than_cupy_is_exit_3(monkeypatch: pytest.MonkeyPatch,
 
 
 def test_workers_start_for_the_likely_devices(monkeypatch: pytest.MonkeyPatch) -> None:
-    from bisect_smem.backends.sim import SimSpec
-    from bisect_smem.runner import RunRequest, likely_devices
+    from bisect_smem.app.runner import RunRequest, likely_devices
+    from bisect_smem.devices.backends.sim import SimSpec
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
     assert likely_devices(RunRequest("cupy")) == (0, 1)

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from bisect_smem import cli
-from bisect_smem.errors import UsageError
-from bisect_smem.fit import FitRequest, Target, evaluate, tile_smem_bytes
-from bisect_smem.profiles import PROFILES, ArchProfile, find_profile
-from bisect_smem.sizes import parse_size
+from bisect_smem.analysis.fit import FitRequest, Target, evaluate, tile_smem_bytes
+from bisect_smem.app import cli
+from bisect_smem.core.errors import UsageError
+from bisect_smem.core.profiles import PROFILES, ArchProfile, find_profile
+from bisect_smem.core.sizes import parse_size
 
 from .nvrtc import NvrtcUnavailable, compile_source, supported_archs
 

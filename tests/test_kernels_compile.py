@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from bisect_smem.kernel_source import NVRTC_OPTIONS, PROBE_FILE, probe_name, probe_name_expressions, read_kernel
-from bisect_smem.measure import DEFAULT_STATIC_SIZES
-from bisect_smem.profiles import PROFILES, ArchProfile
+from bisect_smem.core.profiles import PROFILES, ArchProfile
+from bisect_smem.devices.kernel_abi import NVRTC_OPTIONS, PROBE_FILE, probe_name, probe_name_expressions, read_kernel
+from bisect_smem.experiments.measure import DEFAULT_STATIC_SIZES
 
 from .nvrtc import NvrtcUnavailable, compile_source, nvrtc_version, supported_archs
 

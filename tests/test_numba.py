@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from bisect_smem import cli
-from bisect_smem.crosscheck import cross_check, with_cross_checks
-from bisect_smem.profiles import PROFILES, ArchProfile
+from bisect_smem.analysis.crosscheck import cross_check, with_cross_checks
+from bisect_smem.app import cli
+from bisect_smem.core.profiles import PROFILES, ArchProfile
 
-numba_backend = pytest.importorskip("bisect_smem.backends.numba_backend")
+numba_backend = pytest.importorskip("bisect_smem.devices.backends.numba_backend")
 pytest.importorskip("numba_cuda", reason="numba-cuda is in the test extra")
 
 
@@ -82,7 +82,7 @@ def test_missing_numba_names_the_extra(monkeypatch: pytest.MonkeyPatch, capsys: 
 def _sim_report(spec: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     import json
 
-    from bisect_smem.model import Report
+    from bisect_smem.core.model import Report
 
     out = tmp_path / f"{spec.replace(',', '_')}.json"
     cli.main(["--simulate", spec, "--json", str(out), "--quiet"])

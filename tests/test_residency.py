@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from bisect_smem import cli
-from bisect_smem.backends.sim import SimSession, SimSpec
-from bisect_smem.profiles import PROFILES, ArchProfile
-from bisect_smem.residency import STAIRCASE_THREADS, Limits, split_point
+from bisect_smem.app import cli
+from bisect_smem.core.profiles import PROFILES, ArchProfile
+from bisect_smem.devices.backends.sim import SimSession, SimSpec
+from bisect_smem.experiments.residency import STAIRCASE_THREADS, Limits, split_point
 
 
 def run_json(args: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict]:

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bisect_smem.search import find_ceiling, gallop_points, probe_bound
+from bisect_smem.core.search import find_ceiling, gallop_points, probe_bound
 
 
 @settings(max_examples=400, deadline=None)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from bisect_smem.backends.base import LaunchOutcome, Outcome, ProbeKernel, classify_cuda_error
-from bisect_smem.backends.sim import SimSession, SimSpec
-from bisect_smem.kernel_source import RESULT_WORDS, decode_probe_result, pattern_byte
-from bisect_smem.measure import DeviceMeasurement, MeasureConfig
-from bisect_smem.plan import plan_steps
-from bisect_smem.profiles import find_profile
-from bisect_smem.verdicts import build_verdicts
+from bisect_smem.analysis.verdicts import build_verdicts
+from bisect_smem.core.profiles import find_profile
+from bisect_smem.devices.backends.base import LaunchOutcome, Outcome, ProbeKernel, classify_cuda_error
+from bisect_smem.devices.backends.sim import SimSession, SimSpec
+from bisect_smem.devices.kernel_abi import RESULT_WORDS, decode_probe_result, pattern_byte
+from bisect_smem.experiments.measure import DeviceMeasurement, MeasureConfig
+from bisect_smem.experiments.plan import plan_steps
 
 
 def words(bad: int = 0, checked: int = 0, last: int = 0) -> list[int]:

@@ -1,0 +1,136 @@
+"""Saved baselines per GPU model and driver version, and exact comparison against them.
+
+Layout: ``DIR/<gpu-model-slug>/<driver-version>.json``. A baseline is one device's report plus
+provenance, written atomically with sorted keys. Comparing never writes anything in DIR.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bisect_smem import __version__
+from bisect_smem.core.errors import BaselineError
+from bisect_smem.core.model import DeviceReport, Report, dumps, to_jsonable
+from bisect_smem.core.quantities import checks_for, quantities
+
+BASELINE_SCHEMA = "bisect_smem/baseline/v1"
+
+
+def model_slug(name: str | None) -> str:
+    """``NVIDIA H200`` -> ``nvidia-h200``: the folder of one GPU model."""
+    slug = re.sub(r"[^a-z0-9]+", "-", (name or "unknown-gpu").lower()).strip("-")
+    return slug or "unknown-gpu"
+
+
+def driver_version(dev: DeviceReport) -> str:
+    return str(dev.context.get("nvml_driver_version") or "unknown-driver")
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", version))
+
+
+def provenance(report: Report, dev: DeviceReport) -> dict[str, Any]:
+    ctx = dev.context
+    return {
+        "tool_version": __version__,
+        "driver_version": driver_version(dev),
+        "cuda_driver_version": ctx.get("cuda_driver_version") or ctx.get("nvml_cuda_driver_version"),
+        "cuda_runtime_version": ctx.get("cuda_runtime_version"),
+        "cupy_version": ctx.get("cupy_version"),
+        "numba_version": ctx.get("numba_version"),
+        "device": dev.name,
+        "compute_capability": dev.compute_capability,
+        "uuid": ctx.get("nvml_uuid"),
+        "host": report.host,
+        "date_utc": report.created_utc,
+        "backend": dev.backend,
+    }
+
+
+def baseline_path(directory: Path, dev: DeviceReport) -> Path:
+    return Path(directory) / model_slug(dev.name) / f"{driver_version(dev)}.json"
+
+
+def baseline_documents(report: Report, directory: Path, force: bool = False) -> dict[Path, str]:
+    """The baseline files to write, by path: one per GPU model and driver (the first device of each).
+    Refuses to overwrite without ``force``, checking every target before any is written, so a refusal
+    leaves DIR as it was."""
+    chosen: dict[Path, DeviceReport] = {}
+    for dev in report.devices:
+        if dev.error is not None or dev.measured is None:
+            raise BaselineError(f"device {dev.index} was not measured completely ({dev.error}); no baseline saved")
+        chosen.setdefault(baseline_path(directory, dev), dev)
+    for path in chosen:
+        if path.exists() and not force:
+            raise BaselineError(f"baseline {path} exists; use --force to replace it")
+    return {path: dumps({"schema": BASELINE_SCHEMA, "provenance": provenance(report, dev), "device": to_jsonable(dev)})
+            for path, dev in chosen.items()}
+
+
+@dataclass(frozen=True)
+class Baseline:
+    path: Path
+    provenance: dict[str, Any]
+    device: DeviceReport
+
+
+def load_baseline(path: Path) -> Baseline:
+    """Read one baseline file; anything corrupt, truncated or foreign is a BaselineError naming it."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BaselineError(f"{path}: not a readable baseline ({exc})") from None
+    if not isinstance(data, dict) or data.get("schema") != BASELINE_SCHEMA:
+        found = data.get("schema") if isinstance(data, dict) else type(data).__name__
+        raise BaselineError(f"{path}: not a {BASELINE_SCHEMA} file (schema: {found!r})")
+    try:
+        return Baseline(Path(path), dict(data["provenance"]), DeviceReport.from_dict(data["device"]))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise BaselineError(f"{path}: baseline is incomplete ({exc!r})") from None
+
+
+def find_baseline(directory: Path, dev: DeviceReport) -> tuple[Baseline, str] | None:
+    """The baseline for this GPU model and cc: the same driver version if saved, else the newest older one.
+    Returns it with a line saying which was used, or None when there is none."""
+    folder = Path(directory) / model_slug(dev.name)
+    if not folder.is_dir():
+        return None
+    same_cc = [b for b in (load_baseline(p) for p in sorted(folder.glob("*.json")))
+               if b.device.compute_capability == dev.compute_capability]
+    current = driver_version(dev)
+    for b in same_cc:
+        if b.provenance.get("driver_version") == current:
+            return b, f"baseline {b.path} (same driver {current})"
+    older = [b for b in same_cc
+             if _version_key(str(b.provenance.get("driver_version"))) < _version_key(current)]
+    if not older:
+        return None
+    newest = max(older, key=lambda b: _version_key(str(b.provenance.get("driver_version"))))
+    return newest, (f"baseline {newest.path} (driver {newest.provenance.get('driver_version')}, "
+                    f"the newest older than {current})")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    device_index: int
+    baseline: Baseline | None
+    note: str
+    compared: int
+    regressions: tuple[str, ...]
+
+
+def compare_device(directory: Path, dev: DeviceReport) -> Comparison:
+    found = find_baseline(directory, dev)
+    if found is None:
+        return Comparison(dev.index, None, f"no baseline for {model_slug(dev.name)} cc {dev.compute_capability} "
+                                           f"(driver {driver_version(dev)}) in {directory}", 0, ())
+    baseline, note = found
+    current, saved = quantities(dev), quantities(baseline.device)
+    checks = checks_for(current, saved)
+    failures = tuple(msg for msg in (c.fails(current, saved) for c in checks) if msg)
+    return Comparison(dev.index, baseline, note, len(checks), failures)

@@ -1,0 +1,347 @@
+"""Command line: argparse, subcommands and exit codes. The only module that prints or exits.
+
+Exit codes: 0 every measurement matches; 1 a mismatch or regression; 2 bad usage or input;
+3 no usable GPU or backend; 4 a measurement could not be completed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import platform
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from bisect_smem import __version__
+from bisect_smem.core.errors import BackendUnavailable, BaselineError, BisectSmemError, UsageError
+
+EXIT_OK, EXIT_MISMATCH, EXIT_USAGE, EXIT_NO_GPU, EXIT_INCOMPLETE = 0, 1, 2, 3, 4
+
+EXIT_CODES_HELP = """exit codes:
+  0  every measurement matches what the device reports (or the baseline)
+  1  a mismatch or regression was found
+  2  bad usage or bad input
+  3  no usable GPU or backend
+  4  a measurement could not be completed
+"""
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number (got {text!r})") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0 (got {value})")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    value = _non_negative_int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1 (got {value})")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds (got {text!r})") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0 (got {text})")
+    return value
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports bad usage in one line and exit code 2, as every other bad input."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(EXIT_USAGE, f"error: {message} (see {self.prog} --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="bisect-smem",
+        description="Measure how much shared memory a CUDA kernel can really get on each GPU, and check it "
+                    "against what the driver, the runtime, NVML and the published table report.",
+        epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"bisect-smem {__version__}")
+    parser.add_argument("--device", type=_non_negative_int, action="append", metavar="N",
+                        help="measure device N (repeatable; default: every visible device)")
+    parser.add_argument("--simulate", action="append", metavar="PROFILE",
+                        help="measure a simulated device built from the published table (repeatable; "
+                             "see `bisect-smem profiles`)")
+    parser.add_argument("--backend", default=None, metavar="NAME",
+                        help="cupy (default), numba, all (every available backend, cross-checked), or sim "
+                             "(implied by --simulate)")
+    parser.add_argument("--json", metavar="PATH", help="write the JSON report to PATH ('-' for stdout)")
+    parser.add_argument("--plot", metavar="PATH", help="draw the residency staircase to PATH (.png or .svg; "
+                                                       "needs the plot extra)")
+    parser.add_argument("--save-baseline", metavar="DIR",
+                        help="save DIR/<gpu-model>/<driver>.json per GPU model (refuses to overwrite without --force)")
+    parser.add_argument("--force", action="store_true", help="let --save-baseline replace an existing baseline")
+    parser.add_argument("--compare", metavar="DIR",
+                        help="compare with the saved baseline for each GPU model; exit 1 on any regression")
+    parser.add_argument("--allow-missing", action="store_true",
+                        help="with --compare: a missing baseline is reported, not an error")
+    parser.add_argument("--confirm", type=_positive_int, default=2, metavar="N",
+                        help="times the ceiling and ceiling+1 are each seen (default 2)")
+    parser.add_argument("--device-timeout", type=_positive_float, default=300.0, metavar="S",
+                        help="give up on a device after S seconds (default 300)")
+    parser.add_argument("--probe-timeout", type=_positive_float, default=5.0, metavar="S",
+                        help="a probe that takes longer ends its worker and counts as a timeout (default 5)")
+    parser.add_argument("--max-restarts", type=_non_negative_int, default=6, metavar="N",
+                        help="restarts of a device's worker after faults before the device is given up (default 6)")
+    parser.add_argument("--inject-fault", metavar="STEP", help=argparse.SUPPRESS)  # test only
+    parser.add_argument("--inline", action="store_true",
+                        help="measure in this process instead of one worker process per device")
+    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.add_parser("profiles", help="list the published per-architecture profiles")
+    merge = sub.add_parser("merge", help="one table from many hosts' JSON reports; exit 1 when any deviates",
+                           epilog="exit codes: 0 every device agrees with its group's majority; 1 some deviate; "
+                                  "2 a file is not a report")
+    merge.add_argument("reports", nargs="+", metavar="REPORT.json")
+    fit = sub.add_parser("fit", help="would a kernel's shared memory fit? per architecture and local device",
+                         description="Say, for each published architecture and each local device (measured), "
+                                     "whether a launch fits without opt-in, with opt-in, or not at all, by how "
+                                     "many bytes, and how many such blocks fit per SM. Sizes: 110592, 108KiB, 99K.",
+                         epilog="exit codes: 0 fits everywhere asked; 1 does not fit somewhere; 2 bad input")
+    fit.add_argument("bytes", nargs="?", help="dynamic shared memory per block")
+    fit.add_argument("--dynamic", metavar="BYTES", help="dynamic shared memory (with --cubin or --ptx)")
+    fit.add_argument("--static", metavar="BYTES", help="static shared memory (default 0)")
+    fit.add_argument("--threads", type=_positive_int, default=128, metavar="N", help="threads per block (default 128)")
+    fit.add_argument("--cubin", metavar="FILE", help="read the kernel's static shared memory from a cubin")
+    fit.add_argument("--ptx", metavar="FILE", help="read the kernel's static shared memory from PTX")
+    fit.add_argument("--kernel", metavar="NAME", help="the kernel in --cubin/--ptx (a unique part of its name)")
+    fit.add_argument("--tile", metavar="MxNxK", help="GEMM tile: dynamic = stages * (M*K + N*K) * dtype bytes")
+    fit.add_argument("--stages", type=_positive_int, default=1, metavar="S", help="pipeline stages (default 1)")
+    fit.add_argument("--dtype", default="fp16", help="fp32, tf32, fp16, bf16, fp8, int8, fp4 (default fp16)")
+    fit.add_argument("--arch", action="append", metavar="PROFILE", help="only these architectures (repeatable)")
+    fit.add_argument("--simulate", action="append", metavar="PROFILE", help="add a simulated local device")
+    fit.add_argument("--no-local", action="store_true", help="do not measure local GPUs")
+    fit.add_argument("--json", metavar="PATH", help="write the result as JSON ('-' for stdout)")
+    fit.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
+    try:
+        if args.command == "profiles":
+            return _cmd_profiles()
+        if args.command == "merge":
+            return _cmd_merge([Path(p) for p in args.reports])
+        if args.command == "fit":
+            from bisect_smem.app.fit_command import run_fit
+
+            return run_fit(args)
+        return _cmd_measure(args)
+    except UsageError as exc:
+        return _fail(EXIT_USAGE, str(exc))
+    except BaselineError as exc:
+        return _fail(EXIT_USAGE, str(exc))
+    except BackendUnavailable as exc:
+        return _fail(EXIT_NO_GPU, f"no usable GPU: {exc}; try --simulate h200 to run on a simulated device")
+    except KeyboardInterrupt:
+        return _fail(130, "interrupted; no report was written")
+    except BisectSmemError as exc:
+        return _fail(EXIT_INCOMPLETE, str(exc))
+
+
+def _fail(code: int, message: str, stream: TextIO | None = None) -> int:
+    print(f"error: {message}", file=stream or sys.stderr)
+    return code
+
+
+def _cmd_profiles() -> int:
+    from tabulate import tabulate
+
+    from bisect_smem.core.profiles import PROFILES
+
+    rows = [(p.key, p.cc_string, ", ".join(p.aliases), p.example_parts, p.smem_per_sm_bytes,
+             p.max_smem_per_block_optin_bytes, _dash(p.reserved_smem_per_block_bytes),
+             ", ".join(map(str, p.carveout_kib)) if p.carveout_kib else "-", "yes" if p.confirmed else "no")
+            for p in PROFILES]
+    print(tabulate(rows, headers=("profile", "cc", "aliases", "parts", "smem/SM B", "opt-in/block B",
+                                  "reserved B", "carveouts KiB", "confirmed"), disable_numparse=True))
+    return EXIT_OK
+
+
+def _cmd_merge(paths: list[Path]) -> int:
+    from bisect_smem.analysis.merge import group_reports, render
+
+    groups = group_reports(paths)
+    print(render(groups))
+    for g in groups:
+        for label, diffs in g.deviations.items():
+            for line in diffs:
+                print(f"{label}: {line}")
+    return EXIT_MISMATCH if any(g.deviations for g in groups) else EXIT_OK
+
+
+def _dash(value: object) -> str:
+    return "-" if value is None else str(value)
+
+
+def _cmd_measure(args: argparse.Namespace) -> int:
+    from bisect_smem.app import output
+    from bisect_smem.app import report as report_mod
+    from bisect_smem.app.runner import RunRequest, run
+    from bisect_smem.core.model import Report, dumps
+    from bisect_smem.devices.backends import BACKEND_NAMES
+    from bisect_smem.devices.host import host_context
+    from bisect_smem.experiments.measure import MeasureConfig
+
+    backend = args.backend or ("sim" if args.simulate else "cupy")
+    if backend not in (*BACKEND_NAMES, "all"):
+        raise UsageError(f"unknown backend {backend!r}; valid: {', '.join(BACKEND_NAMES)}, all")
+    specs: tuple = ()
+    if args.simulate:
+        if backend != "sim":
+            raise UsageError(f"--simulate runs on the sim backend, not {backend!r}")
+        from bisect_smem.devices.backends.sim import SimSpec
+
+        specs = tuple(SimSpec.parse(text) for text in args.simulate)
+    elif backend == "sim":
+        raise UsageError("the sim backend needs --simulate PROFILE (see `bisect-smem profiles`)")
+    json_path = output.output_path(args.json)
+
+    if args.compare and not Path(args.compare).is_dir():
+        raise UsageError(f"baseline folder {args.compare} does not exist")
+    if args.save_baseline:
+        target = Path(args.save_baseline)
+        if target.exists() and not target.is_dir():
+            raise UsageError(f"cannot save baselines in {target}: it is a file, not a folder")
+    plot_path = Path(args.plot) if args.plot else None
+    if plot_path is not None:
+        from bisect_smem.app.plot import check_plot_path
+
+        check_plot_path(plot_path)
+        output.output_path(args.plot, "the plot")
+
+    request = RunRequest(backend=backend, sim_specs=specs, devices=tuple(args.device) if args.device else None,
+                         config=MeasureConfig(confirm=args.confirm),
+                         isolate=False if args.inline else None,
+                         device_timeout_s=args.device_timeout, probe_timeout_s=args.probe_timeout,
+                         max_restarts=args.max_restarts, inject_fault=args.inject_fault)
+    show_progress = not args.quiet and sys.stderr.isatty()
+    printer = _progress_printer() if show_progress else None
+    if backend == "all":
+        devices = _run_all_backends(request, printer)
+    else:
+        devices = run(request, printer)
+    if show_progress:
+        print("\r\033[K", end="", file=sys.stderr)
+    report = Report(tool_version=__version__, created_utc=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+                    host=platform.node(), backend=backend, devices=devices,
+                    host_context=host_context() if backend != "sim" else {})
+    text = dumps(report.to_dict())
+    if args.json == "-":
+        sys.stdout.write(text)
+    else:
+        print(report_mod.render(report))
+    if json_path is not None:
+        try:
+            output.write_atomic(json_path, text)
+        except OSError as exc:
+            return _fail(EXIT_USAGE, f"cannot write the report to {json_path}: {exc.strerror or exc}")
+    if args.save_baseline:
+        from bisect_smem.analysis.baseline import baseline_documents
+
+        for path, text in baseline_documents(report, Path(args.save_baseline), force=args.force).items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            output.write_atomic(path, text)
+            print(f"saved baseline {path}", file=sys.stderr)
+    compare_code = _compare(report, Path(args.compare), args.allow_missing, args.json == "-") if args.compare \
+        else None
+    if plot_path is not None:
+        from bisect_smem.app.plot import plot_staircase
+
+        try:
+            plot_staircase(devices, plot_path)
+        except OSError as exc:
+            return _fail(EXIT_USAGE, f"cannot write the plot to {plot_path}: {exc.strerror or exc}")
+    if compare_code is not None:
+        # Against a baseline, what the device reports is no longer the reference: the baseline is.
+        if compare_code != EXIT_OK:
+            return compare_code
+        return EXIT_INCOMPLETE if any(d.incomplete for d in devices) else EXIT_OK
+    if any(d.mismatches for d in devices):
+        return EXIT_MISMATCH
+    if any(d.incomplete for d in devices):
+        return EXIT_INCOMPLETE
+    return EXIT_OK
+
+
+def _run_all_backends(request, printer):
+    """Every real backend that is available here, then cross-check rows; exit 3 when none is."""
+    from dataclasses import replace
+
+    from bisect_smem.analysis.crosscheck import with_cross_checks
+    from bisect_smem.app.runner import run
+    from bisect_smem.devices.backends import REAL_BACKENDS, get_backend
+
+    available, reasons = [], []
+    for name in REAL_BACKENDS:
+        backend = get_backend(name)
+        if backend.is_available():
+            available.append(name)
+        else:
+            reasons.append(f"{name}: {backend.unavailable_reason()}")
+    if not available:
+        raise BackendUnavailable("; ".join(reasons))
+    for reason in reasons:
+        print(f"hint: not cross-checked: {reason}", file=sys.stderr)
+    return with_cross_checks({name: run(replace(request, backend=name), printer) for name in available})
+
+
+def _compare(report, directory: Path, allow_missing: bool, quiet_stdout: bool) -> int:
+    """Print the comparison with the baselines in ``directory``; the exit code it calls for."""
+    from tabulate import tabulate
+
+    from bisect_smem.analysis.baseline import compare_device
+
+    out = sys.stderr if quiet_stdout else sys.stdout
+    code = EXIT_OK
+    for dev in report.devices:
+        result = compare_device(directory, dev)
+        if result.baseline is None:
+            print(f"device {dev.index}: {result.note}", file=out)
+            if not allow_missing:
+                print(f"error: {result.note} (use --allow-missing to accept)", file=sys.stderr)
+                code = max(code, EXIT_USAGE)
+            continue
+        print(f"device {dev.index}: {result.note}: {result.compared} quantities, "
+              f"{len(result.regressions)} regressed", file=out)
+        if result.regressions:
+            rows = [(dev.index, *line.split(": ", 1)) for line in result.regressions]
+            print(tabulate(rows, headers=("device", "quantity", "baseline -> now"), disable_numparse=True), file=out)
+            code = EXIT_MISMATCH if code == EXIT_OK else code
+    return code
+
+
+def _progress_printer():
+    """One status line for all devices, redrawn a few times a second at most."""
+    state: dict[int, str] = {}
+    last = [0.0]
+
+    def show(index: int, text: str) -> None:
+        import time
+
+        state[index] = text
+        now = time.monotonic()
+        if now - last[0] < 0.1:
+            return
+        last[0] = now
+        line = " | ".join(f"device {i}: {t}" for i, t in sorted(state.items()))
+        print(f"\r\033[K{line[:200]}", end="", file=sys.stderr, flush=True)
+
+    return show

@@ -1,0 +1,74 @@
+"""The residency staircase as a picture (matplotlib, from the optional `plot` extra).
+
+The plotted series are embedded in the file's metadata ("Description", as JSON), so the picture can
+be checked against the report it was drawn from.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+from bisect_smem.app.output import write_atomic
+from bisect_smem.core.errors import UsageError
+from bisect_smem.core.model import DeviceReport
+from bisect_smem.experiments.residency import STAIRCASE_THREADS
+
+FORMATS = {".png": "png", ".svg": "svg"}
+
+
+def check_plot_path(path: Path) -> None:
+    """Raise UsageError before any measuring if the plot cannot be made or written."""
+    if importlib.util.find_spec("matplotlib") is None:
+        raise UsageError("--plot needs matplotlib: pip install 'bisect-smem[plot]'")
+    if path.suffix.lower() not in FORMATS:
+        raise UsageError(f"--plot writes {', '.join(FORMATS)} files (got {path.name!r})")
+
+
+def staircase_series(dev: DeviceReport) -> dict[str, Any]:
+    """What the picture shows for one device: sizes and blocks per SM, measured, API and formula."""
+    steps = [s for s in (dev.measured.residency if dev.measured else ()) if s.threads == STAIRCASE_THREADS]
+    return {
+        "device": dev.index,
+        "name": dev.name,
+        "dynamic_bytes": [s.dynamic_bytes for s in steps],
+        "measured_min": [s.blocks_per_sm_min for s in steps],
+        "measured_max": [s.blocks_per_sm_max for s in steps],
+        "api": [s.api_blocks_per_sm for s in steps],
+        "formula": [s.formula_blocks_per_sm for s in steps],
+        "ceiling_bytes": dev.measured.optin_dynamic_ceiling_bytes if dev.measured else None,
+    }
+
+
+def plot_staircase(devices: tuple[DeviceReport, ...], path: Path) -> list[dict[str, Any]]:
+    """Draw blocks per SM against dynamic shared memory, one panel per device; return the series."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    series = [staircase_series(d) for d in devices if d.measured and d.measured.residency]
+    fig, axes = plt.subplots(len(series) or 1, 1, figsize=(9, 4 * max(len(series), 1)), squeeze=False)
+    for ax, s in zip(axes[:, 0], series, strict=False):
+        end = s["ceiling_bytes"] or (s["dynamic_bytes"][-1] if s["dynamic_bytes"] else 0)
+        xs = [x / 1024 for x in [*s["dynamic_bytes"], end]]
+        ax.step(xs, [*s["measured_min"], s["measured_min"][-1]], where="post", lw=2.5, label="measured (min over SMs)")
+        if s["measured_max"] != s["measured_min"]:
+            ax.step(xs, [*s["measured_max"], s["measured_max"][-1]], where="post", lw=1, label="measured (max)")
+        ax.plot([x / 1024 for x in s["dynamic_bytes"]], s["api"], "o", ms=5, label="occupancy API")
+        ax.step(xs, [*s["formula"], s["formula"][-1]], where="post", ls="--", lw=1, label="formula")
+        ax.set_title(f"device {s['device']}: {s['name']} ({STAIRCASE_THREADS}-thread blocks)")
+        ax.set_xlabel("dynamic shared memory per block (KiB)")
+        ax.set_ylabel("blocks resident per SM")
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fmt = FORMATS[path.suffix.lower()]
+    fig.savefig(buffer, format=fmt, metadata={"Description": json.dumps(series, sort_keys=True)})
+    plt.close(fig)
+    write_atomic(path, buffer.getvalue())
+    return series

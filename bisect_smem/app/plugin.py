@@ -1,0 +1,115 @@
+"""pytest plugin: the regression suite over saved baselines, one test per device and quantity.
+
+    pytest --smem-baseline DIR [--smem-simulate PROFILE ...] [--smem-allow-missing] --junitxml out.xml
+
+The devices are measured once, when the session collects; each quantity of each device becomes a test
+named ``smem-baseline::device<N>-<model>::<quantity>`` that fails with "baseline X, now Y". Without
+``--smem-baseline`` the plugin does nothing, and it never imports CuPy until asked to measure.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("bisect_smem", "shared memory baselines (bisect_smem)")
+    group.addoption("--smem-baseline", metavar="DIR", help="compare this machine's GPUs with the baselines in DIR")
+    group.addoption("--smem-simulate", action="append", metavar="PROFILE",
+                    help="measure a simulated device instead of the GPUs (repeatable)")
+    group.addoption("--smem-allow-missing", action="store_true", help="skip devices that have no baseline")
+
+
+class SmemRegression(AssertionError):
+    """A quantity that differs from its baseline."""
+
+
+class QuantityItem(pytest.Item):
+    """One quantity of one device against its baseline (or a setup failure that stands in for them)."""
+
+    def __init__(self, *, check: Any = None, current: dict[str, Any] | None = None,
+                 saved: dict[str, Any] | None = None, problem: str | None = None, skip: str | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.check, self.current, self.saved = check, current or {}, saved or {}
+        self.problem, self.skip_reason = problem, skip
+
+    def runtest(self) -> None:
+        if self.skip_reason:
+            pytest.skip(self.skip_reason)
+        if self.problem:
+            raise SmemRegression(self.problem)
+        message = self.check.fails(self.current, self.saved)
+        if message:
+            raise SmemRegression(message)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        if isinstance(excinfo.value, SmemRegression):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None, self.name
+
+
+class BaselineSuite(pytest.Collector):
+    """Measures the devices and yields one item per device and quantity."""
+
+    def __init__(self, *, directory: Path, simulate: list[str], allow_missing: bool, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.directory, self.simulate, self.allow_missing = directory, simulate, allow_missing
+
+    def collect(self) -> list[pytest.Item]:
+        from bisect_smem.analysis.baseline import find_baseline, model_slug
+        from bisect_smem.core.errors import BisectSmemError
+        from bisect_smem.core.quantities import checks_for, quantities
+
+        try:
+            devices = measure(self.simulate)
+        except BisectSmemError as exc:
+            return [QuantityItem.from_parent(self, name="measure", problem=f"could not measure: {exc}")]
+        items: list[pytest.Item] = []
+        for dev in devices:
+            prefix = f"device{dev.index}-{model_slug(dev.name)}"
+            if dev.error:
+                items.append(QuantityItem.from_parent(self, name=f"{prefix}::measured", problem=dev.error))
+            try:
+                found = find_baseline(self.directory, dev)
+            except BisectSmemError as exc:
+                items.append(QuantityItem.from_parent(self, name=f"{prefix}::baseline", problem=str(exc)))
+                continue
+            if found is None:
+                note = f"no baseline for {model_slug(dev.name)} cc {dev.compute_capability} in {self.directory}"
+                items.append(QuantityItem.from_parent(self, name=f"{prefix}::baseline",
+                                                      skip=note if self.allow_missing else None,
+                                                      problem=None if self.allow_missing else note))
+                continue
+            current, saved = quantities(dev), quantities(found[0].device)
+            for check in checks_for(current, saved):
+                items.append(QuantityItem.from_parent(self, name=f"{prefix}::{check.name}", check=check,
+                                                      current=current, saved=saved))
+        return items
+
+
+def measure(simulate: list[str]) -> tuple[Any, ...]:
+    from bisect_smem.app.runner import RunRequest, run
+
+    if simulate:
+        from bisect_smem.devices.backends.sim import SimSpec
+
+        specs = tuple(SimSpec.parse(s) for s in simulate)
+        return run(RunRequest("sim", specs))
+    return run(RunRequest("cupy"))
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    directory = config.getoption("smem_baseline")
+    if not directory:
+        return
+    suite = BaselineSuite.from_parent(session, name="smem-baseline", directory=Path(directory),
+                                      simulate=config.getoption("smem_simulate") or [],
+                                      allow_missing=config.getoption("smem_allow_missing"))
+    items.extend(suite.collect())

@@ -1,0 +1,248 @@
+"""The results: frozen dataclasses with units in their field names, and their JSON form.
+
+``REPORT_SCHEMA`` names the JSON layout; fields are only ever added within one schema version.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+REPORT_SCHEMA = "bisect_smem/report/v1"
+VERDICTS = ("match", "MISMATCH", "info", "ERROR")
+
+
+def dumps(data: Any) -> str:
+    """JSON text as every file of the tool is written: indented, keys sorted, one final newline."""
+    return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
+
+def to_jsonable(value: Any) -> Any:
+    """Dataclasses, tuples and dicts as plain JSON values (tuples become lists)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    return value
+
+
+@dataclass(frozen=True)
+class Ceiling:
+    """One searched ceiling, with how it was found."""
+
+    ceiling_bytes: int | None
+    probes: int
+    probe_bound: int
+    at_cap: bool = False
+    unstable_range_bytes: tuple[int, int] | None = None
+    non_monotone_at_bytes: tuple[int, ...] = ()
+    error: str | None = None
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Ceiling:
+        unstable = d.get("unstable_range_bytes")
+        return cls(d["ceiling_bytes"], d["probes"], d["probe_bound"], d.get("at_cap", False),
+                   tuple(unstable) if unstable else None, tuple(d.get("non_monotone_at_bytes", ())),
+                   d.get("error"))
+
+
+@dataclass(frozen=True)
+class StaticSplit:
+    """The opt-in dynamic ceiling of a kernel with ``static_bytes`` of static shared memory."""
+
+    static_bytes: int
+    threads: int
+    dynamic_ceiling_bytes: int | None
+    probes: int
+    static_footprint_bytes: int | None = None  # how far the static data pushes the dynamic array
+
+    def __post_init__(self) -> None:
+        if self.static_bytes < 0:
+            raise ValueError(f"static bytes must be >= 0 (got {self.static_bytes})")
+        if self.threads < 1:
+            raise ValueError(f"threads must be >= 1 (got {self.threads})")
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> StaticSplit:
+        return cls(d["static_bytes"], d["threads"], d["dynamic_ceiling_bytes"], d["probes"],
+                   d.get("static_footprint_bytes"))
+
+
+@dataclass(frozen=True)
+class ResidencyStep:
+    """One plateau of the residency staircase: from ``dynamic_bytes`` on, this many blocks per SM."""
+
+    dynamic_bytes: int
+    threads: int
+    blocks_per_sm_min: int
+    blocks_per_sm_max: int
+    api_blocks_per_sm: int | None
+    formula_blocks_per_sm: int | None
+    limited_by: str | None
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ResidencyStep:
+        return cls(d["dynamic_bytes"], d["threads"], d["blocks_per_sm_min"], d["blocks_per_sm_max"],
+                   d.get("api_blocks_per_sm"), d.get("formula_blocks_per_sm"), d.get("limited_by"))
+
+
+@dataclass(frozen=True)
+class CarveoutPoint:
+    """Residency under one carveout preference, and the carveout size it implies."""
+
+    percent: int
+    blocks_per_sm: int
+    api_blocks_per_sm: int | None
+    carveout_bytes: int | None  # the published size inside the measured range, if exactly one is
+    carveout_range_bytes: tuple[int, int] | None  # [low, high): what residency proves
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> CarveoutPoint:
+        rng = d.get("carveout_range_bytes")
+        return cls(d["percent"], d["blocks_per_sm"], d.get("api_blocks_per_sm"), d.get("carveout_bytes"),
+                   tuple(rng) if rng else None)
+
+
+@dataclass(frozen=True)
+class ClusterMeasurement:
+    """Thread block clusters at one dynamic size (cc 9.0+)."""
+
+    dynamic_bytes: int
+    max_cluster_size_portable: int | None
+    max_cluster_size_nonportable: int | None
+    api_max_cluster_size: int | None
+    active_clusters: dict[str, dict[str, int | None]]  # cluster size -> {"measured": n, "api": n}
+    dsm_verified: bool | None
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ClusterMeasurement:
+        return cls(d["dynamic_bytes"], d.get("max_cluster_size_portable"), d.get("max_cluster_size_nonportable"),
+                   d.get("api_max_cluster_size"), {str(k): dict(v) for k, v in d.get("active_clusters", {}).items()},
+                   d.get("dsm_verified"))
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What the GPU did. None: not measured (or not measurable on this cc)."""
+
+    default_dynamic_ceiling_bytes: int | None = None
+    optin_dynamic_ceiling_bytes: int | None = None
+    attribute_accept_ceiling_bytes: int | None = None
+    static_splits: tuple[StaticSplit, ...] = ()
+    reserved_bytes: int | None = None
+    allocation_granularity_bytes: int | None = None
+    probes: dict[str, int] = field(default_factory=dict)
+    searches: dict[str, Ceiling] = field(default_factory=dict)
+    registers_at_ceiling: dict[str, int | None] | None = None
+    residency: tuple[ResidencyStep, ...] = ()
+    smem_per_sm_bytes: int | None = None
+    carveout: tuple[CarveoutPoint, ...] = ()
+    clusters: tuple[ClusterMeasurement, ...] = ()
+    clusters_skipped: str | None = None
+    timings_s: dict[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Measured:
+        return cls(
+            default_dynamic_ceiling_bytes=d.get("default_dynamic_ceiling_bytes"),
+            optin_dynamic_ceiling_bytes=d.get("optin_dynamic_ceiling_bytes"),
+            attribute_accept_ceiling_bytes=d.get("attribute_accept_ceiling_bytes"),
+            static_splits=tuple(StaticSplit.from_dict(s) for s in d.get("static_splits", ())),
+            reserved_bytes=d.get("reserved_bytes"),
+            allocation_granularity_bytes=d.get("allocation_granularity_bytes"),
+            probes=dict(d.get("probes", {})),
+            searches={k: Ceiling.from_dict(v) for k, v in d.get("searches", {}).items()},
+            registers_at_ceiling=d.get("registers_at_ceiling"),
+            residency=tuple(ResidencyStep.from_dict(r) for r in d.get("residency", ())),
+            smem_per_sm_bytes=d.get("smem_per_sm_bytes"),
+            carveout=tuple(CarveoutPoint.from_dict(c) for c in d.get("carveout", ())),
+            clusters=tuple(ClusterMeasurement.from_dict(c) for c in d.get("clusters", ())),
+            clusters_skipped=d.get("clusters_skipped"),
+            timings_s=dict(d.get("timings_s", {})),
+        )
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One row of the comparison: a quantity, what was reported (and by whom), what was measured."""
+
+    quantity: str
+    reported: int | str | None
+    source: str | None
+    measured: int | str | None
+    verdict: str
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict must be one of {', '.join(VERDICTS)} (got {self.verdict!r})")
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Verdict:
+        return cls(d["quantity"], d["reported"], d["source"], d["measured"], d["verdict"], d.get("note", ""))
+
+
+@dataclass(frozen=True)
+class DeviceReport:
+    """Everything known about one device; ``error`` is None when it was measured completely."""
+
+    index: int
+    name: str | None
+    compute_capability: str | None
+    backend: str
+    context: dict[str, Any] = field(default_factory=dict)
+    reported: dict[str, dict[str, Any]] = field(default_factory=dict)
+    measured: Measured | None = None
+    verdicts: tuple[Verdict, ...] = ()
+    events: tuple[dict[str, Any], ...] = ()
+    error: str | None = None
+    elapsed_s: float | None = None
+
+    @property
+    def mismatches(self) -> list[Verdict]:
+        return [v for v in self.verdicts if v.verdict == "MISMATCH"]
+
+    @property
+    def incomplete(self) -> bool:
+        return self.error is not None or any(v.verdict == "ERROR" for v in self.verdicts)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> DeviceReport:
+        measured = d.get("measured")
+        return cls(
+            index=d["index"], name=d.get("name"), compute_capability=d.get("compute_capability"),
+            backend=d.get("backend", "unknown"), context=dict(d.get("context", {})),
+            reported={k: dict(v) for k, v in d.get("reported", {}).items()},
+            measured=Measured.from_dict(measured) if measured is not None else None,
+            verdicts=tuple(Verdict.from_dict(v) for v in d.get("verdicts", ())),
+            events=tuple(d.get("events", ())), error=d.get("error"), elapsed_s=d.get("elapsed_s"),
+        )
+
+
+@dataclass(frozen=True)
+class Report:
+    """One run of the tool: every device it was asked to measure."""
+
+    tool_version: str
+    created_utc: str
+    host: str
+    backend: str
+    devices: tuple[DeviceReport, ...]
+    schema: str = REPORT_SCHEMA
+    host_context: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_jsonable(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Report:
+        if not isinstance(d, dict) or d.get("schema") != REPORT_SCHEMA:
+            found = d.get("schema") if isinstance(d, dict) else type(d).__name__
+            raise ValueError(f"not a {REPORT_SCHEMA} report (schema: {found!r})")
+        return cls(tool_version=d["tool_version"], created_utc=d["created_utc"], host=d["host"],
+                   backend=d["backend"], devices=tuple(DeviceReport.from_dict(x) for x in d["devices"]),
+                   host_context=dict(d.get("host_context", {})))

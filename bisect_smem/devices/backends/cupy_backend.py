@@ -1,0 +1,325 @@
+"""The CuPy backend: NVRTC through RawModule (all probe variants in one compile), launches through CuPy.
+
+The only module that imports cupy, and only inside functions: the parent process never pays for it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+from pathlib import Path
+from typing import Any
+
+from bisect_smem.core.errors import BackendUnavailable, KernelCompileError
+from bisect_smem.devices import attributes
+from bisect_smem.devices.backends.base import (
+    ClusterOutcome,
+    ClusterResidencyOutcome,
+    DeviceIdentity,
+    LaunchOutcome,
+    Outcome,
+    ProbeKernel,
+    RealDevices,
+    ResidencyOutcome,
+    classify_cuda_error,
+    residency_from_peaks,
+)
+from bisect_smem.devices.backends.libcuda import libcuda
+from bisect_smem.devices.kernel_abi import (
+    CLUSTER_RESULT_WORDS,
+    ILLEGAL_ACCESS_NAME,
+    NVRTC_OPTIONS,
+    RESIDENCY_CARVEOUT,
+    RESIDENCY_COUNTER_WORDS,
+    RESIDENCY_STAIRCASE,
+    RESULT_WORDS,
+    cluster_dsm_name,
+    cluster_residency_name,
+    decode_probe_result,
+    module_name_expressions,
+    module_source,
+    probe_name,
+    residency_name,
+)
+
+INSTALL_HINT = "install CuPy for your driver: pip install 'bisect-smem[cuda13]' (or [cuda12])"
+
+
+class _DriverError(Exception):
+    """A cuda-bindings call that failed; the message is the CUDA error name."""
+
+
+def loaded_static_smem(path: Path, kernel: str) -> int:
+    """Load a cubin or PTX file on device 0 and ask the driver for the kernel's SHARED_SIZE_BYTES."""
+    import cupy
+
+    module = cupy.RawModule(path=str(path))
+    return int(module.get_function(kernel).shared_size_bytes)
+
+
+def cupy_cuda_major() -> int | None:
+    """The CUDA major version the installed CuPy wheel was built for, from its name (no import)."""
+    from importlib import metadata
+
+    for dist in metadata.distributions():
+        name = (dist.metadata["Name"] or "").lower()
+        if name.startswith("cupy-cuda") and name[len("cupy-cuda"):len("cupy-cuda") + 2].isdigit():
+            return int(name[len("cupy-cuda"):len("cupy-cuda") + 2])
+    return None
+
+
+def check_driver_for_cupy(driver_version: int, cupy_major: int | None) -> None:
+    """A driver older than CuPy's CUDA major fails at the first launch: say so before measuring."""
+    if cupy_major is None or driver_version <= 0:
+        return
+    if driver_version // 1000 < cupy_major:
+        raise BackendUnavailable(
+            f"the driver supports CUDA {driver_version // 1000}.{driver_version % 1000 // 10}, but CuPy was built "
+            f"for CUDA {cupy_major}: update the driver or install bisect-smem[cuda{driver_version // 1000}]")
+
+
+class CupyBackend(RealDevices):
+    """Probe kernels compiled by NVRTC and launched by CuPy."""
+
+    name = "cupy"
+
+    def device_count(self) -> int:
+        lib = libcuda()
+        count = lib.device_count()  # no driver is the more basic answer, so it is checked first
+        if importlib.util.find_spec("cupy") is None:
+            raise BackendUnavailable(f"the cupy backend needs CuPy, which is not installed: {INSTALL_HINT}")
+        check_driver_for_cupy(lib.driver_version(), cupy_cuda_major())
+        return count
+
+    def open(self, index: int, static_sizes: tuple[int, ...]) -> CupySession:
+        return CupySession(index, static_sizes)
+
+
+class CupySession:
+    """One device: every probe kernel compiled in a single NVRTC call and loaded once."""
+
+    def __init__(self, index: int, static_sizes: tuple[int, ...]) -> None:
+        try:
+            import cupy
+        except ImportError as exc:
+            raise BackendUnavailable(f"CuPy could not be imported ({exc}): {INSTALL_HINT}") from exc
+        self._cupy = cupy
+        self.index = index
+        self._device = cupy.cuda.Device(index)
+        self._device.use()
+        self._static_sizes = static_sizes
+        names = module_name_expressions(static_sizes)
+        try:
+            self._module = cupy.RawModule(code=module_source(), options=NVRTC_OPTIONS, name_expressions=names)
+            self._functions = {name: self._module.get_function(name) for name in names}
+        except cupy.cuda.compiler.CompileException as exc:
+            raise KernelCompileError(f"probe kernels failed to compile for device {index}", str(exc)) from exc
+        except cupy.cuda.driver.CUDADriverError as exc:
+            raise KernelCompileError(f"probe kernels failed to load on device {index}: {exc}", str(exc)) from exc
+        self._out = cupy.zeros(RESULT_WORDS, dtype=cupy.uint32)
+        self._counters = cupy.zeros(RESIDENCY_COUNTER_WORDS, dtype=cupy.uint32)
+        self._seeds = itertools.count(1)
+        self._residency_grid = libcuda().residency_grid(index)
+
+    def _function(self, kernel: ProbeKernel) -> Any:
+        return self._functions[probe_name(kernel.static_bytes, kernel.opt_in)]
+
+    def identity(self) -> DeviceIdentity:
+        runtime = self._cupy.cuda.runtime
+        props = runtime.getDeviceProperties(self.index)
+        name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+        return DeviceIdentity(index=self.index, name=name,
+                              compute_capability=(int(props["major"]), int(props["minor"])),
+                              pci_bus_id=runtime.deviceGetPCIBusId(self.index),
+                              extra={"cupy_version": self._cupy.__version__,
+                                     "cuda_runtime_version": runtime.runtimeGetVersion(),
+                                     "cuda_driver_version": runtime.driverGetVersion()})
+
+    def driver_attributes(self) -> dict[int, int | None]:
+        return libcuda().attributes(attributes.DRIVER_ATTRIBUTE_IDS, self.index)
+
+    def runtime_attributes(self) -> dict[str, int | None]:
+        props = self._cupy.cuda.runtime.getDeviceProperties(self.index)
+        return {prop: props.get(prop) for _, _, prop in attributes.DEVICE_ATTRIBUTES}
+
+    def nvml_info(self) -> dict[str, Any]:
+        return attributes.read_nvml(self._cupy.cuda.runtime.deviceGetPCIBusId(self.index))
+
+    def set_max_dynamic(self, kernel: ProbeKernel, nbytes: int) -> LaunchOutcome:
+        if not kernel.opt_in:
+            raise ValueError("the default-ceiling kernel must stay fresh: its attribute is never raised")
+        try:
+            self._function(kernel).max_dynamic_shared_size_bytes = nbytes
+        except self._cupy.cuda.driver.CUDADriverError as exc:
+            return LaunchOutcome(classify_cuda_error(str(exc)), str(exc))
+        return LaunchOutcome(Outcome.OK)
+
+    def launch(self, kernel: ProbeKernel, dynamic_bytes: int, threads: int) -> LaunchOutcome:
+        cupy = self._cupy
+        seed = next(self._seeds) & 0xFF
+        self._out.fill(0)
+        try:
+            self._function(kernel)((1,), (threads,), (cupy.uint32(dynamic_bytes), cupy.uint32(seed), self._out),
+                                   shared_mem=dynamic_bytes)
+            words = self._out.get().tolist()  # synchronises: a fault in the kernel surfaces here
+        except (cupy.cuda.driver.CUDADriverError, cupy.cuda.runtime.CUDARuntimeError) as exc:
+            return LaunchOutcome(classify_cuda_error(str(exc)), str(exc))
+        return decode_probe_result(words, kernel.static_bytes, dynamic_bytes, seed)
+
+    def residency(self, dynamic_bytes: int, threads: int, hold_ns: int,
+                  carveout_percent: int | None = None) -> ResidencyOutcome:
+        cupy = self._cupy
+        variant = RESIDENCY_STAIRCASE if carveout_percent is None else RESIDENCY_CARVEOUT
+        fn = self._functions[residency_name(variant)]
+        grid = self._residency_grid
+        try:
+            fn.max_dynamic_shared_size_bytes = dynamic_bytes
+            if carveout_percent is not None:
+                fn.preferred_shared_memory_carveout = carveout_percent
+            api = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.kernel.ptr, threads, dynamic_bytes)
+            self._counters.fill(0)
+            fn((grid,), (threads,), (self._counters, cupy.uint64(hold_ns)), shared_mem=dynamic_bytes)
+            peaks = self._counters[1::2].get().tolist()
+        except (cupy.cuda.driver.CUDADriverError, cupy.cuda.runtime.CUDARuntimeError) as exc:
+            return ResidencyOutcome(classify_cuda_error(str(exc)), str(exc))
+        return residency_from_peaks(peaks, int(api))
+
+    def inject_illegal_access(self) -> None:
+        """Test only: a real out-of-window shared-memory store. The context is poisoned afterwards."""
+        self._functions[ILLEGAL_ACCESS_NAME]((1,), (32,), (self._cupy.uint32(0x00F00000),))
+
+    # Thread block clusters: CuPy has no cluster launch, so these go through cuda-bindings' cuLaunchKernelEx.
+
+    def cluster_support(self) -> str | None:
+        cc = self.identity().compute_capability
+        if cc < (9, 0):
+            return f"thread block clusters need cc 9.0+ (this device: {cc[0]}.{cc[1]})"
+        if not libcuda().attribute(120, self.index):
+            return "the driver reports no cluster launch (attribute 120 is 0)"
+        try:
+            from cuda.bindings import driver  # noqa: F401
+        except ImportError:
+            return "cluster launches need cuda-bindings: pip install 'bisect-smem[cuda13]' (or [cuda12])"
+        return None
+
+    def _cluster_function(self, name: str, nonportable: bool, dynamic_bytes: int) -> Any:
+        from cuda.bindings import driver as cu
+
+        fn = self._functions[name]
+        fn.max_dynamic_shared_size_bytes = dynamic_bytes
+        handle = cu.CUfunction(fn.kernel.ptr)
+        if nonportable:
+            (err,) = cu.cuFuncSetAttribute(
+                handle, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1)
+            if err != cu.CUresult.CUDA_SUCCESS:
+                raise _DriverError(err.name)
+        return handle
+
+    @staticmethod
+    def _launch_config(grid: int, threads: int, dynamic_bytes: int, cluster_size: int | None) -> Any:
+        from cuda.bindings import driver as cu
+
+        config = cu.CUlaunchConfig()
+        config.gridDimX, config.gridDimY, config.gridDimZ = grid, 1, 1
+        config.blockDimX, config.blockDimY, config.blockDimZ = threads, 1, 1
+        config.sharedMemBytes = dynamic_bytes
+        config.hStream = cu.CUstream(0)
+        if cluster_size is not None:
+            attr = cu.CUlaunchAttribute()
+            attr.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+            attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster_size, 1, 1
+            config.attrs = [attr]
+            config.numAttrs = 1
+        else:
+            config.numAttrs = 0
+        return config
+
+    def _launch_ex(self, handle: Any, config: Any, args: tuple, types: tuple) -> str | None:
+        """cuLaunchKernelEx; the CUDA error name when it fails."""
+        from cuda.bindings import driver as cu
+
+        (err,) = cu.cuLaunchKernelEx(config, handle, (args, types), 0)
+        return None if err == cu.CUresult.CUDA_SUCCESS else err.name
+
+    def cluster_launches(self, dynamic_bytes: int, sizes: tuple[int, ...], nonportable: bool,
+                         threads: int) -> list[ClusterOutcome]:
+        import ctypes
+
+        cupy = self._cupy
+        outs = cupy.zeros((len(sizes), CLUSTER_RESULT_WORDS), dtype=cupy.uint32)
+        failure = None
+        launched = 0
+        try:
+            handle = self._cluster_function(cluster_dsm_name(nonportable), nonportable, dynamic_bytes)
+            for row, size in enumerate(sizes):
+                seed = next(self._seeds) & 0xFF
+                # A cluster that cannot launch is refused here, synchronously; the rest run back to back.
+                failed = self._launch_ex(handle, self._launch_config(size, threads, dynamic_bytes, size),
+                                         (dynamic_bytes, seed, outs[row].data.ptr),
+                                         (ctypes.c_uint, ctypes.c_uint, ctypes.c_void_p))
+                if failed:
+                    failure = ClusterOutcome(classify_cuda_error(failed), failed)
+                    break
+                launched += 1
+            rows = outs.get().tolist()
+        except (_DriverError, cupy.cuda.driver.CUDADriverError, cupy.cuda.runtime.CUDARuntimeError) as exc:
+            return [ClusterOutcome(classify_cuda_error(str(exc)), str(exc))]
+        results = [ClusterOutcome(Outcome.OK, "", blocks, checked, bad, seen)
+                   for bad, checked, blocks, seen in rows[:launched]]
+        return results + ([failure] if failure else [])
+
+    def cluster_residency(self, dynamic_bytes: int, cluster_size: int, nonportable: bool, threads: int,
+                          hold_ns: int, clusters: int) -> ClusterResidencyOutcome:
+        import ctypes
+
+        from cuda.bindings import driver as cu
+
+        cupy = self._cupy
+        try:
+            handle = self._cluster_function(cluster_residency_name(nonportable), nonportable, dynamic_bytes)
+            config = self._launch_config(clusters * cluster_size, threads, dynamic_bytes, cluster_size)
+            err, api = cu.cuOccupancyMaxActiveClusters(handle, config)
+            api_count = int(api) if err == cu.CUresult.CUDA_SUCCESS else None
+            counters = cupy.zeros(2, dtype=cupy.uint32)
+            failed = self._launch_ex(handle, config, (counters.data.ptr, hold_ns), (ctypes.c_void_p, ctypes.c_ulonglong))
+            if failed:
+                return ClusterResidencyOutcome(classify_cuda_error(failed), failed, None, api_count)
+            peak = int(counters.get()[1])
+        except (_DriverError, cupy.cuda.driver.CUDADriverError, cupy.cuda.runtime.CUDARuntimeError) as exc:
+            return ClusterResidencyOutcome(classify_cuda_error(str(exc)), str(exc))
+        return ClusterResidencyOutcome(Outcome.OK, "", peak, api_count)
+
+    def cluster_api_max_size(self, dynamic_bytes: int, threads: int) -> int | None:
+        from cuda.bindings import driver as cu
+
+        try:
+            handle = self._cluster_function(cluster_dsm_name(True), True, dynamic_bytes)
+        except (_DriverError, self._cupy.cuda.driver.CUDADriverError):
+            return None
+        err, size = cu.cuOccupancyMaxPotentialClusterSize(handle, self._launch_config(16, threads, dynamic_bytes, None))
+        return int(size) if err == cu.CUresult.CUDA_SUCCESS else None
+
+    def carveout_sweep(self, dynamic_bytes: int, threads: int, hold_ns: int,
+                       percents: tuple[int, ...]) -> list[ResidencyOutcome]:
+        # The preference applies to the launches after it, so the launches need no synchronisation
+        # between them: each counts into its own slice, and one copy reads them all.
+        cupy = self._cupy
+        fn = self._functions[residency_name(RESIDENCY_CARVEOUT)]
+        grid = self._residency_grid
+        counters = cupy.zeros((len(percents), RESIDENCY_COUNTER_WORDS), dtype=cupy.uint32)
+        apis = []
+        try:
+            fn.max_dynamic_shared_size_bytes = dynamic_bytes
+            for row, percent in enumerate(percents):
+                fn.preferred_shared_memory_carveout = percent
+                apis.append(cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.kernel.ptr, threads,
+                                                                                       dynamic_bytes))
+                fn((grid,), (threads,), (counters[row], cupy.uint64(hold_ns)), shared_mem=dynamic_bytes)
+            peaks = counters[:, 1::2].get()
+        except (cupy.cuda.driver.CUDADriverError, cupy.cuda.runtime.CUDARuntimeError) as exc:
+            return [ResidencyOutcome(classify_cuda_error(str(exc)), str(exc))]
+        return [residency_from_peaks(row, int(api)) for row, api in zip(peaks.tolist(), apis, strict=True)]
+
+    def close(self) -> None:
+        self._module = None
+        self._functions = {}

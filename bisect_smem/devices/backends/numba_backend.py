@@ -1,0 +1,303 @@
+"""The Numba backend: the same probes written as numba-cuda kernels, compiled by NVVM (not NVRTC) and
+launched through numba's own driver layer: a second, independent path to every ceiling.
+
+numba-cuda has no API for the shared-memory opt-in; ``set_kernel_max_dynamic_smem`` shows the recipe
+(the driver attribute on the compiled kernel, through cuda-bindings). PTX special registers that numba
+cannot read are linked in from ``kernels/numba_helpers.cu``. The only module that imports numba.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+from dataclasses import replace
+from typing import Any
+
+from bisect_smem.core.errors import BackendUnavailable
+from bisect_smem.devices import attributes
+from bisect_smem.devices.backends.base import (
+    DeviceIdentity,
+    LaunchOutcome,
+    Outcome,
+    ProbeKernel,
+    RealDevices,
+    ResidencyOutcome,
+    classify_cuda_error,
+    residency_from_peaks,
+)
+from bisect_smem.devices.backends.libcuda import libcuda
+from bisect_smem.devices.kernel_abi import RESIDENCY_COUNTER_WORDS, RESULT_WORDS, decode_probe_result
+
+INSTALL_HINT = "install numba-cuda: pip install 'bisect-smem[numba]'"
+UNREADABLE = 0xFFFFFFFF
+SUPPORTED_STEPS = ("default_ceiling", "attribute_accept_ceiling", "static_split", "block_registers", "residency")
+_RUNTIME_NAMES = {  # numba device attribute -> cudaDeviceProp name used by the report
+    "MAX_SHARED_MEMORY_PER_BLOCK": "sharedMemPerBlock", "MULTIPROCESSOR_COUNT": "multiProcessorCount",
+    "MAX_THREADS_PER_MULTI_PROCESSOR": "maxThreadsPerMultiProcessor",
+    "MAX_THREADS_PER_MULTIPROCESSOR": "maxThreadsPerMultiProcessor", "COMPUTE_CAPABILITY_MAJOR": "major",
+    "COMPUTE_CAPABILITY_MINOR": "minor", "MAX_SHARED_MEMORY_PER_MULTIPROCESSOR": "sharedMemPerMultiprocessor",
+    "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN": "sharedMemPerBlockOptin",
+    "MAX_BLOCKS_PER_MULTIPROCESSOR": "maxBlocksPerMultiProcessor",
+    "RESERVED_SHARED_MEMORY_PER_BLOCK": "reservedSharedMemPerBlock",
+}
+
+
+def apply_numpy_compat() -> None:
+    """numba-cuda 0.30.4 registers an overload for ``np.row_stack``, which NumPy 2.5 removed; without the
+    alias its first kernel compile fails with AttributeError. ``row_stack`` was always ``vstack``."""
+    import numpy as np
+
+    if not hasattr(np, "row_stack"):
+        np.row_stack = np.vstack
+
+
+def import_cuda() -> Any:
+    apply_numpy_compat()
+    from numba import cuda
+
+    return cuda
+
+
+def kernel_handle(dispatcher: Any) -> int:
+    """The driver handle of a compiled numba kernel (a CUkernel under library loading).
+
+    numba-cuda 0.30 has no public way to reach it; this is the one place that uses its internals, and
+    tests/test_numba.py fails loudly when they change.
+    """
+    compiled = next(iter(dispatcher.overloads.values()))
+    handle = compiled._codelibrary.get_cufunc().handle
+    return int(getattr(handle, "value", handle))
+
+
+def set_kernel_max_dynamic_smem(dispatcher: Any, nbytes: int, device: int) -> str | None:
+    """Raise a numba kernel's dynamic shared memory limit; the CUDA error name when the driver refuses.
+
+    The handle is a CUkernel: cuFuncSetAttribute on it answers CUDA_ERROR_INVALID_HANDLE, while
+    cuKernelSetAttribute works (a plain CUfunction, in older numba, takes cuFuncSetAttribute).
+    """
+    from cuda.bindings import driver as cu
+
+    attr = cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    handle = kernel_handle(dispatcher)
+    (err,) = cu.cuKernelSetAttribute(attr, nbytes, cu.CUkernel(handle), cu.CUdevice(device))
+    if err == cu.CUresult.CUDA_ERROR_INVALID_HANDLE:
+        (err,) = cu.cuFuncSetAttribute(cu.CUfunction(handle), attr, nbytes)
+    return None if err == cu.CUresult.CUDA_SUCCESS else err.name
+
+
+PROBE_SIGNATURE = "void(uint32, uint32, uint32[:])"
+RESIDENCY_SIGNATURE = "void(uint32[:], uint64)"
+
+
+def kernel_functions(cuda: Any, helpers: str, static_sizes: tuple[int, ...]) -> dict[str, Any]:
+    """The Python kernel functions (not yet compiled): a probe per static size, and the residency kernel."""
+    from numba import uint8, uint32
+
+    sreg = cuda.declare_device("bisect_smem_sreg", "uint32(int32)", link=[helpers])
+    smid = cuda.declare_device("bisect_smem_smid", "uint32()", link=[helpers])
+    timer = cuda.declare_device("bisect_smem_globaltimer", "uint64()", link=[helpers])
+
+    def probe_for(static: int) -> Any:
+        def probe(dynamic_bytes, seed, out):  # noqa: ANN001 - numba-typed
+            dynamic_smem = cuda.shared.array(0, dtype=uint8)
+            # numba prunes the branch not taken, so a kernel without static data declares none (a
+            # zero-sized shared array would mean "dynamic" to numba).
+            if static > 0:
+                static_smem = cuda.shared.array(static, dtype=uint8)
+            else:
+                static_smem = cuda.local.array(1, dtype=uint8)
+            t, n = cuda.threadIdx.x, cuda.blockDim.x
+            for i in range(t, dynamic_bytes, n):
+                dynamic_smem[i] = uint8(((i ^ (i >> 8) ^ (i >> 16)) * 151 + seed) & 0xFF)
+            for i in range(t, static, n):
+                static_smem[i] = uint8(((i ^ (i >> 8) ^ (i >> 16)) * 151 + (seed ^ 0x5A)) & 0xFF)
+            cuda.syncthreads()
+            bad = uint32(0)
+            checked = uint32(0)
+            for i in range((t + 1) % n, dynamic_bytes, n):  # read what a neighbour wrote
+                if dynamic_smem[i] != uint8(((i ^ (i >> 8) ^ (i >> 16)) * 151 + seed) & 0xFF):
+                    bad += uint32(1)
+                checked += uint32(1)
+            for i in range((t + 1) % n, static, n):
+                if static_smem[i] != uint8(((i ^ (i >> 8) ^ (i >> 16)) * 151 + (seed ^ 0x5A)) & 0xFF):
+                    bad += uint32(1)
+                checked += uint32(1)
+            cuda.atomic.add(out, 0, bad)
+            cuda.atomic.add(out, 1, checked)
+            if t == 0:
+                flags = uint32(0)
+                for k in range(6):
+                    v = sreg(k)
+                    if v != UNREADABLE:
+                        out[2 + k] = v
+                        flags |= uint32(1) if k < 5 else uint32(2)
+                out[9] = flags
+                if dynamic_bytes > 0:
+                    out[8] = dynamic_smem[dynamic_bytes - 1]
+
+        return probe
+
+    def residency(counters, hold_ns):  # noqa: ANN001
+        sm = uint32(0)
+        if cuda.threadIdx.x == 0:
+            sm = smid()
+            now = cuda.atomic.add(counters, 2 * sm, uint32(1)) + uint32(1)
+            cuda.atomic.max(counters, 2 * sm + 1, now)
+            start = timer()
+            while timer() - start < hold_ns:
+                pass
+        cuda.syncthreads()
+        if cuda.threadIdx.x == 0:
+            cuda.atomic.sub(counters, 2 * sm, uint32(1))
+
+    functions = {f"probe:{s}": probe_for(s) for s in static_sizes}
+    functions["residency"] = residency
+    return functions
+
+
+def helpers_path() -> str:
+    from importlib import resources
+    from pathlib import Path
+
+    try:
+        return str(resources.files("bisect_smem.kernels").joinpath("numba_helpers.cu"))
+    except ModuleNotFoundError:
+        return str(Path(__file__).resolve().parents[2] / "kernels" / "numba_helpers.cu")
+
+
+class NumbaBackend(RealDevices):
+    """Probe kernels compiled by NVVM through numba-cuda."""
+
+    name = "numba"
+    supported_steps = SUPPORTED_STEPS
+
+    def device_count(self) -> int:
+        count = libcuda().device_count()
+        for module in ("numba", "numba_cuda", "cuda.bindings"):
+            if importlib.util.find_spec(module.split(".")[0]) is None:
+                raise BackendUnavailable(f"the numba backend needs {module}, which is not installed: {INSTALL_HINT}")
+        return count
+
+    def open(self, index: int, static_sizes: tuple[int, ...]) -> NumbaSession:
+        return NumbaSession(index, static_sizes)
+
+
+class NumbaSession:
+    """One device with every numba kernel compiled; default and opt-in probes are distinct kernels."""
+
+    def __init__(self, index: int, static_sizes: tuple[int, ...]) -> None:
+        self._cuda = cuda = import_cuda()
+        from numba import config
+
+        config.CUDA_LOW_OCCUPANCY_WARNINGS = 0  # single-block probes are small on purpose
+        self.index = index
+        cuda.select_device(index)
+        functions = kernel_functions(cuda, helpers_path(), static_sizes)
+        # Compiling the same function twice gives two kernels, so the default one is never opted in.
+        self._kernels = {(s, o): cuda.jit(PROBE_SIGNATURE)(functions[f"probe:{s}"])
+                         for s in static_sizes for o in (False, True)}
+        self._residency = cuda.jit(RESIDENCY_SIGNATURE)(functions["residency"])
+        import numpy as np
+
+        self._np = np
+        self._out = cuda.device_array(RESULT_WORDS, dtype=np.uint32)
+        self._counters = cuda.device_array(RESIDENCY_COUNTER_WORDS, dtype=np.uint32)
+        self._seeds = itertools.count(1)
+        self._residency_grid = libcuda().residency_grid(index)
+
+    def identity(self) -> DeviceIdentity:
+        dev = self._cuda.get_current_device()
+        name = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
+        pci = f"{dev.PCI_DOMAIN_ID:04x}:{dev.PCI_BUS_ID:02x}:{dev.PCI_DEVICE_ID:02x}.0"
+        import numba
+
+        return DeviceIdentity(self.index, name, tuple(dev.compute_capability), pci,
+                              {"numba_version": numba.__version__})
+
+    def driver_attributes(self) -> dict[int, int | None]:
+        return libcuda().attributes(attributes.DRIVER_ATTRIBUTE_IDS, self.index)
+
+    def runtime_attributes(self) -> dict[str, int | None]:
+        dev = self._cuda.get_current_device()
+        values: dict[str, int | None] = {}
+        for numba_name, prop in _RUNTIME_NAMES.items():
+            if values.get(prop) is not None:
+                continue
+            try:
+                values[prop] = int(getattr(dev, numba_name))
+            except Exception:  # noqa: BLE001 - an attribute this numba or driver does not know is unknown
+                values[prop] = None
+        return values
+
+    def nvml_info(self) -> dict[str, Any]:
+        return attributes.read_nvml(self.identity().pci_bus_id)
+
+    def _is_cuda_error(self, exc: Exception) -> bool:
+        # numba's own driver layer raises CudaAPIError; launches through cuda.core raise its CUDAError.
+        return isinstance(exc, self._cuda.cudadrv.driver.CudaAPIError) or "CUDA_ERROR_" in str(exc)
+
+    def _error(self, exc: Exception) -> LaunchOutcome:
+        code = getattr(exc, "code", None)
+        name = str(exc)
+        if isinstance(code, int):
+            from cuda.bindings import driver as cu
+
+            try:
+                name = f"{cu.CUresult(code).name}: {exc}"
+            except ValueError:
+                pass
+        return LaunchOutcome(classify_cuda_error(name), name)
+
+    def set_max_dynamic(self, kernel: ProbeKernel, nbytes: int) -> LaunchOutcome:
+        if not kernel.opt_in:
+            raise ValueError("the default-ceiling kernel must stay fresh: its attribute is never raised")
+        failed = set_kernel_max_dynamic_smem(self._kernels[(kernel.static_bytes, True)], nbytes, self.index)
+        return LaunchOutcome(classify_cuda_error(failed), failed) if failed else LaunchOutcome(Outcome.OK)
+
+    def launch(self, kernel: ProbeKernel, dynamic_bytes: int, threads: int) -> LaunchOutcome:
+        np = self._np
+        seed = next(self._seeds) & 0xFF
+        try:
+            self._out.copy_to_device(np.zeros(RESULT_WORDS, dtype=np.uint32))
+            self._kernels[(kernel.static_bytes, kernel.opt_in)][1, threads, 0, dynamic_bytes](
+                np.uint32(dynamic_bytes), np.uint32(seed), self._out)
+            words = self._out.copy_to_host().tolist()
+        except Exception as exc:
+            if not self._is_cuda_error(exc):
+                raise
+            return self._error(exc)
+        # numba cannot take the shared-window address of its arrays, so the footprint stays unknown.
+        return replace(decode_probe_result(words, kernel.static_bytes, dynamic_bytes, seed),
+                       dynamic_base_offset_bytes=None)
+
+    def residency(self, dynamic_bytes: int, threads: int, hold_ns: int,
+                  carveout_percent: int | None = None) -> ResidencyOutcome:
+        if carveout_percent is not None:
+            return ResidencyOutcome(Outcome.OTHER, "the numba backend does not sweep carveouts")
+        from cuda.bindings import driver as cu
+
+        np = self._np
+        try:
+            failed = set_kernel_max_dynamic_smem(self._residency, dynamic_bytes, self.index)
+            if failed:
+                return ResidencyOutcome(classify_cuda_error(failed), failed)
+            err, function = cu.cuKernelGetFunction(cu.CUkernel(kernel_handle(self._residency)))
+            api = None
+            if err == cu.CUresult.CUDA_SUCCESS:
+                err, blocks = cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(function, threads, dynamic_bytes)
+                api = int(blocks) if err == cu.CUresult.CUDA_SUCCESS else None
+            self._counters.copy_to_device(np.zeros(RESIDENCY_COUNTER_WORDS, dtype=np.uint32))
+            self._residency[self._residency_grid, threads, 0, dynamic_bytes](self._counters, np.uint64(hold_ns))
+            peaks = self._counters.copy_to_host()[1::2].tolist()
+        except Exception as exc:
+            if not self._is_cuda_error(exc):
+                raise
+            got = self._error(exc)
+            return ResidencyOutcome(got.outcome, got.detail)
+        return residency_from_peaks(peaks, api)
+
+    def cluster_support(self) -> str | None:
+        return "the numba backend does not launch clusters"
+
+    def close(self) -> None:
+        self._kernels = {}

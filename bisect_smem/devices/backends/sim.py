@@ -1,0 +1,339 @@
+"""A simulated device built from a published profile: the whole pipeline runs on it without a GPU.
+
+It models the documented rules, not CuPy's calls: 48 KB without opt-in, dynamic + static within the
+opt-in limit, 48 KB static at compile time, the reserved window and the allocation granularity
+reported by the PTX registers from cc 8.0 on, and the 16-byte alignment of the dynamic array. Where the table leaves the reserved size unconfirmed,
+the model uses 1 KB from cc 8.0 on.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from bisect_smem.core.errors import KernelCompileError, UsageError
+from bisect_smem.core.profiles import (
+    DEFAULT_SMEM_PER_BLOCK_BYTES,
+    KIB,
+    STATIC_SMEM_COMPILE_CAP_BYTES,
+    ArchProfile,
+    find_profile,
+    profile_names,
+)
+from bisect_smem.devices import attributes
+from bisect_smem.devices.backends.base import (
+    ClusterOutcome,
+    ClusterResidencyOutcome,
+    DeviceIdentity,
+    LaunchOutcome,
+    Outcome,
+    ProbeKernel,
+    ResidencyOutcome,
+    SmemRegisters,
+)
+
+MAX_THREADS_PER_BLOCK = 1024
+# The dynamic array starts 16-byte aligned after the static data, so 1 B of static data costs 16 B of
+# the opt-in budget (measured on an H200: 232432 B dynamic beside 1 B static).
+DYNAMIC_ALIGNMENT_BYTES = 16
+# Clusters are scheduled within one GPC; the model gives every GPC 16 SMs (the last one the remainder).
+SMS_PER_GPC = 16
+
+
+SPEC_HELP = """--simulate PROFILE[,KEY=VALUE...]: a simulated device from the published table.
+  faults:    flaky=P       probes within one granule of a limit answer wrongly with probability P
+             hole=BYTES    a launch of exactly BYTES dynamic fails, below the ceiling
+             sticky=BYTES  a launch of BYTES or more poisons the context (as an illegal address does)
+             hang=BYTES    a launch of BYTES or more never returns
+             seed=N        the random seed of flaky (default 0)
+  overrides: optin=BYTES, smem_per_sm=BYTES, reserved=BYTES (a device that differs from its table row)"""
+
+_SIZE_KEYS = ("hole", "sticky", "hang", "optin", "smem_per_sm", "reserved")
+
+
+@dataclass(frozen=True)
+class SimSpec:
+    """One simulated device: a profile, optional overrides, optional faults. Picklable for worker processes."""
+
+    profile: ArchProfile
+    flaky: float = 0.0
+    hole_bytes: int | None = None
+    sticky_bytes: int | None = None
+    hang_bytes: int | None = None
+    seed: int = 0
+    reserved_override: int | None = None
+    text: str = ""
+
+    @classmethod
+    def parse(cls, text: str) -> SimSpec:
+        """Parse a ``--simulate`` value (see SPEC_HELP); a malformed one is a UsageError naming it."""
+        from dataclasses import replace
+
+        from bisect_smem.core.sizes import parse_size
+
+        name, *pairs = [part.strip() for part in text.split(",")]
+        profile = find_profile(name)
+        if profile is None:
+            raise UsageError(f"unknown profile {name!r}; valid: {', '.join(profile_names())}")
+        values: dict[str, str] = {}
+        for pair in pairs:
+            key, sep, value = pair.partition("=")
+            if not sep or key not in (*_SIZE_KEYS, "flaky", "seed") or not value:
+                raise UsageError(f"bad --simulate value {text!r}: {pair!r} is not KEY=VALUE with KEY one of "
+                                 f"flaky, seed, {', '.join(_SIZE_KEYS)}")
+            values[key] = value
+        sizes = {k: parse_size(v, f"--simulate {k}") for k, v in values.items() if k in _SIZE_KEYS}
+        try:
+            flaky = float(values.get("flaky", 0))
+            seed = int(values.get("seed", 0))
+        except ValueError:
+            raise UsageError(f"bad --simulate value {text!r}: flaky takes a probability, seed a whole number") from None
+        if not 0 <= flaky <= 1:
+            raise UsageError(f"bad --simulate value {text!r}: flaky must be in 0..1 (got {flaky})")
+        if "optin" in sizes:
+            profile = replace(profile, max_smem_per_block_optin_bytes=sizes["optin"])
+        if "smem_per_sm" in sizes:
+            profile = replace(profile, smem_per_sm_bytes=sizes["smem_per_sm"])
+        return cls(profile, flaky, sizes.get("hole"), sizes.get("sticky"), sizes.get("hang"), seed,
+                   sizes.get("reserved"), text)
+
+    @property
+    def needs_isolation(self) -> bool:
+        """Sticky and hanging faults end a process, as on a real GPU."""
+        return self.sticky_bytes is not None or self.hang_bytes is not None
+
+    @property
+    def reserved_bytes(self) -> int:
+        if self.reserved_override is not None:
+            return self.reserved_override
+        if self.profile.reserved_smem_per_block_bytes is not None:
+            return self.profile.reserved_smem_per_block_bytes
+        return KIB if self.profile.compute_capability >= (8, 0) else 0
+
+
+class SimBackend:
+    """Simulated devices, one per spec."""
+
+    name = "sim"
+
+    def __init__(self, specs: tuple[SimSpec, ...]) -> None:
+        self.specs = specs
+
+    def is_available(self) -> bool:
+        return bool(self.specs)
+
+    def unavailable_reason(self) -> str:
+        return "" if self.specs else "no simulated device was given (--simulate PROFILE)"
+
+    def device_count(self) -> int:
+        return len(self.specs)
+
+    def open(self, index: int, static_sizes: tuple[int, ...]) -> SimSession:
+        return SimSession(index, self.specs[index], static_sizes)
+
+
+class SimSession:
+    """One simulated device with its per-function attribute state."""
+
+    def __init__(self, index: int, spec: SimSpec, static_sizes: tuple[int, ...]) -> None:
+        too_big = [s for s in static_sizes if s > STATIC_SMEM_COMPILE_CAP_BYTES]
+        if too_big:
+            raise KernelCompileError(
+                f"static shared memory {too_big[0]} B exceeds the compile-time cap of "
+                f"{STATIC_SMEM_COMPILE_CAP_BYTES} B",
+                f"ptxas error: uses too much shared data ({too_big[0]:#x} bytes, 0xc000 max)")
+        self.index = index
+        self.spec = spec
+        self.profile = spec.profile
+        self._max_dynamic: dict[ProbeKernel, int] = {}
+        self._random = random.Random(spec.seed)
+        self._poisoned = False
+
+    def identity(self) -> DeviceIdentity:
+        name = f"Simulated {self.profile.key} ({self.profile.example_parts})"
+        return DeviceIdentity(index=self.index, name=name, compute_capability=self.profile.compute_capability,
+                              pci_bus_id=f"SIM:{self.index:02x}", extra={"profile": self.profile.key})
+
+    def driver_attributes(self) -> dict[int, int | None]:
+        p = self.profile
+        return {
+            8: DEFAULT_SMEM_PER_BLOCK_BYTES,
+            16: p.multiprocessor_count,
+            39: p.max_threads_per_sm,
+            75: p.compute_capability[0],
+            76: p.compute_capability[1],
+            81: p.smem_per_sm_bytes,
+            97: p.max_smem_per_block_optin_bytes,
+            106: p.max_blocks_per_sm,
+            111: self.spec.reserved_bytes,
+            120: int(p.cluster_launch),
+        }
+
+    def runtime_attributes(self) -> dict[str, int | None]:
+        by_id = self.driver_attributes()
+        return {prop: by_id[attr_id] for attr_id, _, prop in attributes.DEVICE_ATTRIBUTES}
+
+    def nvml_info(self) -> dict[str, Any]:
+        info: dict[str, Any] = dict.fromkeys(attributes.NVML_FIELDS)
+        info.update(driver_version="simulated", uuid=f"SIM-{self.profile.key}-{self.index}",
+                    pci_bus_id=f"SIM:{self.index:02x}", virtualization_mode="none", mig_mode="disabled",
+                    name=self.identity().name, error=None)
+        return info
+
+    @staticmethod
+    def _static_footprint(kernel: ProbeKernel) -> int:
+        return -(-kernel.static_bytes // DYNAMIC_ALIGNMENT_BYTES) * DYNAMIC_ALIGNMENT_BYTES
+
+    def _limit(self, kernel: ProbeKernel) -> int:
+        default = max(DEFAULT_SMEM_PER_BLOCK_BYTES - kernel.static_bytes, 0)
+        return self._max_dynamic.get(kernel, default)
+
+    def set_max_dynamic(self, kernel: ProbeKernel, nbytes: int) -> LaunchOutcome:
+        if not kernel.opt_in:
+            raise ValueError("the default-ceiling kernel must stay fresh: its attribute is never raised")
+        if self._poisoned:
+            return LaunchOutcome(Outcome.ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS (simulated, poisoned context)")
+        if nbytes < 0 or nbytes + self._static_footprint(kernel) > self.profile.max_smem_per_block_optin_bytes:
+            return LaunchOutcome(Outcome.INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE: invalid argument")
+        self._max_dynamic[kernel] = nbytes
+        return LaunchOutcome(Outcome.OK)
+
+    def _fault(self, dynamic_bytes: int) -> LaunchOutcome | None:
+        """The injected fault this launch hits, if any."""
+        spec = self.spec
+        if self._poisoned or (spec.sticky_bytes is not None and dynamic_bytes >= spec.sticky_bytes):
+            self._poisoned = True
+            return LaunchOutcome(Outcome.ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access "
+                                                          "was encountered (simulated)")
+        if spec.hang_bytes is not None and dynamic_bytes >= spec.hang_bytes:
+            while True:  # never returns, as a hung kernel: only the runner's timeout ends it
+                time.sleep(3600)
+        if spec.hole_bytes is not None and dynamic_bytes == spec.hole_bytes:
+            return LaunchOutcome(Outcome.INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE: invalid argument (simulated hole)")
+        return None
+
+    def _flaky(self, dynamic_bytes: int, limit: int, outcome: LaunchOutcome, registers: SmemRegisters | None,
+               total: int) -> LaunchOutcome:
+        """Near a limit, answer wrongly with probability ``flaky``."""
+        granule = self.profile.allocation_granularity_bytes
+        if self.spec.flaky and abs(dynamic_bytes - limit) <= granule and self._random.random() < self.spec.flaky:
+            if outcome.ok:
+                return LaunchOutcome(Outcome.INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE: invalid argument (flaky)")
+            return LaunchOutcome(Outcome.OK, "flaky", registers, total)
+        return outcome
+
+    def launch(self, kernel: ProbeKernel, dynamic_bytes: int, threads: int) -> LaunchOutcome:
+        fault = self._fault(dynamic_bytes)
+        if fault is not None:
+            return fault
+        total = dynamic_bytes + kernel.static_bytes
+        hardware = self.profile.max_smem_per_block_optin_bytes - self._static_footprint(kernel)
+        limit = min(self._limit(kernel), hardware)
+        # Flakiness lives near the kernel's real ceiling, not near whatever the attribute was just set to.
+        ceiling = hardware if kernel.opt_in else min(DEFAULT_SMEM_PER_BLOCK_BYTES - kernel.static_bytes, hardware)
+        if not 1 <= threads <= MAX_THREADS_PER_BLOCK or dynamic_bytes > limit:
+            return self._flaky(dynamic_bytes, ceiling,
+                               LaunchOutcome(Outcome.INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE: invalid argument"),
+                               self._registers(kernel, dynamic_bytes), total)
+        base = self.spec.reserved_bytes + self._static_footprint(kernel)
+        ok = LaunchOutcome(Outcome.OK, registers=self._registers(kernel, dynamic_bytes), bytes_verified=total,
+                           dynamic_base_offset_bytes=base)
+        return self._flaky(dynamic_bytes, ceiling, ok, ok.registers, total)
+
+    def _registers(self, kernel: ProbeKernel, dynamic_bytes: int) -> SmemRegisters:
+        if self.profile.compute_capability < (8, 0):
+            return SmemRegisters()
+        granule = self.profile.allocation_granularity_bytes
+        used = kernel.static_bytes + dynamic_bytes
+        reserved = self.spec.reserved_bytes
+        return SmemRegisters(
+            dynamic_smem_size=dynamic_bytes,
+            total_smem_size=-(-used // granule) * granule,
+            reserved_smem_offset_begin=0,
+            reserved_smem_offset_cap=reserved,
+            aggr_smem_size=reserved + used if self.profile.compute_capability >= (9, 0) else None,
+        )
+
+    def residency(self, dynamic_bytes: int, threads: int, hold_ns: int,
+                  carveout_percent: int | None = None) -> ResidencyOutcome:
+        p = self.profile
+        if self._poisoned:
+            return ResidencyOutcome(Outcome.ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS (simulated, poisoned context)")
+        if dynamic_bytes > p.max_smem_per_block_optin_bytes or not 1 <= threads <= MAX_THREADS_PER_BLOCK:
+            return ResidencyOutcome(Outcome.INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE: invalid argument")
+        footprint = self.footprint(dynamic_bytes)
+        capacity = self.carveout_capacity(carveout_percent, footprint)
+        by_smem = capacity // footprint if footprint else p.max_blocks_per_sm  # no shared memory: no smem limit
+        blocks = min(p.max_blocks_per_sm, p.max_threads_per_sm // threads, by_smem)
+        return ResidencyOutcome(Outcome.OK, "", blocks, blocks, blocks, p.multiprocessor_count)
+
+    def footprint(self, dynamic_bytes: int) -> int:
+        """Shared memory one block takes on its SM: the request in whole granules, plus the reserved window."""
+        granule = self.profile.allocation_granularity_bytes
+        return -(-dynamic_bytes // granule) * granule + self.spec.reserved_bytes
+
+    def carveout_capacity(self, percent: int | None, footprint: int) -> int:
+        """The documented rule: the percentage of the per-SM capacity, rounded up to the next supported
+        carveout, but never less than one block needs."""
+        p = self.profile
+        if percent is None or percent < 0 or not p.carveout_kib:
+            return p.smem_per_sm_bytes
+        sizes = sorted(k * KIB for k in p.carveout_kib)
+        wanted = max(-(-percent * p.smem_per_sm_bytes // 100), footprint)
+        return next((s for s in sizes if s >= wanted), sizes[-1])
+
+    def carveout_sweep(self, dynamic_bytes: int, threads: int, hold_ns: int,
+                       percents: tuple[int, ...]) -> list[ResidencyOutcome]:
+        return [self.residency(dynamic_bytes, threads, hold_ns, p) for p in percents]
+
+    def inject_illegal_access(self) -> None:
+        """Test only: poison the simulated context, as a real illegal access would."""
+        self._poisoned = True
+
+    def cluster_support(self) -> str | None:
+        if not self.profile.cluster_launch:
+            return f"thread block clusters need cc 9.0+ (this device: {self.profile.cc_string})"
+        return None
+
+    def _blocks_per_sm(self, dynamic_bytes: int, threads: int) -> int:
+        return self.residency(dynamic_bytes, threads, 0).blocks_per_sm_min or 0
+
+    def _gpc_sizes(self) -> list[int]:
+        full, rest = divmod(self.profile.multiprocessor_count, SMS_PER_GPC)
+        return [SMS_PER_GPC] * full + ([rest] if rest else [])
+
+    def cluster_launches(self, dynamic_bytes: int, sizes: tuple[int, ...], nonportable: bool,
+                         threads: int) -> list[ClusterOutcome]:
+        results = []
+        for size in sizes:
+            results.append(self.cluster_launch(dynamic_bytes, size, nonportable, threads))
+            if not results[-1].launched:
+                break
+        return results
+
+    def cluster_launch(self, dynamic_bytes: int, cluster_size: int, nonportable: bool,
+                       threads: int) -> ClusterOutcome:
+        if self._poisoned:
+            return ClusterOutcome(Outcome.ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS (simulated, poisoned context)")
+        limit = 16 if nonportable else 8
+        if not self.profile.cluster_launch or not 1 <= cluster_size <= limit:
+            return ClusterOutcome(Outcome.CLUSTER_MISCONFIG, "CUDA_ERROR_INVALID_CLUSTER_SIZE")
+        if dynamic_bytes > self.profile.max_smem_per_block_optin_bytes:
+            return ClusterOutcome(Outcome.INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE: invalid argument")
+        if self._blocks_per_sm(dynamic_bytes, threads) * max(self._gpc_sizes()) < cluster_size:
+            return ClusterOutcome(Outcome.CLUSTER_MISCONFIG, "CUDA_ERROR_CLUSTER_OUT_OF_RESOURCES")
+        return ClusterOutcome(Outcome.OK, "", cluster_size, cluster_size * dynamic_bytes, 0, cluster_size)
+
+    def cluster_residency(self, dynamic_bytes: int, cluster_size: int, nonportable: bool, threads: int,
+                          hold_ns: int, clusters: int) -> ClusterResidencyOutcome:
+        bps = self._blocks_per_sm(dynamic_bytes, threads)
+        total = sum(gpc * bps // cluster_size for gpc in self._gpc_sizes())
+        return ClusterResidencyOutcome(Outcome.OK, "", min(total, clusters), total)
+
+    def cluster_api_max_size(self, dynamic_bytes: int, threads: int) -> int | None:
+        return min(16, self._blocks_per_sm(dynamic_bytes, threads) * max(self._gpc_sizes()))
+
+    def close(self) -> None:
+        self._max_dynamic.clear()

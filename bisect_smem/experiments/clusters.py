@@ -1,0 +1,79 @@
+"""Thread block cluster experiments (cc 9.0+): the largest cluster that launches, portable and not, how
+many clusters really run at once, and whether distributed shared memory reads back right.
+
+The API's answers (cuOccupancyMaxPotentialClusterSize, cuOccupancyMaxActiveClusters) are recorded beside
+what ran; they never choose what is probed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from bisect_smem.core.errors import ProbeFault
+from bisect_smem.core.model import ClusterMeasurement
+from bisect_smem.core.profiles import NONPORTABLE_CLUSTER_SIZE, PORTABLE_CLUSTER_SIZE
+from bisect_smem.devices.backends.base import TOO_BIG, DeviceSession, Outcome
+
+CLUSTER_THREADS = 128
+ACTIVE_SIZES = (1, 2, 4, 8, 16)
+HOLD_NS = 50_000
+DOES_NOT_LAUNCH = TOO_BIG | {Outcome.CLUSTER_MISCONFIG}
+
+
+def cluster_probe_sizes(optin_bytes: int, granule_bytes: int) -> list[int]:
+    """Dynamic sizes to try: small, the 48 KB default, half the opt-in ceiling, and the ceiling itself."""
+    half = optin_bytes // 2 // granule_bytes * granule_bytes
+    return sorted({n for n in (1024, 48 * 1024, half, optin_bytes) if 0 < n <= optin_bytes})
+
+
+class ClusterExperiments:
+    def __init__(self, session: DeviceSession, sm_count: int, max_blocks_per_sm: int,
+                 progress: Callable[[str], None]) -> None:
+        self.session = session
+        self.sm_count = sm_count
+        self.max_blocks_per_sm = max_blocks_per_sm
+        self.progress = progress
+        self.probes = 0
+
+    def largest(self, dynamic_bytes: int, nonportable: bool) -> tuple[int | None, bool]:
+        """The largest cluster size that launches (counting up from 1), and whether every launched
+        cluster's distributed shared memory read back right."""
+        limit = NONPORTABLE_CLUSTER_SIZE if nonportable else PORTABLE_CLUSTER_SIZE
+        largest, verified = None, True
+        kind = "non-portable" if nonportable else "portable"
+        self.progress(f"clusters of 1..{limit} ({kind}) at {dynamic_bytes} B")
+        outcomes = self.session.cluster_launches(dynamic_bytes, tuple(range(1, limit + 1)), nonportable,
+                                                 CLUSTER_THREADS)
+        self.probes += len(outcomes)
+        for size, got in enumerate(outcomes, start=1):
+            if got.launched:
+                largest = size
+                verified = verified and got.dsm_verified(size, dynamic_bytes)
+                continue
+            if got.outcome in DOES_NOT_LAUNCH:
+                break
+            raise ProbeFault(f"cluster of {size} at {dynamic_bytes} B", got.outcome, got.detail)
+        return largest, verified
+
+    def active(self, dynamic_bytes: int, size: int) -> dict[str, int | None]:
+        # More clusters than could ever be resident: every SM's block limit times the SMs.
+        clusters = -(-self.sm_count * self.max_blocks_per_sm // size) + 1
+        self.probes += 1
+        self.progress(f"co-resident clusters of {size} at {dynamic_bytes} B")
+        got = self.session.cluster_residency(dynamic_bytes, size, size > PORTABLE_CLUSTER_SIZE, CLUSTER_THREADS,
+                                             HOLD_NS, clusters)
+        if not got.ok:
+            raise ProbeFault(f"co-resident clusters of {size} at {dynamic_bytes} B", got.outcome, got.detail)
+        return {"measured": got.active_clusters, "api": got.api_active_clusters}
+
+    def measure(self, optin_bytes: int, granule_bytes: int) -> list[ClusterMeasurement]:
+        results = []
+        for dynamic in cluster_probe_sizes(optin_bytes, granule_bytes):
+            portable, portable_ok = self.largest(dynamic, nonportable=False)
+            nonportable, nonportable_ok = self.largest(dynamic, nonportable=True)
+            launched = portable is not None or nonportable is not None
+            active = {str(s): self.active(dynamic, s) for s in ACTIVE_SIZES if nonportable and s <= nonportable}
+            results.append(ClusterMeasurement(
+                dynamic, portable, nonportable, self.session.cluster_api_max_size(dynamic, CLUSTER_THREADS),
+                active, (portable_ok and nonportable_ok) if launched else None))
+        return results

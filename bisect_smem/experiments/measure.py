@@ -1,0 +1,310 @@
+"""The experiments: what to probe and how to read the outcome. Talks only to a DeviceSession.
+
+Every ceiling is searched with bounds from galloping (search.py), never from the attribute it is
+later compared with. A probe passes only when the kernel read back every byte it asked for.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from bisect_smem.core.errors import MeasurementError, ProbeFault
+from bisect_smem.core.model import Ceiling, Measured, StaticSplit
+from bisect_smem.core.profiles import STATIC_SMEM_COMPILE_CAP_BYTES, ArchProfile
+from bisect_smem.core.search import find_ceiling, probe_bound
+from bisect_smem.devices.backends.base import TOO_BIG, DeviceSession, LaunchOutcome, ProbeKernel
+from bisect_smem.experiments.clusters import ClusterExperiments
+from bisect_smem.experiments.residency import Limits, ResidencyMeasurement
+
+Progress = Callable[[str], None]
+
+DEFAULT_STATIC_SIZES = (0, 1, 1024, 16 * 1024, 48 * 1024)
+DEFAULT_THREADS = (32, 128, 1024)
+HARD_CAP_BYTES = 1 << 20  # far above any per-SM capacity published so far (228 KB)
+REFERENCE_THREADS = 128
+
+
+@dataclass(frozen=True)
+class MeasureConfig:
+    """What to measure. Sizes in bytes."""
+
+    static_sizes: tuple[int, ...] = DEFAULT_STATIC_SIZES
+    threads: tuple[int, ...] = DEFAULT_THREADS
+    cap_bytes: int = HARD_CAP_BYTES
+    confirm: int = 2
+    residency: bool = True
+    carveout: bool = True
+    clusters: bool = True
+
+    def __post_init__(self) -> None:
+        for s in self.static_sizes:
+            if not 0 <= s <= STATIC_SMEM_COMPILE_CAP_BYTES:
+                raise ValueError(f"static bytes must be in 0..{STATIC_SMEM_COMPILE_CAP_BYTES} (got {s})")
+        for t in self.threads:
+            if not 1 <= t <= 1024:
+                raise ValueError(f"threads must be in 1..1024 (got {t})")
+        if self.cap_bytes < 1:
+            raise ValueError(f"cap bytes must be >= 1 (got {self.cap_bytes})")
+        if self.confirm < 1:
+            raise ValueError(f"confirm must be >= 1 (got {self.confirm})")
+        if 0 not in self.static_sizes:
+            raise ValueError("static sizes must include 0 (the reference kernel)")
+        if REFERENCE_THREADS not in self.threads:
+            raise ValueError(f"threads must include {REFERENCE_THREADS} (the reference block size)")
+
+
+def fits(outcome: LaunchOutcome, what: str) -> bool:
+    """True for a verified success, False for a "too big" error; anything else is a fault."""
+    if outcome.ok:
+        return True
+    if outcome.outcome in TOO_BIG:
+        return False
+    raise ProbeFault(what, outcome.outcome, outcome.detail)
+
+
+class DeviceMeasurement:
+    """The experiments on one device. Each ``measure_*`` returns its result and records its probes."""
+
+    def __init__(self, session: DeviceSession, config: MeasureConfig, progress: Progress | None = None,
+                 reported: dict[str, Any] | None = None, profile: ArchProfile | None = None) -> None:
+        """``reported`` (driver attributes by key) and ``profile`` only feed formulas and labels."""
+        self.session = session
+        self.config = config
+        self.reported = reported or {}
+        self.profile = profile
+        self.progress = progress or (lambda _text: None)
+        self.searches: dict[str, Ceiling] = {}
+        placeholder = Limits(None, None, None, 1, 0)  # replaced from the block-register step before use
+        self.residency_runs = ResidencyMeasurement(session, placeholder, self.progress)
+        self.cluster_runs = ClusterExperiments(session, self.reported.get("multiprocessor_count") or 1,
+                                               self.reported.get("max_blocks_per_multiprocessor") or 32, self.progress)
+
+    def _search(self, name: str, predicate: Callable[[int], bool]) -> Ceiling:
+        """Run one ceiling search; an unexpected probe class becomes the ceiling's error, not a number."""
+        count = 0
+
+        def counted(n: int) -> bool:
+            nonlocal count
+            count += 1
+            self.progress(f"{name}: probe {count} at {n} B")
+            return predicate(n)
+
+        bound = probe_bound(self.config.cap_bytes, self.config.confirm)
+        try:
+            result = find_ceiling(counted, cap_bytes=self.config.cap_bytes, confirm=self.config.confirm)
+        except ProbeFault as fault:
+            if fault.sticky:
+                raise
+            ceiling = Ceiling(None, count, bound, error=str(fault))
+        else:
+            ceiling = Ceiling(result.ceiling_bytes, result.probes, bound, result.at_cap, result.unstable_range,
+                              result.non_monotone_at)
+        self.searches[name] = ceiling
+        return ceiling
+
+    def measure_default_ceiling(self) -> Ceiling:
+        """The largest dynamic size that launches on a function whose attribute was never raised."""
+        kernel = ProbeKernel(0, opt_in=False)
+        return self._search("default_dynamic_ceiling", lambda n: fits(
+            self.session.launch(kernel, n, REFERENCE_THREADS), f"default launch of {n} B"))
+
+    def measure_attribute_accept_ceiling(self) -> Ceiling:
+        """The largest value cudaFuncSetAttribute(MaxDynamicSharedMemorySize) accepts."""
+        kernel = ProbeKernel(0, opt_in=True)
+        return self._search("attribute_accept_ceiling", lambda n: fits(
+            self.session.set_max_dynamic(kernel, n), f"attribute set to {n} B"))
+
+    def measure_static_split(self, static_bytes: int, threads: int) -> StaticSplit:
+        """The opt-in dynamic ceiling beside ``static_bytes`` of static shared memory."""
+        kernel = ProbeKernel(static_bytes, opt_in=True)
+        footprint = self.static_footprint(kernel, threads)
+
+        def predicate(n: int) -> bool:
+            if not fits(self.session.set_max_dynamic(kernel, n), f"attribute set to {n} B ({static_bytes} B static)"):
+                return False
+            return fits(self.session.launch(kernel, n, threads),
+                        f"opt-in launch of {n} B + {static_bytes} B static, {threads} threads")
+
+        ceiling = self._search(f"optin_dynamic_ceiling/static={static_bytes}/threads={threads}", predicate)
+        return StaticSplit(static_bytes, threads, ceiling.ceiling_bytes, ceiling.probes, footprint)
+
+    def static_footprint(self, kernel: ProbeKernel, threads: int) -> int | None:
+        """How many bytes the static data takes before the dynamic array, as the kernel sees addresses."""
+        bases = []
+        for k in (ProbeKernel(0, kernel.opt_in), kernel):
+            got = self.session.launch(k, 0, threads)
+            fits(got, f"launch with {k.static_bytes} B static and no dynamic memory")
+            bases.append(got.dynamic_base_offset_bytes)
+        if None in bases:
+            return None
+        return bases[1] - bases[0]
+
+    def measure_block_registers(self, optin_ceiling: int | None) -> tuple[int | None, int | None, dict[str, Any] | None]:
+        """Reserved bytes and allocation granularity as a running block sees them in PTX registers.
+
+        The granularity is %total_smem_size for a 1-byte request, confirmed by the step after it.
+        Returns (reserved, granularity, registers at the opt-in ceiling).
+        """
+        kernel = ProbeKernel(0, opt_in=True)
+        fits(self.session.set_max_dynamic(kernel, 4096), "attribute set to 4096 B")
+        one = self.session.launch(kernel, 1, REFERENCE_THREADS)
+        fits(one, "launch of 1 B")
+        regs = one.registers
+        if regs is None or regs.total_smem_size is None:
+            return None, None, None  # the registers need cc 8.0 or newer
+        granule = regs.total_smem_size
+        for n, expect in ((granule, granule), (granule + 1, 2 * granule)):
+            got = self.session.launch(kernel, n, REFERENCE_THREADS)
+            fits(got, f"launch of {n} B")
+            seen = got.registers.total_smem_size if got.registers else None
+            if seen != expect:
+                raise MeasurementError(f"%total_smem_size for {n} B was {seen}, expected {expect}: "
+                                       f"no granularity of {granule} B")
+        at_ceiling = None
+        if optin_ceiling is not None:
+            fits(self.session.set_max_dynamic(kernel, optin_ceiling), f"attribute set to {optin_ceiling} B")
+            launched = self.session.launch(kernel, optin_ceiling, REFERENCE_THREADS)
+            fits(launched, f"launch at the ceiling, {optin_ceiling} B")
+            at_ceiling = dict(vars(launched.registers)) if launched.registers else None
+        return regs.reserved_bytes, granule, at_ceiling
+
+    # Steps: each is one measurement that a restarted worker can skip once done (plan.py lists them).
+
+    def run_step(self, name: str, done: dict[str, StepResult]) -> StepResult:
+        """Run one step. A sticky fault propagates (only a new process recovers); any other error becomes
+        the step's error, and the quantities it would have measured stay None."""
+        before = dict(self.searches)
+        probes_before = self.extra_probes()
+        start = time.perf_counter()
+        value: Any = None
+        error = None
+        try:
+            value = self._dispatch(name, done)
+        except ProbeFault as fault:
+            if fault.sticky:
+                raise
+            error = f"{name}: {fault}"
+        except MeasurementError as exc:
+            error = f"{name}: {exc}"
+        searches = {k: v for k, v in self.searches.items() if before.get(k) is not v}
+        extra = {k: v - probes_before.get(k, 0) for k, v in self.extra_probes().items() if v - probes_before.get(k, 0)}
+        return StepResult(name, value, searches, extra, error, round(time.perf_counter() - start, 6))
+
+    def extra_probes(self) -> dict[str, int]:
+        return {"residency_and_carveout": self.residency_runs.probes, "clusters": self.cluster_runs.probes}
+
+    def _dispatch(self, name: str, done: dict[str, StepResult]) -> Any:
+        if name == "default_ceiling":
+            return self.measure_default_ceiling()
+        if name == "attribute_accept_ceiling":
+            return self.measure_attribute_accept_ceiling()
+        if name.startswith("static_split:"):
+            _, static, threads = name.split(":")
+            return self.measure_static_split(int(static), int(threads))
+        optin = reference_optin(done)
+        if name == "block_registers":
+            return self.measure_block_registers(optin)
+        if optin is None:
+            raise MeasurementError("needs the opt-in ceiling, which was not measured")
+        limits = self.limits(done)
+        self.residency_runs.limits = limits
+        if name == "residency":
+            steps = self.residency_runs.staircase(optin)
+            return steps, ResidencyMeasurement.smem_per_sm(steps, limits)
+        if name == "carveout":
+            return self.residency_runs.carveout(optin, self.profile.carveout_kib if self.profile else None)
+        if name == "clusters":
+            reason = self.session.cluster_support()
+            if reason is not None:
+                return reason
+            return self.cluster_runs.measure(optin, limits.granule_bytes)
+        raise ValueError(f"unknown step {name!r}")
+
+    def limits(self, done: dict[str, StepResult]) -> Limits:
+        reserved, granule, _ = block_values(done)
+        return Limits(
+            smem_per_sm_bytes=self.reported.get("max_shared_memory_per_multiprocessor_bytes"),
+            max_blocks_per_sm=self.reported.get("max_blocks_per_multiprocessor"),
+            max_threads_per_sm=self.reported.get("max_threads_per_multiprocessor"),
+            granule_bytes=granule or (self.profile.allocation_granularity_bytes if self.profile else 1),
+            reserved_bytes=reserved if reserved is not None else (
+                self.reported.get("reserved_shared_memory_per_block_bytes") or 0))
+
+    def run(self, steps: list[str]) -> tuple[Measured, list[str]]:
+        """Every step in this process, in order (no restarts): for inline runs and tests."""
+        done: dict[str, StepResult] = {}
+        for name in steps:
+            done[name] = self.run_step(name, done)
+        return assemble(done)
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """What one step produced, small and picklable, so it can cross from a worker to the parent."""
+
+    name: str
+    value: Any
+    searches: dict[str, Ceiling]
+    extra_probes: dict[str, int]
+    error: str | None
+    seconds: float
+
+
+def reference_optin(done: dict[str, StepResult]) -> int | None:
+    step = done.get(f"static_split:0:{REFERENCE_THREADS}")
+    return step.value.dynamic_ceiling_bytes if step is not None and step.value is not None else None
+
+
+def block_values(done: dict[str, StepResult]) -> tuple[int | None, int | None, dict[str, Any] | None]:
+    step = done.get("block_registers")
+    return step.value if step is not None and step.value is not None else (None, None, None)
+
+
+def assemble(done: dict[str, StepResult]) -> tuple[Measured, list[str]]:
+    """The device's Measured from its step results, in any order, and the errors of failed steps."""
+    def value(name: str) -> Any:
+        step = done.get(name)
+        return step.value if step is not None else None
+
+    default, accept = value("default_ceiling"), value("attribute_accept_ceiling")
+    splits = tuple(s.value for n, s in done.items() if n.startswith("static_split:") and s.value is not None)
+    reserved, granule, at_ceiling = block_values(done)
+    residency = value("residency") or ((), None)
+    clusters = value("clusters")
+    probes: dict[str, int] = {}
+    searches: dict[str, Ceiling] = {}
+    for step in done.values():
+        searches.update(step.searches)
+        for key, count in step.extra_probes.items():
+            probes[key] = probes.get(key, 0) + count
+    probes.update({name: c.probes for name, c in searches.items()})
+    measured = Measured(
+        default_dynamic_ceiling_bytes=default.ceiling_bytes if default else None,
+        attribute_accept_ceiling_bytes=accept.ceiling_bytes if accept else None,
+        optin_dynamic_ceiling_bytes=reference_optin(done),
+        static_splits=splits,
+        reserved_bytes=reserved,
+        allocation_granularity_bytes=granule,
+        registers_at_ceiling=at_ceiling,
+        residency=tuple(residency[0]),
+        smem_per_sm_bytes=residency[1],
+        carveout=tuple(value("carveout") or ()),
+        clusters=tuple(clusters) if isinstance(clusters, list) else (),
+        clusters_skipped=clusters if isinstance(clusters, str) else None,
+        probes=probes,
+        searches=searches,
+        timings_s=_timings(done),
+    )
+    return measured, [s.error for s in done.values() if s.error]
+
+
+def _timings(done: dict[str, StepResult]) -> dict[str, float]:
+    """Seconds per measurement; the static splits are summed into one figure."""
+    out: dict[str, float] = {}
+    for name, step in done.items():
+        key = "static_splits" if name.startswith("static_split:") else name
+        out[key] = round(out.get(key, 0.0) + step.seconds, 6)
+    return out

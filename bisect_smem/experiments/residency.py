@@ -1,0 +1,177 @@
+"""Residency experiments: the blocks-per-SM staircase, the per-SM capacity, and carveout steps.
+
+Residency is what the GPU did: blocks counted per SM while they were held there at the same time.
+The occupancy API and the per-SM attribute are predictions; they are recorded beside it, never used
+to steer a search. Steps are found by bisection on residency, trying granule boundaries first and
+confirming each step to the byte.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from bisect_smem.core.errors import MeasurementError, ProbeFault
+from bisect_smem.core.model import CarveoutPoint, ResidencyStep
+from bisect_smem.devices.backends.base import TOO_BIG, DeviceSession, ResidencyOutcome
+
+STAIRCASE_THREADS = 32  # small blocks, so that the block limit and shared memory bind, not threads
+THREAD_LIMIT_THREADS = (1024, 96)  # extra plateaus where the thread limit binds
+HOLD_NS = 20_000  # long enough for every co-resident block to overlap, short enough to stay cheap
+CARVEOUT_PERCENTS = (-1, *range(0, 101))
+CARVEOUT_FOOTPRINT_BYTES = 8 * 1024  # published carveouts differ by 8 KB or more: one count each
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What the residency formula uses: reported per-SM limits and the measured block footprint."""
+
+    smem_per_sm_bytes: int | None
+    max_blocks_per_sm: int | None
+    max_threads_per_sm: int | None
+    granule_bytes: int
+    reserved_bytes: int
+
+    def footprint(self, dynamic_bytes: int) -> int:
+        """Shared memory one block takes on its SM: whole granules plus the reserved window."""
+        return -(-dynamic_bytes // self.granule_bytes) * self.granule_bytes + self.reserved_bytes
+
+    def carveout_probe_bytes(self) -> int:
+        """The dynamic size of the carveout sweep's blocks: a footprint of 8 KB, or more where the block
+        limit would otherwise cap the count before the largest carveout is full."""
+        footprint = CARVEOUT_FOOTPRINT_BYTES
+        if self.smem_per_sm_bytes and self.max_blocks_per_sm:
+            needed = -(-self.smem_per_sm_bytes // self.max_blocks_per_sm)
+            footprint = max(footprint, -(-needed // self.granule_bytes) * self.granule_bytes)
+        return max(footprint - self.reserved_bytes, 0)
+
+    def formula(self, dynamic_bytes: int, threads: int) -> tuple[int | None, str | None]:
+        """floor(smem_per_SM / footprint), capped by the block and thread limits, and which one binds."""
+        footprint = self.footprint(dynamic_bytes)
+        candidates = {
+            "blocks": self.max_blocks_per_sm,
+            "threads": self.max_threads_per_sm // threads if self.max_threads_per_sm else None,
+            "smem": self.smem_per_sm_bytes // footprint if self.smem_per_sm_bytes and footprint else None,
+        }
+        known = {k: v for k, v in candidates.items() if v is not None}
+        if not known:
+            return None, None
+        blocks = min(known.values())
+        return blocks, "+".join(k for k, v in known.items() if v == blocks)
+
+
+def split_point(lo: int, hi: int, granule: int) -> int:
+    """A size strictly between lo and hi: a granule boundary while one is there, then lo + 1 (where a
+    step sits if the granule is right), then the byte midpoint."""
+    if hi - lo <= granule and lo % granule == 0 and lo + 1 < hi:
+        return lo + 1
+    mid = (lo + hi) // 2
+    for aligned in (mid - mid % granule, mid - mid % granule + granule):
+        if lo < aligned < hi:
+            return aligned
+    return mid
+
+
+class ResidencyMeasurement:
+    """The residency experiments on one device."""
+
+    def __init__(self, session: DeviceSession, limits: Limits, progress: Callable[[str], None],
+                 hold_ns: int = HOLD_NS) -> None:
+        self.session = session
+        self.limits = limits
+        self.progress = progress
+        self.hold_ns = hold_ns
+        self.probes = 0
+
+    def blocks(self, dynamic_bytes: int, threads: int, carveout_percent: int | None = None) -> ResidencyOutcome:
+        self.probes += 1
+        what = f"residency at {dynamic_bytes} B, {threads} threads" + (
+            f", carveout {carveout_percent}%" if carveout_percent is not None else "")
+        self.progress(f"{what} (probe {self.probes})")
+        got = self.session.residency(dynamic_bytes, threads, self.hold_ns, carveout_percent)
+        if not got.ok:
+            if got.outcome in TOO_BIG:
+                raise MeasurementError(f"{what}: too big, {got.outcome.value} ({got.detail})")
+            raise ProbeFault(what, got.outcome, got.detail)
+        return got
+
+    def _entry(self, dynamic_bytes: int, threads: int, got: ResidencyOutcome) -> ResidencyStep:
+        formula, limited_by = self.limits.formula(dynamic_bytes, threads)
+        return ResidencyStep(dynamic_bytes, threads, got.blocks_per_sm_min, got.blocks_per_sm_max,
+                             got.api_blocks_per_sm, formula, limited_by)
+
+    def staircase(self, ceiling_bytes: int) -> list[ResidencyStep]:
+        """Every size in [0, ceiling] where the blocks per SM drop, with the plateau that starts there."""
+        seen: dict[int, ResidencyOutcome] = {}
+
+        def at(n: int) -> tuple[int, int]:
+            if n not in seen:
+                seen[n] = self.blocks(n, STAIRCASE_THREADS)
+            return seen[n].blocks_per_sm_min, seen[n].blocks_per_sm_max
+
+        steps = []
+        stack = [(0, ceiling_bytes)]
+        while stack:
+            lo, hi = stack.pop()
+            if at(lo) == at(hi):
+                continue  # residency never rises with size, so equal ends mean a flat stretch
+            if hi - lo == 1:
+                steps.append(hi)
+                continue
+            mid = split_point(lo, hi, self.limits.granule_bytes)
+            at(mid)
+            stack += [(lo, mid), (mid, hi)]
+        entries = [self._entry(n, STAIRCASE_THREADS, seen[n]) for n in [0, *sorted(steps)]]
+        for threads in THREAD_LIMIT_THREADS:
+            entries.append(self._entry(0, threads, self.blocks(0, threads)))
+        return entries
+
+    @staticmethod
+    def smem_per_sm(steps: list[ResidencyStep], limits: Limits) -> int | None:
+        """Twice the footprint of the largest size at which two blocks still co-reside."""
+        staircase = [s for s in steps if s.threads == STAIRCASE_THREADS]
+        for prev, step in zip(staircase, staircase[1:], strict=False):
+            if prev.blocks_per_sm_min >= 2 and step.blocks_per_sm_max == 1:
+                return 2 * limits.footprint(step.dynamic_bytes - 1)
+        return None
+
+    def carveout(self, ceiling_bytes: int, published_kib: tuple[int, ...] | None) -> list[CarveoutPoint]:
+        """Residency of fixed-size blocks under each carveout preference, and the size it proves."""
+        size = self.limits.carveout_probe_bytes()
+        self.probes += len(CARVEOUT_PERCENTS)
+        self.progress(f"carveout sweep at {size} B ({len(CARVEOUT_PERCENTS)} settings)")
+        sweep = self.session.carveout_sweep(size, STAIRCASE_THREADS, self.hold_ns, CARVEOUT_PERCENTS)
+        for got in sweep:
+            if not got.ok:
+                raise ProbeFault(f"carveout sweep at {size} B", got.outcome, got.detail)
+        results = dict(zip(CARVEOUT_PERCENTS, sweep, strict=True))
+        # Settings where the API predicts differently may use different carveouts even where the count
+        # at this size is the same, so each (count, prediction) pair gets its own refinement.
+        ranges: dict[tuple[int, int | None], tuple[int, int]] = {}
+        for percent, got in results.items():
+            key = (got.blocks_per_sm_min, got.api_blocks_per_sm)
+            if key not in ranges:
+                ranges[key] = self._capacity_range(key[0], percent, size, ceiling_bytes)
+        published = sorted(k * 1024 for k in published_kib) if published_kib else []
+        points = []
+        for percent, got in results.items():
+            lo, hi = ranges[(got.blocks_per_sm_min, got.api_blocks_per_sm)]
+            inside = [s for s in published if lo <= s < hi]
+            points.append(CarveoutPoint(percent, got.blocks_per_sm_min, got.api_blocks_per_sm,
+                                        inside[0] if len(inside) == 1 else None, (lo, hi)))
+        return points
+
+    def _capacity_range(self, n: int, percent: int, size: int, ceiling_bytes: int) -> tuple[int, int]:
+        """[low, high) for the carveout that holds ``n`` blocks: the largest size at which ``n`` still fit
+        bounds it. One block only proves that one fit, since the driver grows a carveout to fit one."""
+        fp = self.limits.footprint
+        if n <= 1:
+            return fp(size), 2 * fp(size)
+        lo, hi = size, ceiling_bytes + 1  # n blocks fit at lo; hi stands for "does not"
+        while hi - lo > 1:
+            mid = split_point(lo, hi, self.limits.granule_bytes)
+            if self.blocks(mid, STAIRCASE_THREADS, percent).blocks_per_sm_min >= n:
+                lo = mid
+            else:
+                hi = mid
+        return n * fp(lo), n * fp(lo + 1)

@@ -1,0 +1,86 @@
+"""The layers hold: no module imports a module of a higher layer, and no module-level import cycle.
+
+ruff's per-layer banned-api rules (bisect_smem/<layer>/ruff.toml) stop upward imports at lint time;
+this test reads every import by AST, so it also covers the two backend modules that ruff must let
+import cupy and numba, and imports hidden inside functions.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "bisect_smem"
+LAYERS = ("core", "devices", "experiments", "analysis", "app")
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path, module_level_only: bool = False) -> list[str]:
+    tree = ast.parse(path.read_text())
+    nodes = tree.body if module_level_only else list(ast.walk(tree))
+    found = []
+    for node in nodes:
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.append(node.module)
+            found.extend(f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            found.extend(alias.name for alias in node.names)
+    return [name for name in found if name.split(".")[0] in ("bisect_smem", "cupy", "numba")]
+
+
+def _layer(module: str) -> int | None:
+    parts = module.split(".")
+    return LAYERS.index(parts[1]) if len(parts) > 1 and parts[1] in LAYERS else None
+
+
+MODULES = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _layer(m) is not None))
+def test_no_module_imports_a_higher_layer(module: str) -> None:
+    own = _layer(module)
+    upward = [name for name in _imports(MODULES[module])
+              if name.startswith("bisect_smem.") and (_layer(name) or 0) > own]
+    assert upward == [], f"{module} ({LAYERS[own]}) imports a higher layer: {upward}"
+
+
+def test_only_the_two_backends_import_cupy_and_numba() -> None:
+    users = {module: sorted({name.split(".")[0] for name in _imports(path)} & {"cupy", "numba"})
+             for module, path in MODULES.items()}
+    assert {m: u for m, u in users.items() if u} == {
+        "bisect_smem.devices.backends.cupy_backend": ["cupy"],
+        "bisect_smem.devices.backends.numba_backend": ["numba"],
+    }
+
+
+def test_no_import_cycles() -> None:
+    graph = {module: {name for name in _imports(path, module_level_only=True) if name in MODULES and name != module}
+             for module, path in MODULES.items()}
+    # A package's __init__ is imported with any of its modules; leave those edges out.
+    graph = {m: {n for n in deps if not m.startswith(n + ".")} for m, deps in graph.items()}
+    state: dict[str, int] = {}
+
+    def visit(module: str, trail: list[str]) -> None:
+        state[module] = 1
+        for dep in sorted(graph[module]):
+            if state.get(dep) == 1:
+                raise AssertionError(f"import cycle: {' -> '.join([*trail, module, dep])}")
+            if dep not in state:
+                visit(dep, [*trail, module])
+        state[module] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [])
+
+
+def test_every_layer_package_says_what_lives_there() -> None:
+    for layer in LAYERS:
+        doc = ast.get_docstring(ast.parse((PACKAGE / layer / "__init__.py").read_text()))
+        assert doc and "import" in doc, f"bisect_smem/{layer}/__init__.py needs a docstring naming what it may import"
