@@ -49,8 +49,8 @@ def summary(samples: list[float]) -> dict[str, float]:
 
 def probe_latency(samples: int = 300) -> dict[str, float]:
     """Launch + verify + synchronize of one probe at 200 KB, in this process."""
-    from bisect_smem.devices.backends.base import ProbeKernel
     from bisect_smem.devices.backends.cupy_backend import CupySession
+    from bisect_smem.devices.probes import ProbeKernel
 
     session = CupySession(0, (0,))
     kernel = ProbeKernel(0, True)

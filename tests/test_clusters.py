@@ -11,8 +11,8 @@ from bisect_smem.analysis.verdicts import cluster_verdicts
 from bisect_smem.app import cli
 from bisect_smem.core.model import Measured
 from bisect_smem.core.profiles import PROFILES, ArchProfile, find_profile
-from bisect_smem.devices.backends.base import ClusterOutcome
 from bisect_smem.devices.backends.sim import SimSession, SimSpec
+from bisect_smem.devices.probes import ClusterOutcome
 from bisect_smem.experiments.clusters import ACTIVE_SIZES, ClusterExperiments, cluster_probe_sizes
 
 

@@ -44,8 +44,8 @@ def test_exit_code_follows_the_verdicts(gpu_report: tuple[int, dict]) -> None:
 
 
 def test_the_default_kernel_is_never_opted_in(tmp_path: Path) -> None:
-    from bisect_smem.devices.backends.base import Outcome, ProbeKernel
     from bisect_smem.devices.backends.cupy_backend import CupySession
+    from bisect_smem.devices.probes import Outcome, ProbeKernel
 
     session = CupySession(0, (0,))
     try:

@@ -6,9 +6,9 @@ import pytest
 
 from bisect_smem.analysis.verdicts import build_verdicts
 from bisect_smem.core.profiles import find_profile
-from bisect_smem.devices.backends.base import LaunchOutcome, Outcome, ProbeKernel, classify_cuda_error
 from bisect_smem.devices.backends.sim import SimSession, SimSpec
 from bisect_smem.devices.kernel_abi import RESULT_WORDS, decode_probe_result, pattern_byte
+from bisect_smem.devices.probes import LaunchOutcome, Outcome, ProbeKernel, classify_cuda_error
 from bisect_smem.experiments.measure import DeviceMeasurement, MeasureConfig
 from bisect_smem.experiments.plan import plan_steps
 

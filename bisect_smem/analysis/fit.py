@@ -8,13 +8,21 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from bisect_smem.core.errors import UsageError
+from bisect_smem.core.hardware import (
+    DEFAULT_SMEM_PER_BLOCK_BYTES,
+    MAX_THREADS_PER_BLOCK,
+    STATIC_SMEM_COMPILE_CAP_BYTES,
+    block_footprint,
+    block_request_bytes,
+    blocks_per_sm,
+    default_reserved_bytes,
+)
 from bisect_smem.core.model import DeviceReport
-from bisect_smem.core.profiles import DEFAULT_SMEM_PER_BLOCK_BYTES, STATIC_SMEM_COMPILE_CAP_BYTES, ArchProfile
+from bisect_smem.core.profiles import ArchProfile
 
 DTYPE_BYTES = {"fp32": Fraction(4), "tf32": Fraction(4), "fp16": Fraction(2), "bf16": Fraction(2),
                "fp8": Fraction(1), "int8": Fraction(1), "fp4": Fraction(1, 2)}
-DYNAMIC_ALIGNMENT_BYTES = 16  # the dynamic array starts 16-byte aligned after the static data
-GRANULE_BYTES = 128
+GRANULE_BYTES = 128  # the allocation unit where a report did not measure one
 
 
 def tile_smem_bytes(tile: str, stages: int, dtype: str) -> int:
@@ -50,13 +58,13 @@ class FitRequest:
         if not 0 <= self.static_bytes <= STATIC_SMEM_COMPILE_CAP_BYTES:
             raise UsageError(f"static bytes must be in 0..{STATIC_SMEM_COMPILE_CAP_BYTES}, the compile-time cap "
                              f"(got {self.static_bytes})")
-        if not 1 <= self.threads <= 1024:
-            raise UsageError(f"threads must be in 1..1024 (got {self.threads})")
+        if not 1 <= self.threads <= MAX_THREADS_PER_BLOCK:
+            raise UsageError(f"threads must be in 1..{MAX_THREADS_PER_BLOCK} (got {self.threads})")
 
     @property
     def total_bytes(self) -> int:
         """What the block asks for: the dynamic bytes behind the 16-byte aligned static data."""
-        return self.dynamic_bytes + -(-self.static_bytes // DYNAMIC_ALIGNMENT_BYTES) * DYNAMIC_ALIGNMENT_BYTES
+        return block_request_bytes(self.dynamic_bytes, self.static_bytes)
 
 
 @dataclass(frozen=True)
@@ -77,7 +85,7 @@ class Target:
     def from_profile(cls, p: ArchProfile) -> Target:
         reserved = p.reserved_smem_per_block_bytes
         if reserved is None:
-            reserved = 1024 if p.compute_capability >= (8, 0) else 0
+            reserved = default_reserved_bytes(p.compute_capability)
         return cls(f"{p.key} ({p.example_parts})", "published", DEFAULT_SMEM_PER_BLOCK_BYTES,
                    p.max_smem_per_block_optin_bytes, p.smem_per_sm_bytes, reserved, p.allocation_granularity_bytes,
                    p.max_blocks_per_sm, p.max_threads_per_sm)
@@ -123,10 +131,7 @@ def evaluate(request: FitRequest, target: Target) -> FitResult:
         verdict = "does not fit"
     blocks = None
     if verdict != "does not fit":
-        footprint = -(-total // target.granule_bytes) * target.granule_bytes + target.reserved_bytes
-        limits = [v for v in (target.max_blocks_per_sm,
-                              target.max_threads_per_sm // request.threads if target.max_threads_per_sm else None,
-                              target.smem_per_sm_bytes // footprint if target.smem_per_sm_bytes and footprint else None)
-                  if v is not None]
-        blocks = min(limits) if limits else None
+        footprint = block_footprint(total, target.granule_bytes, target.reserved_bytes)
+        blocks, _ = blocks_per_sm(footprint, request.threads, target.smem_per_sm_bytes, target.max_blocks_per_sm,
+                                  target.max_threads_per_sm)
     return FitResult(target.name, target.kind, verdict, total, target.optin_limit_bytes, over, blocks)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bisect_smem.analysis.fit import DYNAMIC_ALIGNMENT_BYTES
+from bisect_smem.core.hardware import PORTABLE_CLUSTER_SIZE, portable_cluster_limit, static_footprint
 from bisect_smem.core.model import CarveoutPoint, Ceiling, Measured, ResidencyStep, Verdict
 from bisect_smem.core.profiles import ArchProfile
 from bisect_smem.devices.attributes import best_value, disagreements
@@ -66,7 +66,7 @@ def build_verdicts(reported: dict[str, dict[str, Any]], measured: Measured,
         footprint = split.static_footprint_bytes
         note = ""
         if footprint is None:  # a backend that cannot read shared addresses: the 16-byte rule stands in
-            footprint = -(-split.static_bytes // DYNAMIC_ALIGNMENT_BYTES) * DYNAMIC_ALIGNMENT_BYTES
+            footprint = static_footprint(split.static_bytes)
             note = "footprint not readable on this backend; 16-B alignment of the dynamic array assumed"
         expected = optin - footprint if optin is not None else None
         name = f"optin_dynamic_ceiling/static={split.static_bytes}/threads={split.threads}"
@@ -109,8 +109,8 @@ def cluster_verdicts(measured: Measured) -> list[Verdict]:
         at = f"at {c.dynamic_bytes} B"
         rows.append(_compare(f"largest cluster {at} (non-portable)", c.api_max_cluster_size,
                              "cuOccupancyMaxPotentialClusterSize", c.max_cluster_size_nonportable))
-        portable_api = min(c.api_max_cluster_size, 8) if c.api_max_cluster_size is not None else None
-        rows.append(_compare(f"largest cluster {at} (portable)", portable_api, "min(8, potential size)",
+        rows.append(_compare(f"largest cluster {at} (portable)", portable_cluster_limit(c.api_max_cluster_size),
+                             f"min({PORTABLE_CLUSTER_SIZE}, potential size)",
                              c.max_cluster_size_portable))
         for size, counts in sorted(c.active_clusters.items(), key=lambda kv: int(kv[0])):
             rows.append(_compare(f"co-resident clusters of {size} {at}", counts.get("api"),

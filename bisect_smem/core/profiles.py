@@ -9,11 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-KIB = 1024
-DEFAULT_SMEM_PER_BLOCK_BYTES = 48 * KIB  # without opt-in, static + dynamic must fit in 48 KB
-STATIC_SMEM_COMPILE_CAP_BYTES = 48 * KIB  # ptxas: "uses too much shared data (..., 0xc000 max)"
-PORTABLE_CLUSTER_SIZE = 8
-NONPORTABLE_CLUSTER_SIZE = 16
+from bisect_smem.core.hardware import KIB
 
 
 @dataclass(frozen=True)

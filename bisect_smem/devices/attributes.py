@@ -5,18 +5,23 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-# (CUdevice_attribute id, report key, cudaDeviceProp name)
-DEVICE_ATTRIBUTES: tuple[tuple[int, str, str], ...] = (
-    (8, "max_shared_memory_per_block_bytes", "sharedMemPerBlock"),
-    (16, "multiprocessor_count", "multiProcessorCount"),
-    (39, "max_threads_per_multiprocessor", "maxThreadsPerMultiProcessor"),
-    (75, "compute_capability_major", "major"),
-    (76, "compute_capability_minor", "minor"),
-    (81, "max_shared_memory_per_multiprocessor_bytes", "sharedMemPerMultiprocessor"),
-    (97, "max_shared_memory_per_block_optin_bytes", "sharedMemPerBlockOptin"),
-    (106, "max_blocks_per_multiprocessor", "maxBlocksPerMultiProcessor"),
-    (111, "reserved_shared_memory_per_block_bytes", "reservedSharedMemPerBlock"),
-    (120, "cluster_launch", "clusterLaunch"),
+from bisect_smem.core.hardware import DriverAttribute
+
+# (driver attribute, report key, cudaDeviceProp name)
+DEVICE_ATTRIBUTES: tuple[tuple[DriverAttribute, str, str], ...] = (
+    (DriverAttribute.MAX_SHARED_MEMORY_PER_BLOCK, "max_shared_memory_per_block_bytes", "sharedMemPerBlock"),
+    (DriverAttribute.MULTIPROCESSOR_COUNT, "multiprocessor_count", "multiProcessorCount"),
+    (DriverAttribute.MAX_THREADS_PER_MULTIPROCESSOR, "max_threads_per_multiprocessor", "maxThreadsPerMultiProcessor"),
+    (DriverAttribute.COMPUTE_CAPABILITY_MAJOR, "compute_capability_major", "major"),
+    (DriverAttribute.COMPUTE_CAPABILITY_MINOR, "compute_capability_minor", "minor"),
+    (DriverAttribute.MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, "max_shared_memory_per_multiprocessor_bytes",
+     "sharedMemPerMultiprocessor"),
+    (DriverAttribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, "max_shared_memory_per_block_optin_bytes",
+     "sharedMemPerBlockOptin"),
+    (DriverAttribute.MAX_BLOCKS_PER_MULTIPROCESSOR, "max_blocks_per_multiprocessor", "maxBlocksPerMultiProcessor"),
+    (DriverAttribute.RESERVED_SHARED_MEMORY_PER_BLOCK, "reserved_shared_memory_per_block_bytes",
+     "reservedSharedMemPerBlock"),
+    (DriverAttribute.CLUSTER_LAUNCH, "cluster_launch", "clusterLaunch"),
 )
 ATTRIBUTE_KEYS = tuple(key for _, key, _ in DEVICE_ATTRIBUTES)
 DRIVER_ATTRIBUTE_IDS = tuple(attr_id for attr_id, _, _ in DEVICE_ATTRIBUTES)

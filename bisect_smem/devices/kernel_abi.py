@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import enum
 from importlib import resources
 from pathlib import Path
 
-from bisect_smem.devices.backends.base import LaunchOutcome, Outcome, SmemRegisters
+from bisect_smem.devices.probes import LaunchOutcome, Outcome, SmemRegisters
 
 PROBE_FILE = "probe.cu"
 RESIDENCY_FILE = "residency.cu"
@@ -13,21 +14,69 @@ CLUSTER_FILE = "cluster.cu"
 FAULT_FILE = "fault.cu"
 KERNEL_FILES = (PROBE_FILE, RESIDENCY_FILE, CLUSTER_FILE, FAULT_FILE)
 ILLEGAL_ACCESS_NAME = "smem_illegal_access<0>"
-CLUSTER_RESULT_WORDS = 4
-RESIDENCY_COUNTER_WORDS = 2 * 4096  # two words per %smid, which is below 4096 on every GPU so far
 RESIDENCY_STAIRCASE, RESIDENCY_CARVEOUT = 0, 1
-RESULT_WORDS = 11
-FLAG_SM80_REGISTERS = 1
-FLAG_AGGR_REGISTER = 2
 NVRTC_OPTIONS = ("-std=c++17",)
 
 
-def read_kernel(filename: str) -> str:
-    """The text of ``kernels/<filename>``, from the installed package or, uninstalled, the source tree."""
+class ProbeWord(enum.IntEnum):
+    """The probe kernels' result words (``out[...]`` in kernels/probe.cu and the numba probe)."""
+
+    BYTES_WRONG = 0  # bytes that read back wrong
+    BYTES_CHECKED = 1  # bytes read back and compared
+    DYNAMIC_SMEM_SIZE = 2  # %dynamic_smem_size
+    TOTAL_SMEM_SIZE = 3  # %total_smem_size
+    RESERVED_OFFSET_BEGIN = 4  # %reserved_smem_offset_begin
+    RESERVED_OFFSET_END = 5  # %reserved_smem_offset_end
+    RESERVED_OFFSET_CAP = 6  # %reserved_smem_offset_cap
+    AGGR_SMEM_SIZE = 7  # %aggr_smem_size
+    LAST_DYNAMIC_BYTE = 8  # the last dynamic byte as read
+    FLAGS = 9  # ProbeFlag bits: which registers the cc has
+    DYNAMIC_BASE_OFFSET = 10  # shared-window offset where the dynamic array starts
+
+
+class ProbeFlag(enum.IntFlag):
+    """Bits of ``ProbeWord.FLAGS``."""
+
+    SM80_REGISTERS = 1  # the %dynamic/%total/%reserved registers (cc 8.0+)
+    AGGR_REGISTER = 2  # %aggr_smem_size (cc 9.0+)
+
+
+class ClusterWord(enum.IntEnum):
+    """The cluster DSM kernel's result words (kernels/cluster.cu)."""
+
+    BYTES_WRONG = 0
+    BYTES_CHECKED = 1
+    BLOCKS_RAN = 2
+    CLUSTER_SIZE_SEEN = 3  # %cluster_nctarank
+
+
+class ResidencyWord(enum.IntEnum):
+    """Per SM, two counter words (kernels/residency.cu): blocks there now, and the peak seen."""
+
+    NOW = 0
+    PEAK = 1
+
+
+RESULT_WORDS = len(ProbeWord)
+CLUSTER_RESULT_WORDS = len(ClusterWord)
+MAX_SM_ID = 4096  # %smid is below this on every GPU so far
+RESIDENCY_COUNTER_WORDS = len(ResidencyWord) * MAX_SM_ID
+
+
+def kernel_path(filename: str) -> Path:
+    """Where ``kernels/<filename>`` is: in the installed package or, uninstalled, the source tree."""
     try:
-        return resources.files("bisect_smem.kernels").joinpath(filename).read_text()
-    except (ModuleNotFoundError, FileNotFoundError):
-        return (Path(__file__).resolve().parents[2] / "kernels" / filename).read_text()
+        installed = Path(str(resources.files("bisect_smem.kernels").joinpath(filename)))
+    except ModuleNotFoundError:
+        installed = None
+    if installed is not None and installed.is_file():
+        return installed
+    return Path(__file__).resolve().parents[2] / "kernels" / filename
+
+
+def read_kernel(filename: str) -> str:
+    """The text of ``kernels/<filename>``."""
+    return kernel_path(filename).read_text()
 
 
 def module_source() -> str:
@@ -71,16 +120,17 @@ def pattern_byte(index: int, seed: int) -> int:
 
 def decode_probe_result(words: list[int], static_bytes: int, dynamic_bytes: int, seed: int) -> LaunchOutcome:
     """Turn the kernel's result words into an outcome: OK only if every byte was read back correctly."""
-    bad, checked = words[0], words[1]
-    flags = words[9]
-    sm80 = bool(flags & FLAG_SM80_REGISTERS)
+    w = ProbeWord
+    bad, checked = words[w.BYTES_WRONG], words[w.BYTES_CHECKED]
+    flags = ProbeFlag(words[w.FLAGS] & (ProbeFlag.SM80_REGISTERS | ProbeFlag.AGGR_REGISTER))
+    sm80 = ProbeFlag.SM80_REGISTERS in flags
     registers = SmemRegisters(
-        dynamic_smem_size=words[2] if sm80 else None,
-        total_smem_size=words[3] if sm80 else None,
-        reserved_smem_offset_begin=words[4] if sm80 else None,
-        reserved_smem_offset_end=words[5] if sm80 else None,
-        reserved_smem_offset_cap=words[6] if sm80 else None,
-        aggr_smem_size=words[7] if flags & FLAG_AGGR_REGISTER else None,
+        dynamic_smem_size=words[w.DYNAMIC_SMEM_SIZE] if sm80 else None,
+        total_smem_size=words[w.TOTAL_SMEM_SIZE] if sm80 else None,
+        reserved_smem_offset_begin=words[w.RESERVED_OFFSET_BEGIN] if sm80 else None,
+        reserved_smem_offset_end=words[w.RESERVED_OFFSET_END] if sm80 else None,
+        reserved_smem_offset_cap=words[w.RESERVED_OFFSET_CAP] if sm80 else None,
+        aggr_smem_size=words[w.AGGR_SMEM_SIZE] if ProbeFlag.AGGR_REGISTER in flags else None,
     )
     expected = dynamic_bytes + static_bytes
     problems = []
@@ -88,8 +138,10 @@ def decode_probe_result(words: list[int], static_bytes: int, dynamic_bytes: int,
         problems.append(f"read back {checked} of {expected} B")
     if bad:
         problems.append(f"{bad} B wrong")
-    if dynamic_bytes and words[8] != pattern_byte(dynamic_bytes - 1, seed):
-        problems.append(f"last byte {words[8]:#04x}, expected {pattern_byte(dynamic_bytes - 1, seed):#04x}")
+    last = words[w.LAST_DYNAMIC_BYTE]
+    if dynamic_bytes and last != pattern_byte(dynamic_bytes - 1, seed):
+        problems.append(f"last byte {last:#04x}, expected {pattern_byte(dynamic_bytes - 1, seed):#04x}")
+    base = words[w.DYNAMIC_BASE_OFFSET]
     if problems:
-        return LaunchOutcome(Outcome.VERIFY_FAILED, "; ".join(problems), registers, checked - bad, words[10])
-    return LaunchOutcome(Outcome.OK, "", registers, checked, words[10])
+        return LaunchOutcome(Outcome.VERIFY_FAILED, "; ".join(problems), registers, checked - bad, base)
+    return LaunchOutcome(Outcome.OK, "", registers, checked, base)

@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from bisect_smem.core.errors import ProbeFault
+from bisect_smem.core.hardware import NONPORTABLE_CLUSTER_SIZE, PORTABLE_CLUSTER_SIZE
 from bisect_smem.core.model import ClusterMeasurement
-from bisect_smem.core.profiles import NONPORTABLE_CLUSTER_SIZE, PORTABLE_CLUSTER_SIZE
-from bisect_smem.devices.backends.base import TOO_BIG, DeviceSession, Outcome
+from bisect_smem.devices.backends.base import DeviceSession
+from bisect_smem.devices.probes import TOO_BIG, Outcome
 
 CLUSTER_THREADS = 128
 ACTIVE_SIZES = (1, 2, 4, 8, 16)

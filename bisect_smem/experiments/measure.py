@@ -12,10 +12,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from bisect_smem.core.errors import MeasurementError, ProbeFault
+from bisect_smem.core.hardware import MAX_THREADS_PER_BLOCK, STATIC_SMEM_COMPILE_CAP_BYTES
 from bisect_smem.core.model import Ceiling, Measured, StaticSplit
-from bisect_smem.core.profiles import STATIC_SMEM_COMPILE_CAP_BYTES, ArchProfile
+from bisect_smem.core.profiles import ArchProfile
 from bisect_smem.core.search import find_ceiling, probe_bound
-from bisect_smem.devices.backends.base import TOO_BIG, DeviceSession, LaunchOutcome, ProbeKernel
+from bisect_smem.devices.backends.base import DeviceSession
+from bisect_smem.devices.probes import TOO_BIG, LaunchOutcome, ProbeKernel
 from bisect_smem.experiments.clusters import ClusterExperiments
 from bisect_smem.experiments.residency import Limits, ResidencyMeasurement
 
@@ -44,8 +46,8 @@ class MeasureConfig:
             if not 0 <= s <= STATIC_SMEM_COMPILE_CAP_BYTES:
                 raise ValueError(f"static bytes must be in 0..{STATIC_SMEM_COMPILE_CAP_BYTES} (got {s})")
         for t in self.threads:
-            if not 1 <= t <= 1024:
-                raise ValueError(f"threads must be in 1..1024 (got {t})")
+            if not 1 <= t <= MAX_THREADS_PER_BLOCK:
+                raise ValueError(f"threads must be in 1..{MAX_THREADS_PER_BLOCK} (got {t})")
         if self.cap_bytes < 1:
             raise ValueError(f"cap bytes must be >= 1 (got {self.cap_bytes})")
         if self.confirm < 1:

@@ -12,8 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from bisect_smem.core.errors import MeasurementError, ProbeFault
+from bisect_smem.core.hardware import block_footprint, blocks_per_sm, round_up
 from bisect_smem.core.model import CarveoutPoint, ResidencyStep
-from bisect_smem.devices.backends.base import TOO_BIG, DeviceSession, ResidencyOutcome
+from bisect_smem.devices.backends.base import DeviceSession
+from bisect_smem.devices.probes import TOO_BIG, ResidencyOutcome
 
 STAIRCASE_THREADS = 32  # small blocks, so that the block limit and shared memory bind, not threads
 THREAD_LIMIT_THREADS = (1024, 96)  # extra plateaus where the thread limit binds
@@ -34,7 +36,7 @@ class Limits:
 
     def footprint(self, dynamic_bytes: int) -> int:
         """Shared memory one block takes on its SM: whole granules plus the reserved window."""
-        return -(-dynamic_bytes // self.granule_bytes) * self.granule_bytes + self.reserved_bytes
+        return block_footprint(dynamic_bytes, self.granule_bytes, self.reserved_bytes)
 
     def carveout_probe_bytes(self) -> int:
         """The dynamic size of the carveout sweep's blocks: a footprint of 8 KB, or more where the block
@@ -42,22 +44,13 @@ class Limits:
         footprint = CARVEOUT_FOOTPRINT_BYTES
         if self.smem_per_sm_bytes and self.max_blocks_per_sm:
             needed = -(-self.smem_per_sm_bytes // self.max_blocks_per_sm)
-            footprint = max(footprint, -(-needed // self.granule_bytes) * self.granule_bytes)
+            footprint = max(footprint, round_up(needed, self.granule_bytes))
         return max(footprint - self.reserved_bytes, 0)
 
     def formula(self, dynamic_bytes: int, threads: int) -> tuple[int | None, str | None]:
         """floor(smem_per_SM / footprint), capped by the block and thread limits, and which one binds."""
-        footprint = self.footprint(dynamic_bytes)
-        candidates = {
-            "blocks": self.max_blocks_per_sm,
-            "threads": self.max_threads_per_sm // threads if self.max_threads_per_sm else None,
-            "smem": self.smem_per_sm_bytes // footprint if self.smem_per_sm_bytes and footprint else None,
-        }
-        known = {k: v for k, v in candidates.items() if v is not None}
-        if not known:
-            return None, None
-        blocks = min(known.values())
-        return blocks, "+".join(k for k, v in known.items() if v == blocks)
+        return blocks_per_sm(self.footprint(dynamic_bytes), threads, self.smem_per_sm_bytes, self.max_blocks_per_sm,
+                             self.max_threads_per_sm)
 
 
 def split_point(lo: int, hi: int, granule: int) -> int:

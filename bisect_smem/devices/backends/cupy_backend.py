@@ -11,19 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from bisect_smem.core.errors import BackendUnavailable, KernelCompileError
+from bisect_smem.core.hardware import NONPORTABLE_CLUSTER_SIZE, DriverAttribute
 from bisect_smem.devices import attributes
-from bisect_smem.devices.backends.base import (
-    ClusterOutcome,
-    ClusterResidencyOutcome,
-    DeviceIdentity,
-    LaunchOutcome,
-    Outcome,
-    ProbeKernel,
-    RealDevices,
-    ResidencyOutcome,
-    classify_cuda_error,
-    residency_from_peaks,
-)
+from bisect_smem.devices.backends.base import DeviceIdentity, RealDevices
 from bisect_smem.devices.backends.libcuda import libcuda
 from bisect_smem.devices.kernel_abi import (
     CLUSTER_RESULT_WORDS,
@@ -33,6 +23,8 @@ from bisect_smem.devices.kernel_abi import (
     RESIDENCY_COUNTER_WORDS,
     RESIDENCY_STAIRCASE,
     RESULT_WORDS,
+    ClusterWord,
+    ResidencyWord,
     cluster_dsm_name,
     cluster_residency_name,
     decode_probe_result,
@@ -40,6 +32,16 @@ from bisect_smem.devices.kernel_abi import (
     module_source,
     probe_name,
     residency_name,
+)
+from bisect_smem.devices.probes import (
+    ClusterOutcome,
+    ClusterResidencyOutcome,
+    LaunchOutcome,
+    Outcome,
+    ProbeKernel,
+    ResidencyOutcome,
+    classify_cuda_error,
+    residency_from_peaks,
 )
 
 INSTALL_HINT = "install CuPy for your driver: pip install 'bisect-smem[cuda13]' (or [cuda12])"
@@ -179,7 +181,7 @@ class CupySession:
             api = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.kernel.ptr, threads, dynamic_bytes)
             self._counters.fill(0)
             fn((grid,), (threads,), (self._counters, cupy.uint64(hold_ns)), shared_mem=dynamic_bytes)
-            peaks = self._counters[1::2].get().tolist()
+            peaks = self._counters[ResidencyWord.PEAK::len(ResidencyWord)].get().tolist()
         except (cupy.cuda.driver.CUDADriverError, cupy.cuda.runtime.CUDARuntimeError) as exc:
             return ResidencyOutcome(classify_cuda_error(str(exc)), str(exc))
         return residency_from_peaks(peaks, int(api))
@@ -194,7 +196,7 @@ class CupySession:
         cc = self.identity().compute_capability
         if cc < (9, 0):
             return f"thread block clusters need cc 9.0+ (this device: {cc[0]}.{cc[1]})"
-        if not libcuda().attribute(120, self.index):
+        if not libcuda().attribute(DriverAttribute.CLUSTER_LAUNCH, self.index):
             return "the driver reports no cluster launch (attribute 120 is 0)"
         try:
             from cuda.bindings import driver  # noqa: F401
@@ -264,8 +266,9 @@ class CupySession:
             rows = outs.get().tolist()
         except (_DriverError, cupy.cuda.driver.CUDADriverError, cupy.cuda.runtime.CUDARuntimeError) as exc:
             return [ClusterOutcome(classify_cuda_error(str(exc)), str(exc))]
-        results = [ClusterOutcome(Outcome.OK, "", blocks, checked, bad, seen)
-                   for bad, checked, blocks, seen in rows[:launched]]
+        w = ClusterWord
+        results = [ClusterOutcome(Outcome.OK, "", row[w.BLOCKS_RAN], row[w.BYTES_CHECKED], row[w.BYTES_WRONG],
+                                  row[w.CLUSTER_SIZE_SEEN]) for row in rows[:launched]]
         return results + ([failure] if failure else [])
 
     def cluster_residency(self, dynamic_bytes: int, cluster_size: int, nonportable: bool, threads: int,
@@ -280,11 +283,11 @@ class CupySession:
             config = self._launch_config(clusters * cluster_size, threads, dynamic_bytes, cluster_size)
             err, api = cu.cuOccupancyMaxActiveClusters(handle, config)
             api_count = int(api) if err == cu.CUresult.CUDA_SUCCESS else None
-            counters = cupy.zeros(2, dtype=cupy.uint32)
+            counters = cupy.zeros(len(ResidencyWord), dtype=cupy.uint32)
             failed = self._launch_ex(handle, config, (counters.data.ptr, hold_ns), (ctypes.c_void_p, ctypes.c_ulonglong))
             if failed:
                 return ClusterResidencyOutcome(classify_cuda_error(failed), failed, None, api_count)
-            peak = int(counters.get()[1])
+            peak = int(counters.get()[ResidencyWord.PEAK])
         except (_DriverError, cupy.cuda.driver.CUDADriverError, cupy.cuda.runtime.CUDARuntimeError) as exc:
             return ClusterResidencyOutcome(classify_cuda_error(str(exc)), str(exc))
         return ClusterResidencyOutcome(Outcome.OK, "", peak, api_count)
@@ -296,7 +299,7 @@ class CupySession:
             handle = self._cluster_function(cluster_dsm_name(True), True, dynamic_bytes)
         except (_DriverError, self._cupy.cuda.driver.CUDADriverError):
             return None
-        err, size = cu.cuOccupancyMaxPotentialClusterSize(handle, self._launch_config(16, threads, dynamic_bytes, None))
+        err, size = cu.cuOccupancyMaxPotentialClusterSize(handle, self._launch_config(NONPORTABLE_CLUSTER_SIZE, threads, dynamic_bytes, None))
         return int(size) if err == cu.CUresult.CUDA_SUCCESS else None
 
     def carveout_sweep(self, dynamic_bytes: int, threads: int, hold_ns: int,
@@ -315,7 +318,7 @@ class CupySession:
                 apis.append(cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.kernel.ptr, threads,
                                                                                        dynamic_bytes))
                 fn((grid,), (threads,), (counters[row], cupy.uint64(hold_ns)), shared_mem=dynamic_bytes)
-            peaks = counters[:, 1::2].get()
+            peaks = counters[:, ResidencyWord.PEAK::len(ResidencyWord)].get()
         except (cupy.cuda.driver.CUDADriverError, cupy.cuda.runtime.CUDARuntimeError) as exc:
             return [ResidencyOutcome(classify_cuda_error(str(exc)), str(exc))]
         return [residency_from_peaks(row, int(api)) for row, api in zip(peaks.tolist(), apis, strict=True)]

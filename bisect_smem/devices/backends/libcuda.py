@@ -10,6 +10,7 @@ import ctypes
 import sys
 
 from bisect_smem.core.errors import BackendUnavailable
+from bisect_smem.core.hardware import DriverAttribute
 
 CUDA_SUCCESS = 0
 CUDA_ERROR_INVALID_VALUE = 1
@@ -61,13 +62,13 @@ class LibCuda:
             raise BackendUnavailable(f"cuDeviceGetAttribute({attribute_id}) failed: {self.error_name(rc)}")
         return value.value
 
-
     def attributes(self, ids: tuple[int, ...], ordinal: int) -> dict[int, int | None]:
         return {attr_id: self.attribute(attr_id, ordinal) for attr_id in ids}
 
     def residency_grid(self, ordinal: int) -> int:
         """More blocks than every SM can hold at once (block limit + 1 per SM), so each fills to its limit."""
-        return (self.attribute(16, ordinal) or 1) * ((self.attribute(106, ordinal) or 32) + 1)
+        sms = self.attribute(DriverAttribute.MULTIPROCESSOR_COUNT, ordinal) or 1
+        return sms * ((self.attribute(DriverAttribute.MAX_BLOCKS_PER_MULTIPROCESSOR, ordinal) or 32) + 1)
 
 
 _instance: LibCuda | None = None

@@ -15,21 +15,34 @@ from typing import Any
 
 from bisect_smem.core.errors import BackendUnavailable
 from bisect_smem.devices import attributes
-from bisect_smem.devices.backends.base import (
-    DeviceIdentity,
+from bisect_smem.devices.backends.base import DeviceIdentity, RealDevices
+from bisect_smem.devices.backends.libcuda import libcuda
+from bisect_smem.devices.kernel_abi import (
+    RESIDENCY_COUNTER_WORDS,
+    RESULT_WORDS,
+    ProbeFlag,
+    ProbeWord,
+    ResidencyWord,
+    decode_probe_result,
+    kernel_path,
+)
+from bisect_smem.devices.probes import (
     LaunchOutcome,
     Outcome,
     ProbeKernel,
-    RealDevices,
     ResidencyOutcome,
     classify_cuda_error,
     residency_from_peaks,
 )
-from bisect_smem.devices.backends.libcuda import libcuda
-from bisect_smem.devices.kernel_abi import RESIDENCY_COUNTER_WORDS, RESULT_WORDS, decode_probe_result
 
 INSTALL_HINT = "install numba-cuda: pip install 'bisect-smem[numba]'"
 UNREADABLE = 0xFFFFFFFF
+# The result words as plain ints, which numba freezes into the kernel as constants.
+W_WRONG, W_CHECKED, W_FIRST_REGISTER = int(ProbeWord.BYTES_WRONG), int(ProbeWord.BYTES_CHECKED), \
+    int(ProbeWord.DYNAMIC_SMEM_SIZE)
+W_LAST_BYTE, W_FLAGS = int(ProbeWord.LAST_DYNAMIC_BYTE), int(ProbeWord.FLAGS)
+F_SM80, F_AGGR = int(ProbeFlag.SM80_REGISTERS), int(ProbeFlag.AGGR_REGISTER)
+W_NOW, W_PEAK, COUNTER_STRIDE = int(ResidencyWord.NOW), int(ResidencyWord.PEAK), len(ResidencyWord)
 SUPPORTED_STEPS = ("default_ceiling", "attribute_accept_ceiling", "static_split", "block_registers", "residency")
 _RUNTIME_NAMES = {  # numba device attribute -> cudaDeviceProp name used by the report
     "MAX_SHARED_MEMORY_PER_BLOCK": "sharedMemPerBlock", "MULTIPROCESSOR_COUNT": "multiProcessorCount",
@@ -122,18 +135,18 @@ def kernel_functions(cuda: Any, helpers: str, static_sizes: tuple[int, ...]) -> 
                 if static_smem[i] != uint8(((i ^ (i >> 8) ^ (i >> 16)) * 151 + (seed ^ 0x5A)) & 0xFF):
                     bad += uint32(1)
                 checked += uint32(1)
-            cuda.atomic.add(out, 0, bad)
-            cuda.atomic.add(out, 1, checked)
+            cuda.atomic.add(out, W_WRONG, bad)
+            cuda.atomic.add(out, W_CHECKED, checked)
             if t == 0:
                 flags = uint32(0)
-                for k in range(6):
+                for k in range(6):  # the five sm_80 registers, then %aggr_smem_size (numba_helpers.cu order)
                     v = sreg(k)
                     if v != UNREADABLE:
-                        out[2 + k] = v
-                        flags |= uint32(1) if k < 5 else uint32(2)
-                out[9] = flags
+                        out[W_FIRST_REGISTER + k] = v
+                        flags |= uint32(F_SM80) if k < 5 else uint32(F_AGGR)
+                out[W_FLAGS] = flags
                 if dynamic_bytes > 0:
-                    out[8] = dynamic_smem[dynamic_bytes - 1]
+                    out[W_LAST_BYTE] = dynamic_smem[dynamic_bytes - 1]
 
         return probe
 
@@ -141,14 +154,14 @@ def kernel_functions(cuda: Any, helpers: str, static_sizes: tuple[int, ...]) -> 
         sm = uint32(0)
         if cuda.threadIdx.x == 0:
             sm = smid()
-            now = cuda.atomic.add(counters, 2 * sm, uint32(1)) + uint32(1)
-            cuda.atomic.max(counters, 2 * sm + 1, now)
+            now = cuda.atomic.add(counters, COUNTER_STRIDE * sm + W_NOW, uint32(1)) + uint32(1)
+            cuda.atomic.max(counters, COUNTER_STRIDE * sm + W_PEAK, now)
             start = timer()
             while timer() - start < hold_ns:
                 pass
         cuda.syncthreads()
         if cuda.threadIdx.x == 0:
-            cuda.atomic.sub(counters, 2 * sm, uint32(1))
+            cuda.atomic.sub(counters, COUNTER_STRIDE * sm + W_NOW, uint32(1))
 
     functions = {f"probe:{s}": probe_for(s) for s in static_sizes}
     functions["residency"] = residency
@@ -156,13 +169,8 @@ def kernel_functions(cuda: Any, helpers: str, static_sizes: tuple[int, ...]) -> 
 
 
 def helpers_path() -> str:
-    from importlib import resources
-    from pathlib import Path
-
-    try:
-        return str(resources.files("bisect_smem.kernels").joinpath("numba_helpers.cu"))
-    except ModuleNotFoundError:
-        return str(Path(__file__).resolve().parents[2] / "kernels" / "numba_helpers.cu")
+    """The CUDA C++ helpers numba links in (PTX special registers it cannot read itself)."""
+    return str(kernel_path("numba_helpers.cu"))
 
 
 class NumbaBackend(RealDevices):
@@ -288,7 +296,7 @@ class NumbaSession:
                 api = int(blocks) if err == cu.CUresult.CUDA_SUCCESS else None
             self._counters.copy_to_device(np.zeros(RESIDENCY_COUNTER_WORDS, dtype=np.uint32))
             self._residency[self._residency_grid, threads, 0, dynamic_bytes](self._counters, np.uint64(hold_ns))
-            peaks = self._counters.copy_to_host()[1::2].tolist()
+            peaks = self._counters.copy_to_host()[W_PEAK::COUNTER_STRIDE].tolist()
         except Exception as exc:
             if not self._is_cuda_error(exc):
                 raise

@@ -2,7 +2,8 @@
 
 It models the documented rules, not CuPy's calls: 48 KB without opt-in, dynamic + static within the
 opt-in limit, 48 KB static at compile time, the reserved window and the allocation granularity
-reported by the PTX registers from cc 8.0 on, and the 16-byte alignment of the dynamic array. Where the table leaves the reserved size unconfirmed,
+reported by the PTX registers from cc 8.0 on, and the 16-byte alignment of the dynamic array (the rules
+of core.hardware). Where the table leaves the reserved size unconfirmed,
 the model uses 1 KB from cc 8.0 on.
 """
 
@@ -14,19 +15,26 @@ from dataclasses import dataclass
 from typing import Any
 
 from bisect_smem.core.errors import KernelCompileError, UsageError
-from bisect_smem.core.profiles import (
+from bisect_smem.core.hardware import (
     DEFAULT_SMEM_PER_BLOCK_BYTES,
     KIB,
+    MAX_THREADS_PER_BLOCK,
+    NONPORTABLE_CLUSTER_SIZE,
+    PORTABLE_CLUSTER_SIZE,
     STATIC_SMEM_COMPILE_CAP_BYTES,
-    ArchProfile,
-    find_profile,
-    profile_names,
+    DriverAttribute,
+    block_footprint,
+    blocks_per_sm,
+    default_reserved_bytes,
+    round_up,
+    static_footprint,
 )
+from bisect_smem.core.profiles import ArchProfile, find_profile, profile_names
 from bisect_smem.devices import attributes
-from bisect_smem.devices.backends.base import (
+from bisect_smem.devices.backends.base import DeviceIdentity
+from bisect_smem.devices.probes import (
     ClusterOutcome,
     ClusterResidencyOutcome,
-    DeviceIdentity,
     LaunchOutcome,
     Outcome,
     ProbeKernel,
@@ -34,10 +42,6 @@ from bisect_smem.devices.backends.base import (
     SmemRegisters,
 )
 
-MAX_THREADS_PER_BLOCK = 1024
-# The dynamic array starts 16-byte aligned after the static data, so 1 B of static data costs 16 B of
-# the opt-in budget (measured on an H200: 232432 B dynamic beside 1 B static).
-DYNAMIC_ALIGNMENT_BYTES = 16
 # Clusters are scheduled within one GPC; the model gives every GPC 16 SMs (the last one the remainder).
 SMS_PER_GPC = 16
 
@@ -110,7 +114,7 @@ class SimSpec:
             return self.reserved_override
         if self.profile.reserved_smem_per_block_bytes is not None:
             return self.profile.reserved_smem_per_block_bytes
-        return KIB if self.profile.compute_capability >= (8, 0) else 0
+        return default_reserved_bytes(self.profile.compute_capability)
 
 
 class SimBackend:
@@ -158,17 +162,18 @@ class SimSession:
 
     def driver_attributes(self) -> dict[int, int | None]:
         p = self.profile
+        a = DriverAttribute
         return {
-            8: DEFAULT_SMEM_PER_BLOCK_BYTES,
-            16: p.multiprocessor_count,
-            39: p.max_threads_per_sm,
-            75: p.compute_capability[0],
-            76: p.compute_capability[1],
-            81: p.smem_per_sm_bytes,
-            97: p.max_smem_per_block_optin_bytes,
-            106: p.max_blocks_per_sm,
-            111: self.spec.reserved_bytes,
-            120: int(p.cluster_launch),
+            a.MAX_SHARED_MEMORY_PER_BLOCK: DEFAULT_SMEM_PER_BLOCK_BYTES,
+            a.MULTIPROCESSOR_COUNT: p.multiprocessor_count,
+            a.MAX_THREADS_PER_MULTIPROCESSOR: p.max_threads_per_sm,
+            a.COMPUTE_CAPABILITY_MAJOR: p.compute_capability[0],
+            a.COMPUTE_CAPABILITY_MINOR: p.compute_capability[1],
+            a.MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: p.smem_per_sm_bytes,
+            a.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: p.max_smem_per_block_optin_bytes,
+            a.MAX_BLOCKS_PER_MULTIPROCESSOR: p.max_blocks_per_sm,
+            a.RESERVED_SHARED_MEMORY_PER_BLOCK: self.spec.reserved_bytes,
+            a.CLUSTER_LAUNCH: int(p.cluster_launch),
         }
 
     def runtime_attributes(self) -> dict[str, int | None]:
@@ -184,7 +189,7 @@ class SimSession:
 
     @staticmethod
     def _static_footprint(kernel: ProbeKernel) -> int:
-        return -(-kernel.static_bytes // DYNAMIC_ALIGNMENT_BYTES) * DYNAMIC_ALIGNMENT_BYTES
+        return static_footprint(kernel.static_bytes)
 
     def _limit(self, kernel: ProbeKernel) -> int:
         default = max(DEFAULT_SMEM_PER_BLOCK_BYTES - kernel.static_bytes, 0)
@@ -250,7 +255,7 @@ class SimSession:
         reserved = self.spec.reserved_bytes
         return SmemRegisters(
             dynamic_smem_size=dynamic_bytes,
-            total_smem_size=-(-used // granule) * granule,
+            total_smem_size=round_up(used, granule),
             reserved_smem_offset_begin=0,
             reserved_smem_offset_cap=reserved,
             aggr_smem_size=reserved + used if self.profile.compute_capability >= (9, 0) else None,
@@ -265,14 +270,12 @@ class SimSession:
             return ResidencyOutcome(Outcome.INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE: invalid argument")
         footprint = self.footprint(dynamic_bytes)
         capacity = self.carveout_capacity(carveout_percent, footprint)
-        by_smem = capacity // footprint if footprint else p.max_blocks_per_sm  # no shared memory: no smem limit
-        blocks = min(p.max_blocks_per_sm, p.max_threads_per_sm // threads, by_smem)
-        return ResidencyOutcome(Outcome.OK, "", blocks, blocks, blocks, p.multiprocessor_count)
+        blocks, _ = blocks_per_sm(footprint, threads, capacity, p.max_blocks_per_sm, p.max_threads_per_sm)
+        return ResidencyOutcome(Outcome.OK, "", blocks, blocks, blocks)
 
     def footprint(self, dynamic_bytes: int) -> int:
         """Shared memory one block takes on its SM: the request in whole granules, plus the reserved window."""
-        granule = self.profile.allocation_granularity_bytes
-        return -(-dynamic_bytes // granule) * granule + self.spec.reserved_bytes
+        return block_footprint(dynamic_bytes, self.profile.allocation_granularity_bytes, self.spec.reserved_bytes)
 
     def carveout_capacity(self, percent: int | None, footprint: int) -> int:
         """The documented rule: the percentage of the per-SM capacity, rounded up to the next supported
@@ -317,7 +320,7 @@ class SimSession:
                        threads: int) -> ClusterOutcome:
         if self._poisoned:
             return ClusterOutcome(Outcome.ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS (simulated, poisoned context)")
-        limit = 16 if nonportable else 8
+        limit = NONPORTABLE_CLUSTER_SIZE if nonportable else PORTABLE_CLUSTER_SIZE
         if not self.profile.cluster_launch or not 1 <= cluster_size <= limit:
             return ClusterOutcome(Outcome.CLUSTER_MISCONFIG, "CUDA_ERROR_INVALID_CLUSTER_SIZE")
         if dynamic_bytes > self.profile.max_smem_per_block_optin_bytes:
@@ -333,7 +336,7 @@ class SimSession:
         return ClusterResidencyOutcome(Outcome.OK, "", min(total, clusters), total)
 
     def cluster_api_max_size(self, dynamic_bytes: int, threads: int) -> int | None:
-        return min(16, self._blocks_per_sm(dynamic_bytes, threads) * max(self._gpc_sizes()))
+        return min(NONPORTABLE_CLUSTER_SIZE, self._blocks_per_sm(dynamic_bytes, threads) * max(self._gpc_sizes()))
 
     def close(self) -> None:
         self._max_dynamic.clear()

@@ -1,0 +1,94 @@
+"""The hardware rules every layer applies, each written once: limits, rounding, alignment, the block
+footprint and the blocks-per-SM formula, and the driver's attribute ids.
+
+The simulator models a device with these rules, ``fit`` predicts launches with them, the residency
+experiment records their prediction beside what the GPU did, and the verdicts compare against them.
+Sizes are bytes; KiB = 1024 bytes.
+"""
+
+from __future__ import annotations
+
+import enum
+
+KIB = 1024
+MAX_THREADS_PER_BLOCK = 1024
+DEFAULT_SMEM_PER_BLOCK_BYTES = 48 * KIB  # without opt-in, static + dynamic must fit in 48 KiB
+STATIC_SMEM_COMPILE_CAP_BYTES = 48 * KIB  # ptxas: "uses too much shared data (..., 0xc000 max)"
+# The dynamic array starts 16-byte aligned after the static data, so 1 B of static data costs 16 B of
+# the opt-in budget (measured on an H200: 232432 B dynamic beside 1 B static).
+DYNAMIC_ALIGNMENT_BYTES = 16
+PORTABLE_CLUSTER_SIZE = 8  # the largest cluster every cc 9.0+ device must launch
+NONPORTABLE_CLUSTER_SIZE = 16  # the largest with cudaFuncAttributeNonPortableClusterSizeAllowed
+RESERVED_FROM_CC = (8, 0)  # the reserved per-block window and the PTX registers that show it
+DEFAULT_RESERVED_BYTES = KIB  # the reserved window from cc 8.0 on, where a table leaves it unconfirmed
+
+
+class DriverAttribute(enum.IntEnum):
+    """``CUdevice_attribute`` ids this tool reads with cuDeviceGetAttribute."""
+
+    MAX_SHARED_MEMORY_PER_BLOCK = 8
+    MULTIPROCESSOR_COUNT = 16
+    MAX_THREADS_PER_MULTIPROCESSOR = 39
+    COMPUTE_CAPABILITY_MAJOR = 75
+    COMPUTE_CAPABILITY_MINOR = 76
+    MAX_SHARED_MEMORY_PER_MULTIPROCESSOR = 81
+    MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97
+    MAX_BLOCKS_PER_MULTIPROCESSOR = 106
+    RESERVED_SHARED_MEMORY_PER_BLOCK = 111
+    CLUSTER_LAUNCH = 120
+
+
+def round_up(value: int, multiple: int) -> int:
+    """``value`` rounded up to a whole number of ``multiple`` (both >= 0, multiple >= 1)."""
+    if multiple < 1:
+        raise ValueError(f"multiple must be >= 1 (got {multiple})")
+    return -(-value // multiple) * multiple
+
+
+def round_down(value: int, multiple: int) -> int:
+    """``value`` rounded down to a whole number of ``multiple``."""
+    if multiple < 1:
+        raise ValueError(f"multiple must be >= 1 (got {multiple})")
+    return value // multiple * multiple
+
+
+def static_footprint(static_bytes: int) -> int:
+    """Bytes the static data takes before the dynamic array starts (its alignment included)."""
+    return round_up(static_bytes, DYNAMIC_ALIGNMENT_BYTES)
+
+
+def block_request_bytes(dynamic_bytes: int, static_bytes: int) -> int:
+    """What one block asks of the per-block limit: the dynamic bytes behind the aligned static data."""
+    return dynamic_bytes + static_footprint(static_bytes)
+
+
+def default_reserved_bytes(compute_capability: tuple[int, int]) -> int:
+    """The reserved per-block window where nothing better is known: 1 KiB from cc 8.0 on, else none."""
+    return DEFAULT_RESERVED_BYTES if compute_capability >= RESERVED_FROM_CC else 0
+
+
+def block_footprint(request_bytes: int, granule_bytes: int, reserved_bytes: int) -> int:
+    """Shared memory one block takes on its SM: the request in whole granules, plus the reserved window."""
+    return round_up(request_bytes, granule_bytes) + reserved_bytes
+
+
+def blocks_per_sm(footprint_bytes: int, threads: int, smem_per_sm_bytes: int | None,
+                  max_blocks_per_sm: int | None, max_threads_per_sm: int | None) -> tuple[int | None, str | None]:
+    """floor(smem_per_SM / footprint), capped by the block and thread limits, and which limit binds
+    (``blocks``, ``threads``, ``smem`` or a ``+``-joined tie). A block with no footprint has no smem limit.
+    None where no limit is known."""
+    candidates = {
+        "blocks": max_blocks_per_sm,
+        "threads": max_threads_per_sm // threads if max_threads_per_sm else None,
+        "smem": smem_per_sm_bytes // footprint_bytes if smem_per_sm_bytes and footprint_bytes else None,
+    }
+    known = {k: v for k, v in candidates.items() if v is not None}
+    if not known:
+        return None, None
+    blocks = min(known.values())
+    return blocks, "+".join(k for k, v in known.items() if v == blocks)
+
+
+def portable_cluster_limit(potential_size: int | None) -> int | None:
+    """The largest portable cluster given cuOccupancyMaxPotentialClusterSize's answer."""
+    return None if potential_size is None else min(potential_size, PORTABLE_CLUSTER_SIZE)

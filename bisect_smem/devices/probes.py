@@ -1,0 +1,154 @@
+"""What one probe can come back with: its outcome class, the CUDA error classification, and the
+result types of launches, residency counts and cluster launches. Plain data, shared by every backend
+and by the kernels' ABI."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class Outcome(enum.StrEnum):
+    """The class of a probe's result. Only OK counts as success; only TOO_BIG classes mean "too big"."""
+
+    OK = "ok"
+    VERIFY_FAILED = "verify_failed"  # launched, but the pattern did not read back over every byte
+    INVALID_VALUE = "invalid_value"
+    OUT_OF_RESOURCES = "out_of_resources"
+    NO_BINARY = "no_binary"
+    CLUSTER_MISCONFIG = "cluster_misconfig"
+    ILLEGAL_ADDRESS = "illegal_address"
+    TIMEOUT = "timeout"
+    OTHER = "other"
+
+
+TOO_BIG = frozenset({Outcome.INVALID_VALUE, Outcome.OUT_OF_RESOURCES})
+
+_ERROR_CLASSES: tuple[tuple[tuple[str, ...], Outcome], ...] = (
+    (("CUDA_ERROR_INVALID_VALUE", "cudaErrorInvalidValue"), Outcome.INVALID_VALUE),
+    (("CUDA_ERROR_OUT_OF_RESOURCES", "cudaErrorLaunchOutOfResources"), Outcome.OUT_OF_RESOURCES),
+    (("CUDA_ERROR_NO_BINARY_FOR_GPU", "cudaErrorNoKernelImageForDevice", "CUDA_ERROR_INVALID_IMAGE",
+      "CUDA_ERROR_INVALID_PTX", "CUDA_ERROR_UNSUPPORTED_PTX_VERSION"), Outcome.NO_BINARY),
+    (("CUDA_ERROR_CLUSTER_OUT_OF_RESOURCES", "CUDA_ERROR_INVALID_CLUSTER_SIZE", "cudaErrorClusterOutOfResources",
+      "cudaErrorInvalidClusterSize"), Outcome.CLUSTER_MISCONFIG),
+    (("CUDA_ERROR_ILLEGAL_ADDRESS", "CUDA_ERROR_LAUNCH_FAILED", "CUDA_ERROR_MISALIGNED_ADDRESS",
+      "CUDA_ERROR_ILLEGAL_INSTRUCTION", "CUDA_ERROR_HARDWARE_STACK_ERROR", "cudaErrorIllegalAddress",
+      "cudaErrorLaunchFailure", "cudaErrorMisalignedAddress"), Outcome.ILLEGAL_ADDRESS),
+    (("CUDA_ERROR_LAUNCH_TIMEOUT", "cudaErrorLaunchTimeout"), Outcome.TIMEOUT),
+)
+
+
+def classify_cuda_error(message: str) -> Outcome:
+    """Map a CUDA error name (or a message that contains one) to its Outcome class."""
+    for names, outcome in _ERROR_CLASSES:
+        if any(name in message for name in names):
+            return outcome
+    return Outcome.OTHER
+
+
+@dataclass(frozen=True)
+class SmemRegisters:
+    """PTX special registers read by thread 0 of a probe block; None where the cc lacks the register."""
+
+    dynamic_smem_size: int | None = None
+    total_smem_size: int | None = None
+    reserved_smem_offset_begin: int | None = None
+    reserved_smem_offset_end: int | None = None
+    reserved_smem_offset_cap: int | None = None
+    aggr_smem_size: int | None = None
+
+    @property
+    def reserved_bytes(self) -> int | None:
+        """The reserved window of the block: cap minus begin (dynamic memory starts at the cap)."""
+        if self.reserved_smem_offset_cap is None or self.reserved_smem_offset_begin is None:
+            return None
+        return self.reserved_smem_offset_cap - self.reserved_smem_offset_begin
+
+
+@dataclass(frozen=True)
+class LaunchOutcome:
+    """The result of one probe: an attribute call or a launch with its read-back check."""
+
+    outcome: Outcome
+    detail: str = ""
+    registers: SmemRegisters | None = None
+    bytes_verified: int = 0
+    dynamic_base_offset_bytes: int | None = None  # where the dynamic array starts in the shared window
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome is Outcome.OK
+
+
+@dataclass(frozen=True)
+class ResidencyOutcome:
+    """How many blocks sat on each SM at once (peak per SM, min and max over SMs), and the API's answer."""
+
+    outcome: Outcome
+    detail: str = ""
+    blocks_per_sm_min: int | None = None
+    blocks_per_sm_max: int | None = None
+    api_blocks_per_sm: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome is Outcome.OK
+
+
+def residency_from_peaks(peaks: list[int], api_blocks_per_sm: int | None) -> ResidencyOutcome:
+    """The outcome of a residency launch from its per-SM peak counters (SMs that ran nothing drop out)."""
+    seen = [p for p in peaks if p]
+    if not seen:
+        return ResidencyOutcome(Outcome.OTHER, "no block reported its SM")
+    return ResidencyOutcome(Outcome.OK, "", min(seen), max(seen), api_blocks_per_sm)
+
+
+@dataclass(frozen=True)
+class ClusterOutcome:
+    """One cluster launched with distributed shared memory checked across every block of it."""
+
+    outcome: Outcome
+    detail: str = ""
+    blocks_ran: int = 0
+    bytes_checked: int = 0
+    bytes_wrong: int = 0
+    cluster_size_seen: int = 0
+
+    @property
+    def launched(self) -> bool:
+        return self.outcome is Outcome.OK
+
+    def dsm_verified(self, cluster_size: int, dynamic_bytes: int) -> bool:
+        """Every block ran, saw the cluster size asked for, and read all of its neighbour's bytes right."""
+        return (self.launched and self.blocks_ran == cluster_size and self.cluster_size_seen == cluster_size
+                and self.bytes_checked == cluster_size * dynamic_bytes and self.bytes_wrong == 0)
+
+
+@dataclass(frozen=True)
+class ClusterResidencyOutcome:
+    """How many clusters ran at once over the whole GPU, and the API's prediction."""
+
+    outcome: Outcome
+    detail: str = ""
+    active_clusters: int | None = None
+    api_active_clusters: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome is Outcome.OK
+
+
+@dataclass(frozen=True)
+class ProbeKernel:
+    """Which compiled probe: its static shared memory, and whether its attribute may ever be raised.
+
+    A default-ceiling kernel (``opt_in=False``) is a separate function whose attribute is never
+    raised, because the attribute belongs to the function and would make it no longer fresh.
+    """
+
+    static_bytes: int
+    opt_in: bool
+
+    def __post_init__(self) -> None:
+        if self.static_bytes < 0:
+            raise ValueError(f"static bytes must be >= 0 (got {self.static_bytes})")
