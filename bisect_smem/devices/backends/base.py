@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -10,9 +12,52 @@ from bisect_smem.devices.probes import (
     ClusterOutcome,
     ClusterResidencyOutcome,
     LaunchOutcome,
+    Outcome,
     ProbeKernel,
     ResidencyOutcome,
+    classify_cuda_error,
 )
+
+
+@dataclass
+class CudaFailure:
+    """What ``CudaErrorFunnel`` caught in its block: the error's Outcome class and text (falsy if none)."""
+
+    outcome: Outcome | None = None
+    detail: str = ""
+
+    def __bool__(self) -> bool:
+        return self.outcome is not None
+
+
+@dataclass(frozen=True)
+class CudaErrorFunnel:
+    """The one place a backend's CUDA exceptions become probe outcomes.
+
+    ``errors`` are the exception types the backend's CUDA layers raise (CuPy's, cuda-bindings', numba's);
+    ``describe`` turns one into text that names the CUDA error; ``is_cuda`` may reject an exception of
+    those types that is not a CUDA failure, which then propagates as the bug it is. Use::
+
+        with self.cuda_errors() as failed:
+            ...                      # launch, synchronise, read back
+        if failed:
+            return LaunchOutcome(failed.outcome, failed.detail)
+    """
+
+    errors: tuple[type[BaseException], ...]
+    describe: Callable[[BaseException], str] = str
+    is_cuda: Callable[[BaseException], bool] = lambda _exc: True
+
+    @contextmanager
+    def __call__(self) -> Iterator[CudaFailure]:
+        failure = CudaFailure()
+        try:
+            yield failure
+        except self.errors as exc:
+            if not self.is_cuda(exc):
+                raise
+            failure.detail = self.describe(exc)
+            failure.outcome = classify_cuda_error(failure.detail)
 
 
 @dataclass(frozen=True)

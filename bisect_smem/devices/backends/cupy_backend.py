@@ -13,7 +13,7 @@ from typing import Any
 from bisect_smem.core.errors import BackendUnavailable, KernelCompileError
 from bisect_smem.core.hardware import NONPORTABLE_CLUSTER_SIZE, DriverAttribute
 from bisect_smem.devices import attributes
-from bisect_smem.devices.backends.base import DeviceIdentity, RealDevices
+from bisect_smem.devices.backends.base import CudaErrorFunnel, DeviceIdentity, RealDevices
 from bisect_smem.devices.backends.libcuda import libcuda
 from bisect_smem.devices.kernel_abi import (
     CLUSTER_RESULT_WORDS,
@@ -122,6 +122,8 @@ class CupySession:
         self._counters = cupy.zeros(RESIDENCY_COUNTER_WORDS, dtype=cupy.uint32)
         self._seeds = itertools.count(1)
         self._residency_grid = libcuda().residency_grid(index)
+        self.cuda_errors = CudaErrorFunnel((_DriverError, cupy.cuda.driver.CUDADriverError,
+                                            cupy.cuda.runtime.CUDARuntimeError))
 
     def _function(self, kernel: ProbeKernel) -> Any:
         return self._functions[probe_name(kernel.static_bytes, kernel.opt_in)]
@@ -150,22 +152,20 @@ class CupySession:
     def set_max_dynamic(self, kernel: ProbeKernel, nbytes: int) -> LaunchOutcome:
         if not kernel.opt_in:
             raise ValueError("the default-ceiling kernel must stay fresh: its attribute is never raised")
-        try:
+        with self.cuda_errors() as failed:
             self._function(kernel).max_dynamic_shared_size_bytes = nbytes
-        except self._cupy.cuda.driver.CUDADriverError as exc:
-            return LaunchOutcome(classify_cuda_error(str(exc)), str(exc))
-        return LaunchOutcome(Outcome.OK)
+        return LaunchOutcome(failed.outcome, failed.detail) if failed else LaunchOutcome(Outcome.OK)
 
     def launch(self, kernel: ProbeKernel, dynamic_bytes: int, threads: int) -> LaunchOutcome:
         cupy = self._cupy
         seed = next(self._seeds) & 0xFF
         self._out.fill(0)
-        try:
+        with self.cuda_errors() as failed:
             self._function(kernel)((1,), (threads,), (cupy.uint32(dynamic_bytes), cupy.uint32(seed), self._out),
                                    shared_mem=dynamic_bytes)
             words = self._out.get().tolist()  # synchronises: a fault in the kernel surfaces here
-        except (cupy.cuda.driver.CUDADriverError, cupy.cuda.runtime.CUDARuntimeError) as exc:
-            return LaunchOutcome(classify_cuda_error(str(exc)), str(exc))
+        if failed:
+            return LaunchOutcome(failed.outcome, failed.detail)
         return decode_probe_result(words, kernel.static_bytes, dynamic_bytes, seed)
 
     def residency(self, dynamic_bytes: int, threads: int, hold_ns: int,
@@ -174,7 +174,7 @@ class CupySession:
         variant = RESIDENCY_STAIRCASE if carveout_percent is None else RESIDENCY_CARVEOUT
         fn = self._functions[residency_name(variant)]
         grid = self._residency_grid
-        try:
+        with self.cuda_errors() as failed:
             fn.max_dynamic_shared_size_bytes = dynamic_bytes
             if carveout_percent is not None:
                 fn.preferred_shared_memory_carveout = carveout_percent
@@ -182,8 +182,8 @@ class CupySession:
             self._counters.fill(0)
             fn((grid,), (threads,), (self._counters, cupy.uint64(hold_ns)), shared_mem=dynamic_bytes)
             peaks = self._counters[ResidencyWord.PEAK::len(ResidencyWord)].get().tolist()
-        except (cupy.cuda.driver.CUDADriverError, cupy.cuda.runtime.CUDARuntimeError) as exc:
-            return ResidencyOutcome(classify_cuda_error(str(exc)), str(exc))
+        if failed:
+            return ResidencyOutcome(failed.outcome, failed.detail)
         return residency_from_peaks(peaks, int(api))
 
     def inject_illegal_access(self) -> None:
@@ -251,21 +251,21 @@ class CupySession:
         outs = cupy.zeros((len(sizes), CLUSTER_RESULT_WORDS), dtype=cupy.uint32)
         failure = None
         launched = 0
-        try:
+        with self.cuda_errors() as failed:
             handle = self._cluster_function(cluster_dsm_name(nonportable), nonportable, dynamic_bytes)
             for row, size in enumerate(sizes):
                 seed = next(self._seeds) & 0xFF
                 # A cluster that cannot launch is refused here, synchronously; the rest run back to back.
-                failed = self._launch_ex(handle, self._launch_config(size, threads, dynamic_bytes, size),
-                                         (dynamic_bytes, seed, outs[row].data.ptr),
-                                         (ctypes.c_uint, ctypes.c_uint, ctypes.c_void_p))
-                if failed:
-                    failure = ClusterOutcome(classify_cuda_error(failed), failed)
+                refused = self._launch_ex(handle, self._launch_config(size, threads, dynamic_bytes, size),
+                                          (dynamic_bytes, seed, outs[row].data.ptr),
+                                          (ctypes.c_uint, ctypes.c_uint, ctypes.c_void_p))
+                if refused:
+                    failure = ClusterOutcome(classify_cuda_error(refused), refused)
                     break
                 launched += 1
             rows = outs.get().tolist()
-        except (_DriverError, cupy.cuda.driver.CUDADriverError, cupy.cuda.runtime.CUDARuntimeError) as exc:
-            return [ClusterOutcome(classify_cuda_error(str(exc)), str(exc))]
+        if failed:
+            return [ClusterOutcome(failed.outcome, failed.detail)]
         w = ClusterWord
         results = [ClusterOutcome(Outcome.OK, "", row[w.BLOCKS_RAN], row[w.BYTES_CHECKED], row[w.BYTES_WRONG],
                                   row[w.CLUSTER_SIZE_SEEN]) for row in rows[:launched]]
@@ -278,26 +278,26 @@ class CupySession:
         from cuda.bindings import driver as cu
 
         cupy = self._cupy
-        try:
+        with self.cuda_errors() as failed:
             handle = self._cluster_function(cluster_residency_name(nonportable), nonportable, dynamic_bytes)
             config = self._launch_config(clusters * cluster_size, threads, dynamic_bytes, cluster_size)
             err, api = cu.cuOccupancyMaxActiveClusters(handle, config)
             api_count = int(api) if err == cu.CUresult.CUDA_SUCCESS else None
             counters = cupy.zeros(len(ResidencyWord), dtype=cupy.uint32)
-            failed = self._launch_ex(handle, config, (counters.data.ptr, hold_ns), (ctypes.c_void_p, ctypes.c_ulonglong))
-            if failed:
-                return ClusterResidencyOutcome(classify_cuda_error(failed), failed, None, api_count)
+            refused = self._launch_ex(handle, config, (counters.data.ptr, hold_ns), (ctypes.c_void_p, ctypes.c_ulonglong))
+            if refused:
+                return ClusterResidencyOutcome(classify_cuda_error(refused), refused, None, api_count)
             peak = int(counters.get()[ResidencyWord.PEAK])
-        except (_DriverError, cupy.cuda.driver.CUDADriverError, cupy.cuda.runtime.CUDARuntimeError) as exc:
-            return ClusterResidencyOutcome(classify_cuda_error(str(exc)), str(exc))
+        if failed:
+            return ClusterResidencyOutcome(failed.outcome, failed.detail)
         return ClusterResidencyOutcome(Outcome.OK, "", peak, api_count)
 
     def cluster_api_max_size(self, dynamic_bytes: int, threads: int) -> int | None:
         from cuda.bindings import driver as cu
 
-        try:
+        with self.cuda_errors() as failed:
             handle = self._cluster_function(cluster_dsm_name(True), True, dynamic_bytes)
-        except (_DriverError, self._cupy.cuda.driver.CUDADriverError):
+        if failed:
             return None
         err, size = cu.cuOccupancyMaxPotentialClusterSize(handle, self._launch_config(NONPORTABLE_CLUSTER_SIZE, threads, dynamic_bytes, None))
         return int(size) if err == cu.CUresult.CUDA_SUCCESS else None
@@ -311,7 +311,7 @@ class CupySession:
         grid = self._residency_grid
         counters = cupy.zeros((len(percents), RESIDENCY_COUNTER_WORDS), dtype=cupy.uint32)
         apis = []
-        try:
+        with self.cuda_errors() as failed:
             fn.max_dynamic_shared_size_bytes = dynamic_bytes
             for row, percent in enumerate(percents):
                 fn.preferred_shared_memory_carveout = percent
@@ -319,8 +319,8 @@ class CupySession:
                                                                                        dynamic_bytes))
                 fn((grid,), (threads,), (counters[row], cupy.uint64(hold_ns)), shared_mem=dynamic_bytes)
             peaks = counters[:, ResidencyWord.PEAK::len(ResidencyWord)].get()
-        except (cupy.cuda.driver.CUDADriverError, cupy.cuda.runtime.CUDARuntimeError) as exc:
-            return [ResidencyOutcome(classify_cuda_error(str(exc)), str(exc))]
+        if failed:
+            return [ResidencyOutcome(failed.outcome, failed.detail)]
         return [residency_from_peaks(row, int(api)) for row, api in zip(peaks.tolist(), apis, strict=True)]
 
     def close(self) -> None:

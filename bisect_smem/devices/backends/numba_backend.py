@@ -15,7 +15,7 @@ from typing import Any
 
 from bisect_smem.core.errors import BackendUnavailable
 from bisect_smem.devices import attributes
-from bisect_smem.devices.backends.base import DeviceIdentity, RealDevices
+from bisect_smem.devices.backends.base import CudaErrorFunnel, DeviceIdentity, RealDevices
 from bisect_smem.devices.backends.libcuda import libcuda
 from bisect_smem.devices.kernel_abi import (
     RESIDENCY_COUNTER_WORDS,
@@ -96,6 +96,19 @@ def set_kernel_max_dynamic_smem(dispatcher: Any, nbytes: int, device: int) -> st
     if err == cu.CUresult.CUDA_ERROR_INVALID_HANDLE:
         (err,) = cu.cuFuncSetAttribute(cu.CUfunction(handle), attr, nbytes)
     return None if err == cu.CUresult.CUDA_SUCCESS else err.name
+
+
+def cuda_error_text(exc: BaseException) -> str:
+    """The exception's text, led by the CUDA error name where it carries only a result code."""
+    code = getattr(exc, "code", None)
+    if isinstance(code, int):
+        from cuda.bindings import driver as cu
+
+        try:
+            return f"{cu.CUresult(code).name}: {exc}"
+        except ValueError:
+            pass
+    return str(exc)
 
 
 PROBE_SIGNATURE = "void(uint32, uint32, uint32[:])"
@@ -212,6 +225,11 @@ class NumbaSession:
         self._counters = cuda.device_array(RESIDENCY_COUNTER_WORDS, dtype=np.uint32)
         self._seeds = itertools.count(1)
         self._residency_grid = libcuda().residency_grid(index)
+        # numba's own driver layer raises CudaAPIError; launches through cuda.core raise its CUDAError,
+        # which is only told apart from a bug by the CUDA error name in its text.
+        self.cuda_errors = CudaErrorFunnel((Exception,), describe=cuda_error_text,
+                                           is_cuda=lambda exc: isinstance(exc, cuda.cudadrv.driver.CudaAPIError)
+                                           or "CUDA_ERROR_" in str(exc))
 
     def identity(self) -> DeviceIdentity:
         dev = self._cuda.get_current_device()
@@ -240,22 +258,6 @@ class NumbaSession:
     def nvml_info(self) -> dict[str, Any]:
         return attributes.read_nvml(self.identity().pci_bus_id)
 
-    def _is_cuda_error(self, exc: Exception) -> bool:
-        # numba's own driver layer raises CudaAPIError; launches through cuda.core raise its CUDAError.
-        return isinstance(exc, self._cuda.cudadrv.driver.CudaAPIError) or "CUDA_ERROR_" in str(exc)
-
-    def _error(self, exc: Exception) -> LaunchOutcome:
-        code = getattr(exc, "code", None)
-        name = str(exc)
-        if isinstance(code, int):
-            from cuda.bindings import driver as cu
-
-            try:
-                name = f"{cu.CUresult(code).name}: {exc}"
-            except ValueError:
-                pass
-        return LaunchOutcome(classify_cuda_error(name), name)
-
     def set_max_dynamic(self, kernel: ProbeKernel, nbytes: int) -> LaunchOutcome:
         if not kernel.opt_in:
             raise ValueError("the default-ceiling kernel must stay fresh: its attribute is never raised")
@@ -265,15 +267,13 @@ class NumbaSession:
     def launch(self, kernel: ProbeKernel, dynamic_bytes: int, threads: int) -> LaunchOutcome:
         np = self._np
         seed = next(self._seeds) & 0xFF
-        try:
+        with self.cuda_errors() as failed:
             self._out.copy_to_device(np.zeros(RESULT_WORDS, dtype=np.uint32))
             self._kernels[(kernel.static_bytes, kernel.opt_in)][1, threads, 0, dynamic_bytes](
                 np.uint32(dynamic_bytes), np.uint32(seed), self._out)
             words = self._out.copy_to_host().tolist()
-        except Exception as exc:
-            if not self._is_cuda_error(exc):
-                raise
-            return self._error(exc)
+        if failed:
+            return LaunchOutcome(failed.outcome, failed.detail)
         # numba cannot take the shared-window address of its arrays, so the footprint stays unknown.
         return replace(decode_probe_result(words, kernel.static_bytes, dynamic_bytes, seed),
                        dynamic_base_offset_bytes=None)
@@ -285,10 +285,10 @@ class NumbaSession:
         from cuda.bindings import driver as cu
 
         np = self._np
-        try:
-            failed = set_kernel_max_dynamic_smem(self._residency, dynamic_bytes, self.index)
-            if failed:
-                return ResidencyOutcome(classify_cuda_error(failed), failed)
+        with self.cuda_errors() as failed:
+            refused = set_kernel_max_dynamic_smem(self._residency, dynamic_bytes, self.index)
+            if refused:
+                return ResidencyOutcome(classify_cuda_error(refused), refused)
             err, function = cu.cuKernelGetFunction(cu.CUkernel(kernel_handle(self._residency)))
             api = None
             if err == cu.CUresult.CUDA_SUCCESS:
@@ -297,11 +297,8 @@ class NumbaSession:
             self._counters.copy_to_device(np.zeros(RESIDENCY_COUNTER_WORDS, dtype=np.uint32))
             self._residency[self._residency_grid, threads, 0, dynamic_bytes](self._counters, np.uint64(hold_ns))
             peaks = self._counters.copy_to_host()[W_PEAK::COUNTER_STRIDE].tolist()
-        except Exception as exc:
-            if not self._is_cuda_error(exc):
-                raise
-            got = self._error(exc)
-            return ResidencyOutcome(got.outcome, got.detail)
+        if failed:
+            return ResidencyOutcome(failed.outcome, failed.detail)
         return residency_from_peaks(peaks, api)
 
     def cluster_support(self) -> str | None:
