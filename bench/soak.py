@@ -18,7 +18,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def main() -> int:
-    from bisect_smem.app.runner import RunRequest, run
+    from bisect_smem.app.requests import build_request
+    from bisect_smem.app.runner import run
     from bisect_smem.core.quantities import quantities
 
     parser = argparse.ArgumentParser()
@@ -30,7 +31,7 @@ def main() -> int:
     errors = 0
     start = time.perf_counter()
     for i in range(args.runs):
-        (dev,) = run(RunRequest(args.backend, devices=(0,), isolate=False))
+        (dev,) = run(build_request(args.backend, devices=(0,), isolate=False))
         errors += dev.error is not None
         key = json.dumps(quantities(dev), sort_keys=True)
         distinct[key] = distinct.get(key, 0) + 1

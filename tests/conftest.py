@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import json
+from pathlib import Path
 
 import pytest
 
@@ -34,3 +36,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(autouse=True)
 def _kernel_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CUPY_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cupy-cache"))
+
+
+def run_cli_json(args: list[str], folder: Path, capsys: pytest.CaptureFixture[str],
+                 name: str = "r.json") -> tuple[int, dict]:
+    """Run the tool through ``main`` with ``--json`` into ``folder``; its exit code and the parsed report."""
+    from bisect_smem.app import cli
+
+    out = folder / name
+    code = cli.main([*args, "--json", str(out), "--quiet"])
+    capsys.readouterr()
+    return code, json.loads(out.read_text())

@@ -2,25 +2,22 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from bisect_smem.analysis.verdicts import cluster_verdicts
-from bisect_smem.app import cli
 from bisect_smem.core.model import Measured
 from bisect_smem.core.profiles import PROFILES, ArchProfile, find_profile
 from bisect_smem.devices.backends.sim import SimSession, SimSpec
 from bisect_smem.devices.probes import ClusterOutcome
 from bisect_smem.experiments.clusters import ACTIVE_SIZES, ClusterExperiments, cluster_probe_sizes
+from tests.conftest import run_cli_json
 
 
 def run_json(args: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict]:
-    out = tmp_path / "r.json"
-    code = cli.main([*args, "--json", str(out), "--quiet"])
-    capsys.readouterr()
-    return code, json.loads(out.read_text())["devices"][0]
+    code, report = run_cli_json(args, tmp_path, capsys)
+    return code, report["devices"][0]
 
 
 @pytest.mark.parametrize("profile", PROFILES, ids=lambda p: p.key)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -14,16 +13,13 @@ import pytest
 
 from bisect_smem.app import cli
 from bisect_smem.core.profiles import find_profile
+from tests.conftest import run_cli_json
 
 ROOT = Path(__file__).resolve().parent.parent
 H200 = find_profile("h200")
 
 
-def run(args: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict]:
-    out = tmp_path / "r.json"
-    code = cli.main([*args, "--json", str(out), "--quiet"])
-    capsys.readouterr()
-    return code, json.loads(out.read_text())
+run = run_cli_json
 
 
 def true_value(quantity: str) -> int | None:
@@ -193,12 +189,11 @@ def test_a_driver_older_than_cupy_is_exit_3(monkeypatch: pytest.MonkeyPatch,
 
 
 def test_workers_start_for_the_likely_devices(monkeypatch: pytest.MonkeyPatch) -> None:
-    from bisect_smem.app.runner import RunRequest, likely_devices
-    from bisect_smem.devices.backends.sim import SimSpec
+    from bisect_smem.app.requests import build_request
+    from bisect_smem.app.runner import likely_devices
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
-    assert likely_devices(RunRequest("cupy")) == (0, 1)
+    assert likely_devices(build_request("cupy")) == (0, 1)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
-    assert likely_devices(RunRequest("cupy")) == (0,)
-    spec = SimSpec.parse("h200")
-    assert likely_devices(RunRequest("sim", (spec, spec, spec))) == (0, 1, 2)
+    assert likely_devices(build_request("cupy")) == (0,)
+    assert likely_devices(build_request(None, ["h200"] * 3)) == (0, 1, 2)

@@ -11,6 +11,7 @@ import pytest
 from bisect_smem.analysis.crosscheck import cross_check, with_cross_checks
 from bisect_smem.app import cli
 from bisect_smem.core.profiles import PROFILES, ArchProfile
+from tests.conftest import run_cli_json
 
 numba_backend = pytest.importorskip("bisect_smem.devices.backends.numba_backend")
 pytest.importorskip("numba_cuda", reason="numba-cuda is in the test extra")
@@ -80,14 +81,11 @@ def test_missing_numba_names_the_extra(monkeypatch: pytest.MonkeyPatch, capsys: 
 
 
 def _sim_report(spec: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]):
-    import json
 
     from bisect_smem.core.model import Report
 
-    out = tmp_path / f"{spec.replace(',', '_')}.json"
-    cli.main(["--simulate", spec, "--json", str(out), "--quiet"])
-    capsys.readouterr()
-    return Report.from_dict(json.loads(out.read_text())).devices[0]
+    _, report = run_cli_json(["--simulate", spec], tmp_path, capsys, f"{spec.replace(',', '_')}.json")
+    return Report.from_dict(report).devices[0]
 
 
 def test_cross_check_agrees_on_equal_devices(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

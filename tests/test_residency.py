@@ -11,13 +11,9 @@ from bisect_smem.app import cli
 from bisect_smem.core.profiles import PROFILES, ArchProfile
 from bisect_smem.devices.backends.sim import SimSession, SimSpec
 from bisect_smem.experiments.residency import STAIRCASE_THREADS, Limits, split_point
+from tests.conftest import run_cli_json
 
-
-def run_json(args: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict]:
-    out = tmp_path / "r.json"
-    code = cli.main([*args, "--json", str(out), "--quiet"])
-    capsys.readouterr()
-    return code, json.loads(out.read_text())
+run_json = run_cli_json
 
 
 @pytest.mark.parametrize("profile", PROFILES, ids=lambda p: p.key)

@@ -11,6 +11,7 @@ from bisect_smem.devices.kernel_abi import RESULT_WORDS, decode_probe_result, pa
 from bisect_smem.devices.probes import LaunchOutcome, Outcome, ProbeKernel, classify_cuda_error
 from bisect_smem.experiments.measure import DeviceMeasurement, MeasureConfig
 from bisect_smem.experiments.plan import plan_steps
+from bisect_smem.experiments.steps import assemble
 
 
 def words(bad: int = 0, checked: int = 0, last: int = 0) -> list[int]:
@@ -64,7 +65,7 @@ class CorruptAbove(SimSession):
 def test_a_launch_that_does_not_verify_is_never_a_ceiling() -> None:
     session = CorruptAbove(threshold=100_000)
     config = MeasureConfig()
-    measured, _ = DeviceMeasurement(session, config).run(plan_steps(config))
+    measured, _ = assemble(DeviceMeasurement(session, config).run(plan_steps(config)))
     assert measured.optin_dynamic_ceiling_bytes is None
     reported = {"driver": {"max_shared_memory_per_block_optin_bytes": 232448,
                            "max_shared_memory_per_block_bytes": 49152}}

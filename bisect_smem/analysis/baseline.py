@@ -117,7 +117,8 @@ def find_baseline(directory: Path, dev: DeviceReport) -> tuple[Baseline, str] | 
 
 @dataclass(frozen=True)
 class Comparison:
-    device_index: int
+    """One device against its baseline: which baseline (None: none found), how many quantities, what regressed."""
+
     baseline: Baseline | None
     note: str
     compared: int
@@ -127,10 +128,10 @@ class Comparison:
 def compare_device(directory: Path, dev: DeviceReport) -> Comparison:
     found = find_baseline(directory, dev)
     if found is None:
-        return Comparison(dev.index, None, f"no baseline for {model_slug(dev.name)} cc {dev.compute_capability} "
+        return Comparison(None, f"no baseline for {model_slug(dev.name)} cc {dev.compute_capability} "
                                            f"(driver {driver_version(dev)}) in {directory}", 0, ())
     baseline, note = found
     current, saved = quantities(dev), quantities(baseline.device)
     checks = checks_for(current, saved)
     failures = tuple(msg for msg in (c.fails(current, saved) for c in checks) if msg)
-    return Comparison(dev.index, baseline, note, len(checks), failures)
+    return Comparison(baseline, note, len(checks), failures)

@@ -12,7 +12,7 @@ import platform
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from bisect_smem import __version__
 from bisect_smem.core.errors import BackendUnavailable, BaselineError, BisectSmemError, UsageError
@@ -194,24 +194,17 @@ def _dash(value: object) -> str:
 def _cmd_measure(args: argparse.Namespace) -> int:
     from bisect_smem.app import output
     from bisect_smem.app import report as report_mod
-    from bisect_smem.app.runner import RunRequest, run
+    from bisect_smem.app.requests import ALL_BACKENDS, build_requests
     from bisect_smem.core.model import Report, dumps
-    from bisect_smem.devices.backends import BACKEND_NAMES
     from bisect_smem.devices.host import host_context
     from bisect_smem.experiments.measure import MeasureConfig
 
-    backend = args.backend or ("sim" if args.simulate else "cupy")
-    if backend not in (*BACKEND_NAMES, "all"):
-        raise UsageError(f"unknown backend {backend!r}; valid: {', '.join(BACKEND_NAMES)}, all")
-    specs: tuple = ()
-    if args.simulate:
-        if backend != "sim":
-            raise UsageError(f"--simulate runs on the sim backend, not {backend!r}")
-        from bisect_smem.devices.backends.sim import SimSpec
-
-        specs = tuple(SimSpec.parse(text) for text in args.simulate)
-    elif backend == "sim":
-        raise UsageError("the sim backend needs --simulate PROFILE (see `bisect-smem profiles`)")
+    requests, skipped = build_requests(
+        args.backend, args.simulate, devices=tuple(args.device) if args.device else None,
+        config=MeasureConfig(confirm=args.confirm), isolate=False if args.inline else None,
+        device_timeout_s=args.device_timeout, probe_timeout_s=args.probe_timeout, max_restarts=args.max_restarts,
+        inject_fault=args.inject_fault)
+    backend = ALL_BACKENDS if args.backend == ALL_BACKENDS else requests[0].backend.name
     json_path = output.output_path(args.json)
 
     if args.compare and not Path(args.compare).is_dir():
@@ -227,17 +220,9 @@ def _cmd_measure(args: argparse.Namespace) -> int:
         check_plot_path(plot_path)
         output.output_path(args.plot, "the plot")
 
-    request = RunRequest(backend=backend, sim_specs=specs, devices=tuple(args.device) if args.device else None,
-                         config=MeasureConfig(confirm=args.confirm),
-                         isolate=False if args.inline else None,
-                         device_timeout_s=args.device_timeout, probe_timeout_s=args.probe_timeout,
-                         max_restarts=args.max_restarts, inject_fault=args.inject_fault)
     show_progress = not args.quiet and sys.stderr.isatty()
     printer = _progress_printer() if show_progress else None
-    if backend == "all":
-        devices = _run_all_backends(request, printer)
-    else:
-        devices = run(request, printer)
+    devices = _run_backends(requests, skipped, printer)
     if show_progress:
         print("\r\033[K", end="", file=sys.stderr)
     report = Report(tool_version=__version__, created_utc=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -281,26 +266,19 @@ def _cmd_measure(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _run_all_backends(request, printer):
-    """Every real backend that is available here, then cross-check rows; exit 3 when none is."""
-    from dataclasses import replace
-
+def _run_backends(requests: list[Any], skipped: list[str], printer: Any) -> tuple[Any, ...]:
+    """Measure through each backend asked for; with several (``--backend all``), add cross-check rows.
+    No backend available is exit 3, naming why each is missing."""
     from bisect_smem.analysis.crosscheck import with_cross_checks
     from bisect_smem.app.runner import run
-    from bisect_smem.devices.backends import REAL_BACKENDS, get_backend
 
-    available, reasons = [], []
-    for name in REAL_BACKENDS:
-        backend = get_backend(name)
-        if backend.is_available():
-            available.append(name)
-        else:
-            reasons.append(f"{name}: {backend.unavailable_reason()}")
-    if not available:
-        raise BackendUnavailable("; ".join(reasons))
-    for reason in reasons:
+    if not requests:
+        raise BackendUnavailable("; ".join(skipped))
+    if len(requests) == 1 and not skipped:
+        return run(requests[0], printer)
+    for reason in skipped:
         print(f"hint: not cross-checked: {reason}", file=sys.stderr)
-    return with_cross_checks({name: run(replace(request, backend=name), printer) for name in available})
+    return with_cross_checks({r.backend.name: run(r, printer) for r in requests})
 
 
 def _compare(report, directory: Path, allow_missing: bool, quiet_stdout: bool) -> int:

@@ -85,18 +85,14 @@ def targets(args: argparse.Namespace) -> tuple[list[Target], str | None]:
 
 
 def local_devices(args: argparse.Namespace) -> tuple[list[Any], str | None]:
-    from bisect_smem.app.runner import RunRequest, run
+    from bisect_smem.app.requests import build_request
+    from bisect_smem.app.runner import run
     from bisect_smem.experiments.measure import MeasureConfig
 
-    config = MeasureConfig(static_sizes=(0,), threads=(128,), residency=False, carveout=False)
-    if args.simulate:
-        from bisect_smem.devices.backends.sim import SimSpec
-
-        request = RunRequest("sim", tuple(SimSpec.parse(s) for s in args.simulate), config=config)
-    elif args.no_local:
+    if args.no_local and not args.simulate:
         return [], None
-    else:
-        request = RunRequest("cupy", config=config)
+    config = MeasureConfig(static_sizes=(0,), threads=(128,), residency=False, carveout=False)
+    request = build_request(None, args.simulate, config=config)
     try:
         devices = run(request)
     except BackendUnavailable as exc:

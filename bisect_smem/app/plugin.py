@@ -95,14 +95,11 @@ class BaselineSuite(pytest.Collector):
 
 
 def measure(simulate: list[str]) -> tuple[Any, ...]:
-    from bisect_smem.app.runner import RunRequest, run
+    """Every device, measured once: the simulated ones when given, else this machine's GPUs."""
+    from bisect_smem.app.requests import build_request
+    from bisect_smem.app.runner import run
 
-    if simulate:
-        from bisect_smem.devices.backends.sim import SimSpec
-
-        specs = tuple(SimSpec.parse(s) for s in simulate)
-        return run(RunRequest("sim", specs))
-    return run(RunRequest("cupy"))
+    return run(build_request(None, simulate))
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -13,20 +13,32 @@ from typing import Any
 
 from bisect_smem.core.errors import MeasurementError, ProbeFault
 from bisect_smem.core.hardware import MAX_THREADS_PER_BLOCK, STATIC_SMEM_COMPILE_CAP_BYTES
-from bisect_smem.core.model import Ceiling, Measured, StaticSplit
-from bisect_smem.core.profiles import ArchProfile
+from bisect_smem.core.model import Ceiling, StaticSplit
+from bisect_smem.core.profiles import ArchProfile, profile_for_cc
 from bisect_smem.core.search import find_ceiling, probe_bound
 from bisect_smem.devices.backends.base import DeviceSession
+from bisect_smem.devices.device_info import DeviceInfo
 from bisect_smem.devices.probes import TOO_BIG, LaunchOutcome, ProbeKernel
 from bisect_smem.experiments.clusters import ClusterExperiments
 from bisect_smem.experiments.residency import Limits, ResidencyMeasurement
+from bisect_smem.experiments.steps import (
+    REFERENCE_THREADS,
+    BlockRegisters,
+    CarveoutResult,
+    ClusterResult,
+    Done,
+    ResidencyResult,
+    Step,
+    StepResult,
+    StepValue,
+    block_registers,
+)
 
 Progress = Callable[[str], None]
 
 DEFAULT_STATIC_SIZES = (0, 1, 1024, 16 * 1024, 48 * 1024)
 DEFAULT_THREADS = (32, 128, 1024)
 HARD_CAP_BYTES = 1 << 20  # far above any per-SM capacity published so far (228 KB)
-REFERENCE_THREADS = 128
 
 
 @dataclass(frozen=True)
@@ -83,6 +95,12 @@ class DeviceMeasurement:
         self.residency_runs = ResidencyMeasurement(session, placeholder, self.progress)
         self.cluster_runs = ClusterExperiments(session, self.reported.get("multiprocessor_count") or 1,
                                                self.reported.get("max_blocks_per_multiprocessor") or 32, self.progress)
+
+    @classmethod
+    def for_device(cls, session: DeviceSession, info: DeviceInfo, config: MeasureConfig,
+                   progress: Progress | None = None) -> DeviceMeasurement:
+        """The experiments on an opened device, fed by what it reports and its published row."""
+        return cls(session, config, progress, info.reported["driver"], profile_for_cc(info.identity.compute_capability))
 
     def _search(self, name: str, predicate: Callable[[int], bool]) -> Ceiling:
         """Run one ceiling search; an unexpected probe class becomes the ceiling's error, not a number."""
@@ -144,11 +162,10 @@ class DeviceMeasurement:
             return None
         return bases[1] - bases[0]
 
-    def measure_block_registers(self, optin_ceiling: int | None) -> tuple[int | None, int | None, dict[str, Any] | None]:
+    def measure_block_registers(self, optin_ceiling: int | None) -> BlockRegisters:
         """Reserved bytes and allocation granularity as a running block sees them in PTX registers.
 
         The granularity is %total_smem_size for a 1-byte request, confirmed by the step after it.
-        Returns (reserved, granularity, registers at the opt-in ceiling).
         """
         kernel = ProbeKernel(0, opt_in=True)
         fits(self.session.set_max_dynamic(kernel, 4096), "attribute set to 4096 B")
@@ -156,7 +173,7 @@ class DeviceMeasurement:
         fits(one, "launch of 1 B")
         regs = one.registers
         if regs is None or regs.total_smem_size is None:
-            return None, None, None  # the registers need cc 8.0 or newer
+            return BlockRegisters(None, None, None)  # the registers need cc 8.0 or newer
         granule = regs.total_smem_size
         for n, expect in ((granule, granule), (granule + 1, 2 * granule)):
             got = self.session.launch(kernel, n, REFERENCE_THREADS)
@@ -171,142 +188,73 @@ class DeviceMeasurement:
             launched = self.session.launch(kernel, optin_ceiling, REFERENCE_THREADS)
             fits(launched, f"launch at the ceiling, {optin_ceiling} B")
             at_ceiling = dict(vars(launched.registers)) if launched.registers else None
-        return regs.reserved_bytes, granule, at_ceiling
+        return BlockRegisters(regs.reserved_bytes, granule, at_ceiling)
 
-    # Steps: each is one measurement that a restarted worker can skip once done (plan.py lists them).
+    def measure_residency(self, optin: int, done: Done) -> ResidencyResult:
+        """The blocks-per-SM staircase up to the opt-in ceiling, and the per-SM capacity it proves."""
+        limits = self._limits_for_residency(done)
+        steps = self.residency_runs.staircase(optin)
+        return ResidencyResult(tuple(steps), ResidencyMeasurement.smem_per_sm(steps, limits))
 
-    def run_step(self, name: str, done: dict[str, StepResult]) -> StepResult:
+    def measure_carveout(self, optin: int, done: Done) -> CarveoutResult:
+        """Residency under every carveout preference, and the carveout each gives."""
+        self._limits_for_residency(done)
+        return CarveoutResult(tuple(self.residency_runs.carveout(optin, self.profile.carveout_kib
+                                                                 if self.profile else None)))
+
+    def measure_clusters(self, optin: int, done: Done) -> ClusterResult:
+        """Thread block clusters, or why they cannot be measured here."""
+        limits = self._limits_for_residency(done)
+        reason = self.session.cluster_support()
+        if reason is not None:
+            return ClusterResult(skipped=reason)
+        return ClusterResult(tuple(self.cluster_runs.measure(optin, limits.granule_bytes)))
+
+    def _limits_for_residency(self, done: Done) -> Limits:
+        limits = self.limits(done)
+        self.residency_runs.limits = limits
+        return limits
+
+    def run_step(self, step: Step, done: Done) -> StepResult:
         """Run one step. A sticky fault propagates (only a new process recovers); any other error becomes
         the step's error, and the quantities it would have measured stay None."""
         before = dict(self.searches)
         probes_before = self.extra_probes()
         start = time.perf_counter()
-        value: Any = None
+        value: StepValue | None = None
         error = None
         try:
-            value = self._dispatch(name, done)
+            value = step.run(self, done)
         except ProbeFault as fault:
             if fault.sticky:
                 raise
-            error = f"{name}: {fault}"
+            error = f"{step.key}: {fault}"
         except MeasurementError as exc:
-            error = f"{name}: {exc}"
+            error = f"{step.key}: {exc}"
         searches = {k: v for k, v in self.searches.items() if before.get(k) is not v}
         extra = {k: v - probes_before.get(k, 0) for k, v in self.extra_probes().items() if v - probes_before.get(k, 0)}
-        return StepResult(name, value, searches, extra, error, round(time.perf_counter() - start, 6))
+        return StepResult(step, value, searches, extra, error, round(time.perf_counter() - start, 6))
 
     def extra_probes(self) -> dict[str, int]:
+        """Probes that are not ceiling searches, by experiment."""
         return {"residency_and_carveout": self.residency_runs.probes, "clusters": self.cluster_runs.probes}
 
-    def _dispatch(self, name: str, done: dict[str, StepResult]) -> Any:
-        if name == "default_ceiling":
-            return self.measure_default_ceiling()
-        if name == "attribute_accept_ceiling":
-            return self.measure_attribute_accept_ceiling()
-        if name.startswith("static_split:"):
-            _, static, threads = name.split(":")
-            return self.measure_static_split(int(static), int(threads))
-        optin = reference_optin(done)
-        if name == "block_registers":
-            return self.measure_block_registers(optin)
-        if optin is None:
-            raise MeasurementError("needs the opt-in ceiling, which was not measured")
-        limits = self.limits(done)
-        self.residency_runs.limits = limits
-        if name == "residency":
-            steps = self.residency_runs.staircase(optin)
-            return steps, ResidencyMeasurement.smem_per_sm(steps, limits)
-        if name == "carveout":
-            return self.residency_runs.carveout(optin, self.profile.carveout_kib if self.profile else None)
-        if name == "clusters":
-            reason = self.session.cluster_support()
-            if reason is not None:
-                return reason
-            return self.cluster_runs.measure(optin, limits.granule_bytes)
-        raise ValueError(f"unknown step {name!r}")
-
-    def limits(self, done: dict[str, StepResult]) -> Limits:
-        reserved, granule, _ = block_values(done)
+    def limits(self, done: Done) -> Limits:
+        """The residency formula's inputs: reported per-SM limits and the measured block footprint."""
+        registers = block_registers(done)
+        granule = registers.granule_bytes or (self.profile.allocation_granularity_bytes if self.profile else 1)
+        reserved = registers.reserved_bytes
+        if reserved is None:
+            reserved = self.reported.get("reserved_shared_memory_per_block_bytes") or 0
         return Limits(
             smem_per_sm_bytes=self.reported.get("max_shared_memory_per_multiprocessor_bytes"),
             max_blocks_per_sm=self.reported.get("max_blocks_per_multiprocessor"),
             max_threads_per_sm=self.reported.get("max_threads_per_multiprocessor"),
-            granule_bytes=granule or (self.profile.allocation_granularity_bytes if self.profile else 1),
-            reserved_bytes=reserved if reserved is not None else (
-                self.reported.get("reserved_shared_memory_per_block_bytes") or 0))
+            granule_bytes=granule, reserved_bytes=reserved)
 
-    def run(self, steps: list[str]) -> tuple[Measured, list[str]]:
-        """Every step in this process, in order (no restarts): for inline runs and tests."""
-        done: dict[str, StepResult] = {}
-        for name in steps:
-            done[name] = self.run_step(name, done)
-        return assemble(done)
-
-
-@dataclass(frozen=True)
-class StepResult:
-    """What one step produced, small and picklable, so it can cross from a worker to the parent."""
-
-    name: str
-    value: Any
-    searches: dict[str, Ceiling]
-    extra_probes: dict[str, int]
-    error: str | None
-    seconds: float
-
-
-def reference_optin(done: dict[str, StepResult]) -> int | None:
-    step = done.get(f"static_split:0:{REFERENCE_THREADS}")
-    return step.value.dynamic_ceiling_bytes if step is not None and step.value is not None else None
-
-
-def block_values(done: dict[str, StepResult]) -> tuple[int | None, int | None, dict[str, Any] | None]:
-    step = done.get("block_registers")
-    return step.value if step is not None and step.value is not None else (None, None, None)
-
-
-def assemble(done: dict[str, StepResult]) -> tuple[Measured, list[str]]:
-    """The device's Measured from its step results, in any order, and the errors of failed steps."""
-    def value(name: str) -> Any:
-        step = done.get(name)
-        return step.value if step is not None else None
-
-    default, accept = value("default_ceiling"), value("attribute_accept_ceiling")
-    splits = tuple(s.value for n, s in done.items() if n.startswith("static_split:") and s.value is not None)
-    reserved, granule, at_ceiling = block_values(done)
-    residency = value("residency") or ((), None)
-    clusters = value("clusters")
-    probes: dict[str, int] = {}
-    searches: dict[str, Ceiling] = {}
-    for step in done.values():
-        searches.update(step.searches)
-        for key, count in step.extra_probes.items():
-            probes[key] = probes.get(key, 0) + count
-    probes.update({name: c.probes for name, c in searches.items()})
-    measured = Measured(
-        default_dynamic_ceiling_bytes=default.ceiling_bytes if default else None,
-        attribute_accept_ceiling_bytes=accept.ceiling_bytes if accept else None,
-        optin_dynamic_ceiling_bytes=reference_optin(done),
-        static_splits=splits,
-        reserved_bytes=reserved,
-        allocation_granularity_bytes=granule,
-        registers_at_ceiling=at_ceiling,
-        residency=tuple(residency[0]),
-        smem_per_sm_bytes=residency[1],
-        carveout=tuple(value("carveout") or ()),
-        clusters=tuple(clusters) if isinstance(clusters, list) else (),
-        clusters_skipped=clusters if isinstance(clusters, str) else None,
-        probes=probes,
-        searches=searches,
-        timings_s=_timings(done),
-    )
-    return measured, [s.error for s in done.values() if s.error]
-
-
-def _timings(done: dict[str, StepResult]) -> dict[str, float]:
-    """Seconds per measurement; the static splits are summed into one figure."""
-    out: dict[str, float] = {}
-    for name, step in done.items():
-        key = "static_splits" if name.startswith("static_split:") else name
-        out[key] = round(out.get(key, 0.0) + step.seconds, 6)
-    return out
+    def run(self, steps: list[Step]) -> Done:
+        """Every step in this process, in order, with no restarts: a sticky fault propagates."""
+        done: Done = {}
+        for step in steps:
+            done[step] = self.run_step(step, done)
+        return done

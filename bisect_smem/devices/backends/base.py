@@ -128,12 +128,22 @@ class DeviceSession(Protocol):
         """cuOccupancyMaxPotentialClusterSize for the non-portable function."""
         ...
 
-    def close(self) -> None: ...
+    def inject_illegal_access(self) -> None:
+        """Test only: make the context unusable, as a real out-of-window store does."""
+        ...
+
+    def close(self) -> None:
+        """Release the module and buffers."""
+        ...
 
 
 class RealDevices:
     """``is_available`` and ``unavailable_reason`` of a backend that reaches real devices, from its
-    ``device_count``, which raises BackendUnavailable with the reason."""
+    ``device_count``, which raises BackendUnavailable with the reason. A real device's faults can end
+    its process, so it is always measured in a worker of its own."""
+
+    supported_steps: tuple[str, ...] | None = None
+    needs_isolation = True
 
     def device_count(self) -> int:
         raise NotImplementedError
@@ -154,14 +164,28 @@ class RealDevices:
 
 @runtime_checkable
 class Backend(Protocol):
-    """A way to reach devices: cupy, numba or sim. ``is_available`` never raises."""
+    """A way to reach devices: cupy, numba or sim. ``is_available`` never raises.
+
+    ``supported_steps`` names the step kinds it can measure (None: all); ``needs_isolation`` says
+    whether its devices must be measured in worker processes (faults that end a process, hangs).
+    """
 
     name: str
+    supported_steps: tuple[str, ...] | None
+    needs_isolation: bool
 
-    def is_available(self) -> bool: ...
+    def is_available(self) -> bool:
+        """Whether a device can be measured through it; never raises."""
+        ...
 
-    def unavailable_reason(self) -> str: ...
+    def unavailable_reason(self) -> str:
+        """Why not, in one line ('' when available)."""
+        ...
 
-    def device_count(self) -> int: ...
+    def device_count(self) -> int:
+        """How many devices it reaches; raises BackendUnavailable with the reason."""
+        ...
 
-    def open(self, index: int, static_sizes: tuple[int, ...]) -> DeviceSession: ...
+    def open(self, index: int, static_sizes: tuple[int, ...]) -> DeviceSession:
+        """Compile and load the probe kernels on device ``index``."""
+        ...

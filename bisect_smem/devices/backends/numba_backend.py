@@ -13,7 +13,7 @@ import itertools
 from dataclasses import replace
 from typing import Any
 
-from bisect_smem.core.errors import BackendUnavailable
+from bisect_smem.core.errors import BackendUnavailable, UsageError
 from bisect_smem.devices import attributes
 from bisect_smem.devices.backends.base import CudaErrorFunnel, DeviceIdentity, RealDevices
 from bisect_smem.devices.backends.libcuda import libcuda
@@ -303,6 +303,9 @@ class NumbaSession:
 
     def cluster_support(self) -> str | None:
         return "the numba backend does not launch clusters"
+
+    def inject_illegal_access(self) -> None:
+        raise UsageError("--inject-fault needs the cupy backend: the numba backend has no faulting probe")
 
     def close(self) -> None:
         self._kernels = {}

@@ -121,6 +121,7 @@ class SimBackend:
     """Simulated devices, one per spec."""
 
     name = "sim"
+    supported_steps: tuple[str, ...] | None = None
 
     def __init__(self, specs: tuple[SimSpec, ...]) -> None:
         self.specs = specs
@@ -133,6 +134,11 @@ class SimBackend:
 
     def device_count(self) -> int:
         return len(self.specs)
+
+    @property
+    def needs_isolation(self) -> bool:
+        """Only sticky and hanging faults need worker processes; a plain simulated device runs inline."""
+        return any(spec.needs_isolation for spec in self.specs)
 
     def open(self, index: int, static_sizes: tuple[int, ...]) -> SimSession:
         return SimSession(index, self.specs[index], static_sizes)

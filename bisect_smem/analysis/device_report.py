@@ -1,0 +1,39 @@
+"""A device's report from whatever steps completed: what it said, what it measured, and the verdicts.
+
+Pure: the runner hands over the device's identity and step results; nothing here touches a device.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from bisect_smem.analysis.verdicts import build_verdicts
+from bisect_smem.core.model import DeviceReport, Verdict
+from bisect_smem.core.profiles import profile_for_cc
+from bisect_smem.devices.device_info import DeviceInfo
+from bisect_smem.experiments.steps import Done, Step, assemble
+
+
+def build_report(index: int, backend: str, info: DeviceInfo | None, done: Done, events: list[dict[str, Any]],
+                 error: str | None, elapsed_s: float, planned: list[Step] | None = None) -> DeviceReport:
+    """The device's report; a missing step leaves its quantities None and gets an ERROR row, as does a
+    step that failed."""
+    if info is None:
+        return DeviceReport(index, None, None, backend, events=tuple(events), error=error or "never opened",
+                            elapsed_s=round(elapsed_s, 3))
+    measured, errors = assemble(done)
+    measured = replace(measured, timings_s={"open": info.open_s, **measured.timings_s})
+    cc = info.identity.compute_capability
+    cc_text = f"{cc[0]}.{cc[1]}"
+    verdicts = build_verdicts(info.reported, measured, profile_for_cc(cc), cc_text)
+    failed = [Verdict(f"step {r.step.key}", None, None, None, "ERROR", r.error) for r in done.values() if r.error]
+    missing = [Verdict(f"step {step.key}", None, None, None, "ERROR", "not measured: the device was given up")
+               for step in planned or () if step not in done]
+    context = {"pci_bus_id": info.identity.pci_bus_id, **{f"nvml_{k}": v for k, v in info.nvml.items()},
+               **info.identity.extra}
+    return DeviceReport(index=index, name=info.identity.name, compute_capability=cc_text, backend=backend,
+                        context=context, reported=info.reported, measured=measured,
+                        verdicts=(*verdicts, *failed, *missing), events=tuple(events),
+                        error="; ".join([*errors, *([error] if error else [])]) or None,
+                        elapsed_s=round(elapsed_s, 3))

@@ -1,0 +1,88 @@
+"""What a run asks for, built in one place from the options the CLI, ``fit`` and the pytest plugin share.
+
+The backend is resolved here, once, and travels as an object (to worker processes too).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from bisect_smem.core.errors import UsageError
+from bisect_smem.devices.backends import BACKEND_NAMES, REAL_BACKENDS, get_backend
+from bisect_smem.devices.backends.base import Backend
+from bisect_smem.experiments.measure import MeasureConfig
+from bisect_smem.experiments.plan import plan_steps
+from bisect_smem.experiments.steps import Step
+
+ALL_BACKENDS = "all"
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """What to run: a backend (resolved once), which devices (None: all visible), how, and for how long."""
+
+    backend: Backend
+    devices: tuple[int, ...] | None = None
+    config: MeasureConfig = MeasureConfig()
+    isolate: bool | None = None  # None: a worker process unless the backend needs none
+    device_timeout_s: float = 300.0
+    probe_timeout_s: float = 5.0
+    startup_timeout_s: float = 120.0
+    max_restarts: int = 6
+    inject_fault: str | None = None  # test only: a step whose first attempt makes a real illegal access
+
+    def __post_init__(self) -> None:
+        for name in ("device_timeout_s", "probe_timeout_s", "startup_timeout_s"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be > 0 (got {getattr(self, name)})")
+        if self.max_restarts < 0:
+            raise ValueError(f"max_restarts must be >= 0 (got {self.max_restarts})")
+
+    @property
+    def isolated(self) -> bool:
+        """Worker processes, unless asked otherwise, or the backend needs none and no fault is injected."""
+        if self.isolate is not None:
+            return self.isolate
+        return self.backend.needs_isolation or self.inject_fault is not None
+
+    @property
+    def steps(self) -> list[Step]:
+        """The steps to run, in order, for what the backend can measure."""
+        return plan_steps(self.config, self.backend.supported_steps)
+
+
+def backend_for(name: str | None, simulate: Sequence[str] | None = None) -> Backend:
+    """The backend a run uses: by name, or the simulator when ``--simulate`` specs are given."""
+    name = name or ("sim" if simulate else "cupy")
+    if simulate:
+        if name != "sim":
+            raise UsageError(f"--simulate runs on the sim backend, not {name!r}")
+        from bisect_smem.devices.backends.sim import SimBackend, SimSpec
+
+        return SimBackend(tuple(SimSpec.parse(text) for text in simulate))
+    if name == "sim":
+        raise UsageError("the sim backend needs --simulate PROFILE (see `bisect-smem profiles`)")
+    return get_backend(name)
+
+
+def build_request(backend: str | None = None, simulate: Sequence[str] | None = None, **options: Any) -> RunRequest:
+    """A RunRequest for one backend; ``options`` are RunRequest's other fields."""
+    return RunRequest(backend_for(backend, simulate), **options)
+
+
+def build_requests(backend: str | None, simulate: Sequence[str] | None,
+                   **options: Any) -> tuple[list[RunRequest], list[str]]:
+    """One request per backend to run: ``all`` means every real backend available here. Returns the
+    requests and, for ``all``, why each missing backend was left out."""
+    if backend not in (None, *BACKEND_NAMES, ALL_BACKENDS):
+        raise UsageError(f"unknown backend {backend!r}; valid: {', '.join(BACKEND_NAMES)}, {ALL_BACKENDS}")
+    if backend != ALL_BACKENDS:
+        return [build_request(backend, simulate, **options)], []
+    if simulate:
+        raise UsageError(f"--simulate runs on the sim backend, not {ALL_BACKENDS!r}")
+    candidates = [get_backend(name) for name in REAL_BACKENDS]
+    skipped = [f"{b.name}: {b.unavailable_reason()}" for b in candidates if not b.is_available()]
+    requests = [RunRequest(b, **options) for b in candidates if b.is_available()]
+    return requests, skipped

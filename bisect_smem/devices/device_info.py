@@ -1,0 +1,32 @@
+"""Opening a device: compile and load its probe kernels and read what it says about itself, once."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from bisect_smem.devices.attributes import driver_view, runtime_view
+from bisect_smem.devices.backends.base import Backend, DeviceIdentity, DeviceSession
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """What a device says about itself, gathered once when it is opened."""
+
+    identity: DeviceIdentity
+    reported: dict[str, dict[str, Any]]
+    nvml: dict[str, Any]
+    open_s: float = 0.0  # compiling and loading the kernels, reading the attributes
+
+
+def open_device(backend: Backend, index: int, static_sizes: tuple[int, ...],
+                nvml: bool = True) -> tuple[DeviceSession, DeviceInfo]:
+    """Open the device and read what it reports; ``nvml=False`` leaves NVML to the caller."""
+    start = time.perf_counter()
+    session = backend.open(index, static_sizes)
+    reported = {"driver": driver_view(session.driver_attributes()),
+                "runtime": runtime_view(session.runtime_attributes())}
+    info = DeviceInfo(session.identity(), reported, session.nvml_info() if nvml else {},
+                      round(time.perf_counter() - start, 6))
+    return session, info
