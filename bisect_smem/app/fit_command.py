@@ -10,8 +10,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from tabulate import tabulate
-
 from bisect_smem.analysis.fit import (
     DOES_NOT_FIT,
     UNKNOWN,
@@ -35,14 +33,12 @@ EXIT_FITS, EXIT_DOES_NOT_FIT, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 4
 TRITON_MESSAGE = re.compile(r"Required:\s*(\d+)\s*,\s*Hardware limit:\s*(\d+)", re.IGNORECASE)
 MAX_REPORT_BYTES = 256 << 20
 
-
 @dataclass(frozen=True)
 class FitOutput:
     """What cli.py prints on stdout, and the exit code."""
 
     text: str
     code: int
-
 
 @dataclass(frozen=True)
 class Explained:
@@ -53,14 +49,12 @@ class Explained:
     hardware_limit_bytes: int | None
     limit_matches: tuple[str, ...]
 
-
 @dataclass(frozen=True)
 class Gemm:
     """The tiles asked about, their common types and carveout, and the stage count (None: auto)."""
 
     specs: tuple[GemmSpec, ...]
     stages: int | None
-
 
 def parse_stages(text: str) -> int | str:
     """argparse type of --stages: a whole number >= 1, or ``auto``."""
@@ -73,7 +67,6 @@ def parse_stages(text: str) -> int | str:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1 (got {value})")
     return value
-
 
 def build_gemm(args: argparse.Namespace) -> Gemm | None:
     """The tile pipelines from --tile and its options; the options without --tile are a usage error."""
@@ -97,7 +90,6 @@ def build_gemm(args: argparse.Namespace) -> Gemm | None:
     specs = tuple(GemmSpec(t, args.dtype_a or dtype, args.dtype_b or dtype, epilogue, align) for t in tiles)
     auto = args.explain or args.stages == "auto"
     return Gemm(specs, None if auto else (args.stages or 1))
-
 
 def build_request(args: argparse.Namespace, gemm: Gemm | None, explained: Explained | None) -> tuple[FitRequest, str]:
     """The kernel's fixed sizes from the arguments, and a line saying where they came from."""
@@ -132,7 +124,6 @@ def build_request(args: argparse.Namespace, gemm: Gemm | None, explained: Explai
                          static, args.threads)
     return request, "; ".join(notes)
 
-
 def _gemm_note(gemm: Gemm) -> str:
     spec = gemm.specs[0]
     tiles = ", ".join(str(s.tile) for s in gemm.specs)
@@ -144,7 +135,6 @@ def _gemm_note(gemm: Gemm) -> str:
                 "StageCountAutoCarveout rule of each target")
     return f"tile {tiles}, {gemm.stages} stage(s), {types}{extra}: {gemm.stages} * (M*K + N*K) * {types} bytes" + (
         " + epilogue" if spec.epilogue_bytes else "")
-
 
 def read_static(path: Path, kernel: str, ptx: bool, ask_driver: bool = True) -> tuple[str, int, str]:
     """The kernel's static shared memory: from the driver where a local GPU may load the file, else the file."""
@@ -164,7 +154,6 @@ def read_static(path: Path, kernel: str, ptx: bool, ask_driver: bool = True) -> 
             pass
     return name, static, f"read from the {'PTX' if ptx else 'cubin ELF sections'}"
 
-
 def parse_explain(text: str) -> Explained:
     """Triton's "out of resource: shared memory, Required: X, Hardware limit: Y", or a byte count (CUTLASS)."""
     match = TRITON_MESSAGE.search(text)
@@ -181,7 +170,6 @@ def parse_explain(text: str) -> Explained:
     matches = tuple(p.key for p in PROFILES if limit is not None and p.max_smem_per_block_optin_bytes == limit)
     return Explained(kind, required, limit, matches)
 
-
 def published(args: argparse.Namespace) -> list[ArchProfile]:
     """The published rows asked for: every --arch once, in order; all of them unless --arch or --target."""
     if not args.arch:
@@ -194,7 +182,6 @@ def published(args: argparse.Namespace) -> list[ArchProfile]:
         profiles.setdefault(p.key, p)
     return list(profiles.values())
 
-
 def targets(args: argparse.Namespace) -> tuple[list[Target], str | None]:
     """Published architectures, then devices from --target files, then local devices measured now."""
     found = [Target.from_profile(p) for p in published(args)]
@@ -203,10 +190,8 @@ def targets(args: argparse.Namespace) -> tuple[list[Target], str | None]:
     local, note = local_devices(args)
     return found + [Target.from_report(d) for d in local], note
 
-
 def _local(args: argparse.Namespace) -> bool:
     return not (args.no_local or args.target or args.simulate)
-
 
 def file_targets(text: str) -> list[Target]:
     """Every device of a saved report, or every baseline of a folder laid out DIR/<gpu-model>/<driver>.json."""
@@ -232,7 +217,6 @@ def file_targets(text: str) -> list[Target]:
                                     f"[{path.name} device {dev.index}]", str(path))
             for dev in report.devices]
 
-
 def _baseline_target(baseline: Any) -> Target:
     dev = baseline.device
     driver = str(baseline.provenance.get("driver_version") or dev.context.get("nvml_driver_version") or "unknown")
@@ -240,7 +224,6 @@ def _baseline_target(baseline: Any) -> Target:
     target = Target.from_report(dev, f"{dev.name} (cc {dev.compute_capability}), driver {driver} [baseline {where}]",
                                 str(baseline.path))
     return replace(target, driver_version=driver)
-
 
 def _read_json(path: Path) -> Any:
     try:
@@ -254,7 +237,6 @@ def _read_json(path: Path) -> Any:
         return json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise BaselineError(f"--target {path}: not a readable JSON report ({exc})") from None
-
 
 def local_devices(args: argparse.Namespace) -> tuple[list[Any], str | None]:
     """Local devices measured now: simulated ones (--simulate), else the real ones unless --no-local or --target."""
@@ -277,13 +259,11 @@ def local_devices(args: argparse.Namespace) -> tuple[list[Any], str | None]:
     # A device whose ceilings could not be measured is shown as unknown, with why, rather than dropped.
     return list(devices), None
 
-
 def exit_code(results: list[FitResult]) -> int:
     """1 when something does not fit; else 4 when a target's limit is unknown; else 0."""
     if any(r.verdict == DOES_NOT_FIT for r in results):
         return EXIT_DOES_NOT_FIT
     return EXIT_INCOMPLETE if any(r.verdict == UNKNOWN for r in results) else EXIT_FITS
-
 
 def run_fit(args: argparse.Namespace) -> FitOutput:
     """Evaluate the kernel against every target; the text for stdout (table or JSON) and the exit code."""
@@ -318,7 +298,6 @@ def run_fit(args: argparse.Namespace) -> FitOutput:
         return FitOutput(text, code)
     return FitOutput(render_all(request, source, results, note, gemm, explained, alternatives) + "\n", code)
 
-
 def _gemm_json(gemm: Gemm | None) -> dict[str, Any] | None:
     if gemm is None:
         return None
@@ -326,7 +305,6 @@ def _gemm_json(gemm: Gemm | None) -> dict[str, Any] | None:
     return {"tiles": [str(s.tile) for s in gemm.specs], "dtype_a": spec.dtype_a, "dtype_b": spec.dtype_b,
             "stages": "auto" if gemm.stages is None else gemm.stages, "epilogue_bytes": spec.epilogue_bytes,
             "align_bytes": spec.align_bytes}
-
 
 def render_all(request: FitRequest, source: str, results: list[FitResult], note: str | None, gemm: Gemm | None,
                explained: Explained | None, alternatives: list[FitResult]) -> str:
