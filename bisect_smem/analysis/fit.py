@@ -195,13 +195,12 @@ def evaluate_gemm(spec: GemmSpec, stages: int | None, static_bytes: int, threads
         dynamic = check_bound(spec.fixed_bytes(stages), f"tile {spec.tile} x {stages} stages")
         result = evaluate(FitRequest(dynamic, static_bytes, threads), target)
         return replace(result, stages=stages, **gemm)
-    static_footprint = FitRequest(0, static_bytes, threads).static_footprint_bytes
     rule = rule_for(target.compute_capability)
     if target.optin_limit_bytes is None:
         one = auto_stages(spec, 0, rule).used_bytes
         return replace(evaluate(FitRequest(check_bound(one, f"tile {spec.tile}"), static_bytes, threads), target),
                        stage_rule=rule, **gemm)
-    plan = auto_stages(spec, max(0, target.optin_limit_bytes - static_footprint), rule)
+    plan = auto_stages(spec, max(0, target.optin_limit_bytes - static_footprint(static_bytes)), rule)
     dynamic = check_bound(plan.used_bytes, f"one stage of tile {spec.tile}")
     result = evaluate(FitRequest(dynamic, static_bytes, threads), target)
     if plan.stages == 0:
