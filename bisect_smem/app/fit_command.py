@@ -126,15 +126,15 @@ def build_request(args: argparse.Namespace, gemm: Gemm | None, explained: Explai
 
 def _gemm_note(gemm: Gemm) -> str:
     spec = gemm.specs[0]
-    tiles = ", ".join(str(s.tile) for s in gemm.specs)
+    tile = f"tile {spec.tile}, " if len(gemm.specs) == 1 else ""
     types = spec.dtype_a if spec.dtype_a == spec.dtype_b else f"A {spec.dtype_a}, B {spec.dtype_b}"
     extra = "".join([f", epilogue {spec.epilogue_bytes} B" if spec.epilogue_bytes else "",
                      f", operand tiles aligned to {spec.align_bytes} B" if spec.align_bytes > 1 else ""])
     if gemm.stages is None:
-        return (f"tile {tiles}, {types}{extra}, stages auto: the most that fit by CUTLASS's "
-                "StageCountAutoCarveout rule of each target")
-    return f"tile {tiles}, {gemm.stages} stage(s), {types}{extra}: {gemm.stages} * (M*K + N*K) * {types} bytes" + (
+        return f"{tile}{types}{extra}, stages auto: the most that fit by each target's CUTLASS rule"
+    return f"{tile}{gemm.stages} stage(s), {types}{extra}: {gemm.stages} * (M*K + N*K) * {types} bytes" + (
         " + epilogue" if spec.epilogue_bytes else "")
+
 
 def read_static(path: Path, kernel: str, ptx: bool, ask_driver: bool = True) -> tuple[str, int, str]:
     """The kernel's static shared memory: from the driver where a local GPU may load the file, else the file."""
