@@ -159,6 +159,7 @@ class FitResult:
 
     @property
     def fits(self) -> bool:
+        """True for either "fits" verdict."""
         return self.verdict.startswith("fits")
 
 

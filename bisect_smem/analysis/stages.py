@@ -125,6 +125,7 @@ class StagePlan:
 
     @property
     def left_bytes(self) -> int:
+        """Capacity less what the stages and the carveout use; negative when even one stage is over."""
         return self.capacity_bytes - self.used_bytes
 
 
