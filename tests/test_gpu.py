@@ -80,6 +80,17 @@ def test_fit_uses_the_measured_local_device(capsys: pytest.CaptureFixture[str]) 
     assert code == 0 and all(r["verdict"] == "fits with opt-in" for r in data["results"])
 
 
+def test_fit_stages_auto_from_the_measured_limit(capsys: pytest.CaptureFixture[str]) -> None:
+    code = cli.main(["fit", "--tile", "128x256x64", "--dtype", "bf16", "--stages", "auto", "--json", "-", "--quiet"])
+    results = json.loads(capsys.readouterr().out)["results"]
+    measured = [r for r in results if r["kind"] == "measured"]
+    assert code == 0 and measured and all(r["stages"] is not None for r in measured)
+    for r in measured:
+        (row,) = [p for p in results if p["kind"] == "published" and p["compute_capability"] == r["compute_capability"]]
+        if r["optin_limit_bytes"] == row["optin_limit_bytes"]:
+            assert r["stages"] == row["stages"], (r, row)
+
+
 def test_fit_asks_the_driver_for_a_cubins_static_size(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from .nvrtc import compile_source
     from .test_fit import KERNELS
@@ -88,8 +99,9 @@ def test_fit_asks_the_driver_for_a_cubins_static_size(tmp_path: Path, capsys: py
     assert ok, log
     path = tmp_path / "k.cubin"
     path.write_bytes(cubin)
+    # The driver is asked only where local GPUs are in play: --no-local imports no CUDA.
     assert cli.main(["fit", "--cubin", str(path), "--kernel", "tiled", "--dynamic", "1000", "--arch", "h200",
-                     "--no-local", "--json", "-"]) == 0
+                     "--json", "-", "--quiet"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert "read by the driver (the file agrees)" in data["source"], data["source"]
 

@@ -8,36 +8,29 @@ scope; those count for the entries that use them.
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 import struct
+from collections.abc import Callable
 from pathlib import Path
 
 from bisect_smem.core.errors import UsageError
 
 RESERVED_WINDOW_BYTES = 1024
+MAX_COMPILED_FILE_BYTES = 256 << 20  # a fat library's cubin is tens of MB; /dev/zero is endless
+HEAD_BYTES = 64 << 10
+ELF_HEADER_BYTES = 64
+SECTION_HEADER_BYTES = 64
+EM_CUDA = 190  # ELF e_machine of NVIDIA cubins
 _PTX_SHARED = re.compile(r"\.shared\s+(?:\.align\s+(\d+)\s+)?\.(?:b|u|s|f)(8|16|32|64)\s+([\w$]+)(?:\[(\d+)\])?")
 _PTX_ENTRY = re.compile(r"\.(?:visible\s+)?\.entry\s+([\w$]+)\s*\(")
 
 
 def cubin_static_smem(path: Path, kernel: str) -> tuple[str, int]:
     """(kernel's full name, static shared bytes) from an ELF cubin. ``kernel`` may be a unique part of the name."""
-    data = _read(path)
-    if data[:4] != b"\x7fELF" or data[4] != 2:
-        raise UsageError(f"{path} is not a 64-bit ELF cubin")
-    endian = "<" if data[5] == 1 else ">"
-    shoff, = struct.unpack_from(endian + "Q", data, 0x28)
-    shentsize, shnum, shstrndx = struct.unpack_from(endian + "HHH", data, 0x3A)
-    sections = []
-    for i in range(shnum):
-        name_off, _type, _flags, _addr, offset, size = struct.unpack_from(endian + "IIQQQQ", data, shoff + i * shentsize)
-        sections.append((name_off, offset, size))
-    strtab_offset = sections[shstrndx][1]
-
-    def name_of(off: int) -> str:
-        end = data.index(b"\0", strtab_offset + off)
-        return data[strtab_offset + off:end].decode(errors="replace")
-
-    names = {name_of(n): size for n, _, size in sections}
+    data = read_compiled(path, _check_elf_header)
+    names = _section_sizes(path, data)
     kernels = sorted(n[len(".text."):] for n in names if n.startswith(".text."))
     full = _pick(kernel, kernels, path)
     size = names.get(f".nv.shared.{full}", 0)
@@ -48,9 +41,41 @@ def cubin_static_smem(path: Path, kernel: str) -> tuple[str, int]:
     return full, size
 
 
+def _check_elf_header(path: Path, head: bytes) -> None:
+    if len(head) < ELF_HEADER_BYTES or head[:4] != b"\x7fELF":
+        raise UsageError(f"{path} is not a cubin: not an ELF file")
+    if head[4] != 2 or head[5] not in (1, 2):
+        raise UsageError(f"{path} is not a cubin: not a 64-bit ELF file")
+    machine, = struct.unpack_from("<H" if head[5] == 1 else ">H", head, 0x12)
+    if machine != EM_CUDA:
+        raise UsageError(f"{path} is not a cubin: an ELF file for machine {machine}, not CUDA ({EM_CUDA})")
+
+
+def _section_sizes(path: Path, data: bytes) -> dict[str, int]:
+    """Section name -> size, every offset checked against the file: a cut-short cubin is an error, not a crash."""
+    endian = "<" if data[5] == 1 else ">"
+    try:
+        shoff, = struct.unpack_from(endian + "Q", data, 0x28)
+        shentsize, shnum, shstrndx = struct.unpack_from(endian + "HHH", data, 0x3A)
+        if shentsize < SECTION_HEADER_BYTES or not 0 <= shstrndx < shnum or shoff + shnum * shentsize > len(data):
+            raise ValueError(f"section headers: {shnum} of {shentsize} B at {shoff}, names in section {shstrndx}")
+        sections = [struct.unpack_from(endian + "IIQQQQ", data, shoff + i * shentsize) for i in range(shnum)]
+        _name, _type, _flags, _addr, str_offset, str_size = sections[shstrndx]
+        if str_offset + str_size > len(data):
+            raise ValueError(f"section names at {str_offset}..{str_offset + str_size}")
+        strtab = data[str_offset:str_offset + str_size]
+        names = {}
+        for name_off, _t, _f, _a, _offset, size in sections:
+            end = strtab.index(b"\0", name_off)
+            names[strtab[name_off:end].decode(errors="replace")] = size
+        return names
+    except (struct.error, ValueError) as exc:
+        raise UsageError(f"{path} is a cut-short or corrupt cubin ({exc}; the file has {len(data)} B)") from None
+
+
 def ptx_static_smem(path: Path, kernel: str) -> tuple[str, int]:
     """(kernel's full name, static shared bytes) from PTX: the ``.shared`` declarations of that entry."""
-    text = _read(path).decode(errors="replace")
+    text = read_compiled(path, _check_ptx_head).decode(errors="replace")
     entries = [(m.group(1), m.start()) for m in _PTX_ENTRY.finditer(text)]
     full = _pick(kernel, [name for name, _ in entries], path)
     start = next(pos for name, pos in entries if name == full)
@@ -82,8 +107,26 @@ def _pick(wanted: str, names: list[str], path: Path) -> str:
     raise UsageError(f"kernel {wanted!r} is ambiguous in {path}; matches: {', '.join(matches)}")
 
 
-def _read(path: Path) -> bytes:
+def _check_ptx_head(path: Path, head: bytes) -> None:
+    # PTX is text; NVRTC ends it with one NUL. NUL bytes before that mean a binary file, /dev/zero included.
+    if not head.strip(b"\0") or b"\0" in head.rstrip(b"\0"):
+        raise UsageError(f"{path} is not PTX: not a text file")
+
+
+def read_compiled(path: Path, check_head: Callable[[Path, bytes], None]) -> bytes:
+    """The bytes of a cubin or PTX file, at most MAX_COMPILED_FILE_BYTES, its first bytes checked by
+    ``check_head`` before the rest is read (so /dev/zero or a FIFO cannot be read without end)."""
     try:
-        return Path(path).read_bytes()
+        with open(path, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            if stat.S_ISREG(info.st_mode) and info.st_size > MAX_COMPILED_FILE_BYTES:
+                raise UsageError(f"{path} has {info.st_size} B, more than any compiled kernel file "
+                                 f"(at most {MAX_COMPILED_FILE_BYTES} B)")
+            head = handle.read(HEAD_BYTES)
+            check_head(Path(path), head)
+            rest = handle.read(MAX_COMPILED_FILE_BYTES + 1 - len(head))
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if len(head) + len(rest) > MAX_COMPILED_FILE_BYTES:
+        raise UsageError(f"{path} is longer than any compiled kernel file (at most {MAX_COMPILED_FILE_BYTES} B)")
+    return head + rest

@@ -1,12 +1,14 @@
-"""Would a launch fit? A kernel's shared memory against each architecture's published limits and against
-the local devices' measured ones: without opt-in, with opt-in, or not at all, by how many bytes, and
-how many such blocks fit on one SM."""
+"""Would a launch fit? A kernel's shared memory against each architecture's published limits, the local
+devices' measured ones, or those a saved report or baseline recorded: without opt-in, with opt-in, or
+not at all, by how many bytes, how many such blocks fit on one SM, and for a GEMM tile how many
+pipeline stages fit (the stage rules live in stages.py)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
+from bisect_smem.analysis.stages import DTYPE_BITS, GemmSpec, Tile, auto_stages, dtype_bits, rule_for
 from bisect_smem.core.errors import UsageError
 from bisect_smem.core.hardware import (
     DEFAULT_SMEM_PER_BLOCK_BYTES,
@@ -16,31 +18,38 @@ from bisect_smem.core.hardware import (
     block_request_bytes,
     blocks_per_sm,
     default_reserved_bytes,
+    static_footprint,
 )
 from bisect_smem.core.model import DeviceReport
 from bisect_smem.core.profiles import ArchProfile
 
-DTYPE_BYTES = {"fp32": Fraction(4), "tf32": Fraction(4), "fp16": Fraction(2), "bf16": Fraction(2),
-               "fp8": Fraction(1), "int8": Fraction(1), "fp4": Fraction(1, 2)}
+DTYPE_BYTES = {name: Fraction(bits, 8) for name, bits in DTYPE_BITS.items()}
 GRANULE_BYTES = 128  # the allocation unit where a report did not measure one
+# Far above any GPU's shared memory, and small enough that every byte count printed is an ordinary integer.
+MAX_FIT_BYTES = 1 << 32
+UNKNOWN, DOES_NOT_FIT = "unknown", "does not fit"
+
+
+def check_bound(value: int, what: str) -> int:
+    """``value`` itself, or a UsageError when it is beyond MAX_FIT_BYTES (a typo, not a kernel)."""
+    if value > MAX_FIT_BYTES:
+        raise UsageError(f"{what} must be <= {MAX_FIT_BYTES} B (4 GiB; got {value})")
+    return value
 
 
 def tile_smem_bytes(tile: str, stages: int, dtype: str) -> int:
     """Shared memory of a multi-stage A/B tile pipeline: stages * (M*K + N*K) * bytes per element."""
+    dtype_bits(dtype, "--dtype")
+    return GemmSpec(Tile.parse(tile), dtype, dtype).fixed_bytes(stages)
+
+
+def parse_cc(text: str | None) -> tuple[int, int] | None:
+    """``"9.0"`` -> (9, 0); None for anything else."""
     try:
-        m, n, k = (int(x) for x in tile.lower().split("x"))
+        major, minor = str(text).split(".")
+        return int(major), int(minor)
     except ValueError:
-        raise UsageError(f"--tile must look like 128x256x64 (MxNxK; got {tile!r})") from None
-    if min(m, n, k) < 1:
-        raise UsageError(f"--tile dimensions must be >= 1 (got {tile!r})")
-    if stages < 1:
-        raise UsageError(f"--stages must be >= 1 (got {stages})")
-    if dtype not in DTYPE_BYTES:
-        raise UsageError(f"unknown --dtype {dtype!r}; valid: {', '.join(DTYPE_BYTES)}")
-    total = stages * (m * k + n * k) * DTYPE_BYTES[dtype]
-    if total.denominator != 1:
-        raise UsageError(f"tile {tile} x {stages} stages of {dtype} is not a whole number of bytes")
-    return int(total)
+        return None
 
 
 @dataclass(frozen=True)
@@ -55,11 +64,17 @@ class FitRequest:
     def __post_init__(self) -> None:
         if self.dynamic_bytes < 0:
             raise UsageError(f"dynamic bytes must be >= 0 (got {self.dynamic_bytes})")
+        check_bound(self.dynamic_bytes, "dynamic bytes")
         if not 0 <= self.static_bytes <= STATIC_SMEM_COMPILE_CAP_BYTES:
             raise UsageError(f"static bytes must be in 0..{STATIC_SMEM_COMPILE_CAP_BYTES}, the compile-time cap "
                              f"(got {self.static_bytes})")
         if not 1 <= self.threads <= MAX_THREADS_PER_BLOCK:
             raise UsageError(f"threads must be in 1..{MAX_THREADS_PER_BLOCK} (got {self.threads})")
+
+    @property
+    def static_footprint_bytes(self) -> int:
+        """How far the static data pushes the dynamic array: rounded up to 16 B."""
+        return static_footprint(self.static_bytes)
 
     @property
     def total_bytes(self) -> int:
@@ -69,7 +84,10 @@ class FitRequest:
 
 @dataclass(frozen=True)
 class Target:
-    """Limits to fit against, published for an architecture or measured on a device."""
+    """Limits to fit against, published for an architecture or measured on a device.
+
+    ``error`` says why a measured device has no limit; ``source`` names the file it was read from.
+    """
 
     name: str
     kind: str  # "published" or "measured"
@@ -80,31 +98,44 @@ class Target:
     granule_bytes: int
     max_blocks_per_sm: int | None
     max_threads_per_sm: int | None
+    compute_capability: tuple[int, int] | None = None
+    driver_version: str | None = None
+    error: str | None = None
+    source: str | None = None
 
     @classmethod
     def from_profile(cls, p: ArchProfile) -> Target:
+        """The published row of an architecture."""
         reserved = p.reserved_smem_per_block_bytes
         if reserved is None:
             reserved = default_reserved_bytes(p.compute_capability)
         return cls(f"{p.key} ({p.example_parts})", "published", DEFAULT_SMEM_PER_BLOCK_BYTES,
                    p.max_smem_per_block_optin_bytes, p.smem_per_sm_bytes, reserved, p.allocation_granularity_bytes,
-                   p.max_blocks_per_sm, p.max_threads_per_sm)
+                   p.max_blocks_per_sm, p.max_threads_per_sm, p.compute_capability)
 
     @classmethod
-    def from_report(cls, dev: DeviceReport) -> Target:
+    def from_report(cls, dev: DeviceReport, name: str | None = None, source: str | None = None) -> Target:
+        """What a device measured (now, or in a saved report or baseline), labelled ``name``."""
         m = dev.measured
         driver = dev.reported.get("driver", {})
+        optin = m.optin_dynamic_ceiling_bytes if m else None
+        error = dev.error
+        if optin is None and error is None:
+            error = "the opt-in ceiling was not measured"
         return cls(
-            f"device {dev.index}: {dev.name} (cc {dev.compute_capability})", "measured",
-            m.default_dynamic_ceiling_bytes if m else None, m.optin_dynamic_ceiling_bytes if m else None,
+            name or f"device {dev.index}: {dev.name} (cc {dev.compute_capability})", "measured",
+            m.default_dynamic_ceiling_bytes if m else None, optin,
             (m.smem_per_sm_bytes if m and m.smem_per_sm_bytes else driver.get("max_shared_memory_per_multiprocessor_bytes")),
             (m.reserved_bytes if m and m.reserved_bytes is not None else 0),
             (m.allocation_granularity_bytes if m and m.allocation_granularity_bytes else GRANULE_BYTES),
-            driver.get("max_blocks_per_multiprocessor"), driver.get("max_threads_per_multiprocessor"))
+            driver.get("max_blocks_per_multiprocessor"), driver.get("max_threads_per_multiprocessor"),
+            parse_cc(dev.compute_capability), dev.context.get("nvml_driver_version"), error, source)
 
 
 @dataclass(frozen=True)
 class FitResult:
+    """One kernel against one target. The GEMM fields are None unless a tile was given."""
+
     target: str
     kind: str
     verdict: str  # "fits without opt-in", "fits with opt-in", "does not fit", "unknown"
@@ -112,26 +143,70 @@ class FitResult:
     optin_limit_bytes: int | None
     over_bytes: int | None  # total - opt-in limit: negative means bytes to spare
     blocks_per_sm: int | None
+    error: str | None = None
+    compute_capability: str | None = None
+    driver_version: str | None = None
+    source: str | None = None
+    tile: str | None = None
+    stages: int | None = None
+    stages_requested: int | str | None = None  # a number, or "auto"
+    stage_rule: str | None = None
+    stage_bytes: int | None = None
+    dynamic_bytes: int | None = None
+    capacity_bytes: int | None = None  # for "auto": the opt-in limit less the static footprint
+    used_bytes: int | None = None
+    left_bytes: int | None = None
 
     @property
     def fits(self) -> bool:
+        """True for either "fits" verdict."""
         return self.verdict.startswith("fits")
 
 
 def evaluate(request: FitRequest, target: Target) -> FitResult:
+    """Does ``request`` fit ``target``, with or without opt-in, and how many such blocks share an SM."""
     total = request.total_bytes
+    cc = f"{target.compute_capability[0]}.{target.compute_capability[1]}" if target.compute_capability else None
+    about = {"compute_capability": cc, "driver_version": target.driver_version, "source": target.source,
+             "dynamic_bytes": request.dynamic_bytes}
     if target.optin_limit_bytes is None:
-        return FitResult(target.name, target.kind, "unknown", total, None, None, None)
+        return FitResult(target.name, target.kind, UNKNOWN, total, None, None, None, error=target.error, **about)
     over = total - target.optin_limit_bytes
     if target.default_limit_bytes is not None and total <= target.default_limit_bytes:
         verdict = "fits without opt-in"
     elif over <= 0:
         verdict = "fits with opt-in"
     else:
-        verdict = "does not fit"
+        verdict = DOES_NOT_FIT
     blocks = None
-    if verdict != "does not fit":
+    if verdict != DOES_NOT_FIT:
         footprint = block_footprint(total, target.granule_bytes, target.reserved_bytes)
         blocks, _ = blocks_per_sm(footprint, request.threads, target.smem_per_sm_bytes, target.max_blocks_per_sm,
                                   target.max_threads_per_sm)
-    return FitResult(target.name, target.kind, verdict, total, target.optin_limit_bytes, over, blocks)
+    return FitResult(target.name, target.kind, verdict, total, target.optin_limit_bytes, over, blocks, **about)
+
+
+def evaluate_gemm(spec: GemmSpec, stages: int | None, static_bytes: int, threads: int, target: Target) -> FitResult:
+    """A tile pipeline on ``target``: ``stages`` fixed, or (None) the most that fit by the target's CUTLASS rule.
+
+    With 0 stages the result is evaluated at one stage, so its margin says by how much even that is over.
+    """
+    gemm = {"tile": str(spec.tile), "stages_requested": "auto" if stages is None else stages}
+    if stages is not None:
+        dynamic = check_bound(spec.fixed_bytes(stages), f"tile {spec.tile} x {stages} stages")
+        result = evaluate(FitRequest(dynamic, static_bytes, threads), target)
+        return replace(result, stages=stages, **gemm)
+    rule = rule_for(target.compute_capability)
+    if target.optin_limit_bytes is None:
+        one = auto_stages(spec, 0, rule).used_bytes
+        return replace(evaluate(FitRequest(check_bound(one, f"tile {spec.tile}"), static_bytes, threads), target),
+                       stage_rule=rule, **gemm)
+    plan = auto_stages(spec, max(0, target.optin_limit_bytes - static_footprint(static_bytes)), rule)
+    dynamic = check_bound(plan.used_bytes, f"one stage of tile {spec.tile}")
+    result = evaluate(FitRequest(dynamic, static_bytes, threads), target)
+    if plan.stages == 0:
+        # The rule's rounding can refuse a stage that the bare limit would take: the rule decides.
+        result = replace(result, verdict=DOES_NOT_FIT, blocks_per_sm=None)
+    return replace(result, stages=plan.stages, stage_rule=rule, stage_bytes=plan.stage_bytes,
+                   capacity_bytes=plan.capacity_bytes, used_bytes=plan.used_bytes, left_bytes=plan.left_bytes,
+                   **gemm)

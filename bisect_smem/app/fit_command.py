@@ -1,29 +1,100 @@
-"""The ``fit`` subcommand: gather the kernel's sizes and the targets, evaluate, print. Called by cli.py only."""
+"""The ``fit`` subcommand: gather the kernel's sizes and the targets, evaluate, and return the text to print
+with the exit code. Called by cli.py only, which prints."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
+import re
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from tabulate import tabulate
-
-from bisect_smem.analysis.fit import FitRequest, FitResult, Target, evaluate, tile_smem_bytes
+from bisect_smem.analysis.fit import (
+    DOES_NOT_FIT,
+    UNKNOWN,
+    FitRequest,
+    FitResult,
+    Target,
+    check_bound,
+    evaluate,
+    evaluate_gemm,
+)
+from bisect_smem.analysis.stages import GemmSpec, Tile, dtype_bits
 from bisect_smem.app import output
-from bisect_smem.core.errors import BackendUnavailable, UsageError
-from bisect_smem.core.model import to_jsonable
-from bisect_smem.core.profiles import PROFILES, find_profile, profile_names
+from bisect_smem.app.fit_render import render, render_explain, render_matrix, render_stages
+from bisect_smem.core.errors import BackendUnavailable, BaselineError, UsageError
+from bisect_smem.core.model import REPORT_SCHEMA, Report, to_jsonable
+from bisect_smem.core.profiles import PROFILES, ArchProfile, find_profile, profile_names
 from bisect_smem.core.sizes import parse_size
 
 FIT_SCHEMA = "bisect_smem/fit/v1"
-EXIT_FITS, EXIT_DOES_NOT_FIT = 0, 1
+EXIT_FITS, EXIT_DOES_NOT_FIT, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 4
+TRITON_MESSAGE = re.compile(r"Required:\s*(\d+)\s*,\s*Hardware limit:\s*(\d+)", re.IGNORECASE)
+MAX_REPORT_BYTES = 256 << 20
 
+@dataclass(frozen=True)
+class FitOutput:
+    """What cli.py prints on stdout, and the exit code."""
 
-def build_request(args: argparse.Namespace) -> tuple[FitRequest, str]:
-    """The kernel's sizes from the arguments, and a line saying where they came from."""
-    sources = [name for name, value in (("BYTES", args.bytes), ("--dynamic", args.dynamic), ("--tile", args.tile))
+    text: str
+    code: int
+
+@dataclass(frozen=True)
+class Explained:
+    """A library's shared-memory error: what the kernel needs and, from Triton, the limit it met."""
+
+    kind: str  # "triton" or "bytes"
+    required_bytes: int
+    hardware_limit_bytes: int | None
+    limit_matches: tuple[str, ...]
+
+@dataclass(frozen=True)
+class Gemm:
+    """The tiles asked about, their common types and carveout, and the stage count (None: auto)."""
+
+    specs: tuple[GemmSpec, ...]
+    stages: int | None
+
+def parse_stages(text: str) -> int | str:
+    """argparse type of --stages: a whole number >= 1, or ``auto``."""
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number or 'auto' (got {text!r})") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1 (got {value})")
+    return value
+
+def build_gemm(args: argparse.Namespace) -> Gemm | None:
+    """The tile pipelines from --tile and its options; the options without --tile are a usage error."""
+    options = [name for name, value in (("--stages", args.stages), ("--dtype", args.dtype), ("--dtype-a", args.dtype_a),
+                                        ("--dtype-b", args.dtype_b), ("--epilogue", args.epilogue),
+                                        ("--align", args.align)) if value is not None]
+    if not args.tile:
+        if options:
+            raise UsageError(f"{', '.join(options)} {'applies' if len(options) == 1 else 'apply'} only to "
+                             "--tile MxNxK: add --tile or drop them")
+        return None
+    if args.explain and args.stages not in (None, "auto"):
+        raise UsageError("--explain shows the stage counts of --tile that fit: drop --stages")
+    dtype = args.dtype or "fp16"
+    for option, value in (("--dtype", dtype), ("--dtype-a", args.dtype_a), ("--dtype-b", args.dtype_b)):
+        if value is not None:
+            dtype_bits(value, option)
+    epilogue = check_bound(parse_size(args.epilogue, "--epilogue"), "--epilogue") if args.epilogue else 0
+    align = args.align if args.align is not None else 1
+    tiles = list(dict.fromkeys(Tile.parse(text) for text in args.tile))
+    specs = tuple(GemmSpec(t, args.dtype_a or dtype, args.dtype_b or dtype, epilogue, align) for t in tiles)
+    auto = args.explain or args.stages == "auto"
+    return Gemm(specs, None if auto else (args.stages or 1))
+
+def build_request(args: argparse.Namespace, gemm: Gemm | None, explained: Explained | None) -> tuple[FitRequest, str]:
+    """The kernel's fixed sizes from the arguments, and a line saying where they came from."""
+    sources = [name for name, value in (("BYTES", args.bytes), ("--dynamic", args.dynamic),
+                                        ("--tile", None if explained else args.tile), ("--explain", args.explain))
                if value is not None]
     if len(sources) > 1:
         raise UsageError(f"give the dynamic size once (got {' and '.join(sources)})")
@@ -35,102 +106,213 @@ def build_request(args: argparse.Namespace) -> tuple[FitRequest, str]:
     if compiled and args.static is not None:
         raise UsageError("the static size comes from the compiled file: drop --static")
     if not sources and not compiled:
-        raise UsageError("fit needs a size: BYTES, --tile, or --cubin/--ptx with --kernel")
+        raise UsageError("fit needs a size: BYTES, --tile, --explain, or --cubin/--ptx with --kernel")
     notes = []
-    if args.tile:
-        dynamic = tile_smem_bytes(args.tile, args.stages, args.dtype)
-        notes.append(f"tile {args.tile}, {args.stages} stage(s), {args.dtype}: "
-                     f"{args.stages} * (M*K + N*K) * {args.dtype} bytes")
+    if explained is not None:
+        dynamic = explained.required_bytes
+    elif gemm is not None:
+        dynamic = 0
+        notes.append(_gemm_note(gemm))
     else:
         text = args.bytes if args.bytes is not None else args.dynamic
         dynamic = parse_size(text, "dynamic size") if text is not None else 0
     static = parse_size(args.static, "static size") if args.static is not None else 0
     if compiled:
-        name, static, how = read_static(Path(compiled), args.kernel, ptx=bool(args.ptx))
+        name, static, how = read_static(Path(compiled), args.kernel, ptx=bool(args.ptx), ask_driver=_local(args))
         notes.append(f"static {static} B of {name}, {how}")
-    return FitRequest(dynamic, static, args.threads), "; ".join(notes)
+    request = FitRequest(dynamic if gemm is None or explained else gemm.specs[0].fixed_bytes(gemm.stages or 1),
+                         static, args.threads)
+    return request, "; ".join(notes)
+
+def _gemm_note(gemm: Gemm) -> str:
+    spec = gemm.specs[0]
+    tile = f"tile {spec.tile}, " if len(gemm.specs) == 1 else ""
+    types = spec.dtype_a if spec.dtype_a == spec.dtype_b else f"A {spec.dtype_a}, B {spec.dtype_b}"
+    extra = "".join([f", epilogue {spec.epilogue_bytes} B" if spec.epilogue_bytes else "",
+                     f", operand tiles aligned to {spec.align_bytes} B" if spec.align_bytes > 1 else ""])
+    if gemm.stages is None:
+        return f"{tile}{types}{extra}, stages auto: the most that fit by each target's CUTLASS rule"
+    return f"{tile}{gemm.stages} stage(s), {types}{extra}: {gemm.stages} * (M*K + N*K) * {types} bytes" + (
+        " + epilogue" if spec.epilogue_bytes else "")
 
 
-def read_static(path: Path, kernel: str, ptx: bool) -> tuple[str, int, str]:
-    """The kernel's static shared memory: from the driver where a GPU can load the file, else from the file."""
+def read_static(path: Path, kernel: str, ptx: bool, ask_driver: bool = True) -> tuple[str, int, str]:
+    """The kernel's static shared memory: from the driver where a local GPU may load the file, else the file."""
     from bisect_smem.analysis.cubin import cubin_static_smem, ptx_static_smem
 
     name, static = (ptx_static_smem if ptx else cubin_static_smem)(path, kernel)
-    try:
-        from bisect_smem.devices.backends.cupy_backend import CupyBackend, loaded_static_smem
+    if ask_driver:
+        try:
+            from bisect_smem.app.requests import backend_for
 
-        if CupyBackend().is_available():
-            loaded = loaded_static_smem(path, name)
-            if loaded != static:
-                return name, loaded, f"read by the driver (the file says {static} B)"
-            return name, loaded, "read by the driver (the file agrees)"
-    except BackendUnavailable:
-        pass
+            backend = backend_for("cupy")
+            loaded = backend.loaded_static_smem(path, name) if backend.is_available() else None
+            if loaded is not None:
+                if loaded != static:
+                    return name, loaded, f"read by the driver (the file says {static} B)"
+                return name, loaded, "read by the driver (the file agrees)"
+        except BackendUnavailable:
+            pass
     return name, static, f"read from the {'PTX' if ptx else 'cubin ELF sections'}"
 
+def parse_explain(text: str) -> Explained:
+    """Triton's "out of resource: shared memory, Required: X, Hardware limit: Y", or a byte count (CUTLASS)."""
+    match = TRITON_MESSAGE.search(text)
+    if match:
+        required, limit = (check_bound(int(g), "Required") for g in match.groups())
+        kind = "triton"
+    else:
+        try:
+            required, limit, kind = check_bound(parse_size(text, "--explain"), "--explain"), None, "bytes"
+        except UsageError:
+            raise UsageError("--explain takes Triton's message (\"out of resource: shared memory, Required: X, "
+                             "Hardware limit: Y\") or the kernel's shared memory in bytes, e.g. CUTLASS's "
+                             f"sizeof(GemmKernel::SharedStorage), with --arch (got {text[:80]!r})") from None
+    matches = tuple(p.key for p in PROFILES if limit is not None and p.max_smem_per_block_optin_bytes == limit)
+    return Explained(kind, required, limit, matches)
+
+def published(args: argparse.Namespace) -> list[ArchProfile]:
+    """The published rows asked for: every --arch once, in order; all of them unless --arch or --target."""
+    if not args.arch:
+        return [] if args.target else list(PROFILES)
+    profiles: dict[str, ArchProfile] = {}
+    for name in args.arch:
+        p = find_profile(name)
+        if p is None:
+            raise UsageError(f"unknown profile {name!r}; valid: {', '.join(profile_names())}")
+        profiles.setdefault(p.key, p)
+    return list(profiles.values())
 
 def targets(args: argparse.Namespace) -> tuple[list[Target], str | None]:
-    """Published architectures (all, or --arch), then local devices measured now."""
-    profiles = PROFILES
-    if args.arch:
-        profiles = []
-        for name in args.arch:
-            p = find_profile(name)
-            if p is None:
-                raise UsageError(f"unknown profile {name!r}; valid: {', '.join(profile_names())}")
-            profiles.append(p)
-    found = [Target.from_profile(p) for p in profiles]
+    """Published architectures, then devices from --target files, then local devices measured now."""
+    found = [Target.from_profile(p) for p in published(args)]
+    for text in args.target or ():
+        found += file_targets(text)
     local, note = local_devices(args)
     return found + [Target.from_report(d) for d in local], note
 
+def _local(args: argparse.Namespace) -> bool:
+    return not (args.no_local or args.target or args.simulate)
+
+def file_targets(text: str) -> list[Target]:
+    """Every device of a saved report, or every baseline of a folder laid out DIR/<gpu-model>/<driver>.json."""
+    from bisect_smem.analysis.baseline import BASELINE_SCHEMA, load_baseline
+
+    path = Path(text)
+    if path.is_dir():
+        files = sorted(path.glob("*/*.json"))
+        if not files:
+            raise UsageError(f"--target {text}: no baselines in it (expected {text}/<gpu-model>/<driver>.json)")
+        return [_baseline_target(load_baseline(f)) for f in files]
+    data = _read_json(path)
+    if isinstance(data, dict) and data.get("schema") == BASELINE_SCHEMA:
+        return [_baseline_target(load_baseline(path))]
+    try:
+        report = Report.from_dict(data)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise BaselineError(f"--target {text}: not a {REPORT_SCHEMA} report or a baseline ({exc})") from None
+    if not report.devices:
+        raise UsageError(f"--target {text}: the report has no devices")
+    return [Target.from_report(dev, f"{dev.name} (cc {dev.compute_capability}), driver "
+                                    f"{dev.context.get('nvml_driver_version') or 'unknown'} "
+                                    f"[{path.name} device {dev.index}]", str(path))
+            for dev in report.devices]
+
+def _baseline_target(baseline: Any) -> Target:
+    dev = baseline.device
+    driver = str(baseline.provenance.get("driver_version") or dev.context.get("nvml_driver_version") or "unknown")
+    where = f"{baseline.path.parent.name}/{baseline.path.name}"
+    target = Target.from_report(dev, f"{dev.name} (cc {dev.compute_capability}), driver {driver} [baseline {where}]",
+                                str(baseline.path))
+    return replace(target, driver_version=driver)
+
+def _read_json(path: Path) -> Any:
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_REPORT_BYTES + 1)
+    except OSError as exc:
+        raise UsageError(f"--target {path}: cannot read it: {exc.strerror or exc}") from None
+    if len(raw) > MAX_REPORT_BYTES:
+        raise UsageError(f"--target {path}: larger than {MAX_REPORT_BYTES} B, not a report")
+    try:
+        return json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BaselineError(f"--target {path}: not a readable JSON report ({exc})") from None
 
 def local_devices(args: argparse.Namespace) -> tuple[list[Any], str | None]:
-    from bisect_smem.app.requests import build_request
+    """Local devices measured now: simulated ones (--simulate), else the real ones unless --no-local or --target."""
+    if not args.simulate and not _local(args):
+        return [], None
+    from bisect_smem.app.requests import build_request as run_request
     from bisect_smem.app.runner import run
     from bisect_smem.experiments.measure import MeasureConfig
 
-    if args.no_local and not args.simulate:
-        return [], None
     config = MeasureConfig(static_sizes=(0,), threads=(128,), residency=False, carveout=False)
-    request = build_request(None, args.simulate, config=config)
+    request = run_request(None, args.simulate, config=config)
     try:
         devices = run(request)
     except BackendUnavailable as exc:
         return [], f"no local GPU measured: {exc}"
-    # A device whose ceilings could not be measured is shown as unknown rather than dropped.
+    # A device whose ceilings could not be measured is shown as unknown, with why, rather than dropped.
     return list(devices), None
 
+def exit_code(results: list[FitResult]) -> int:
+    """1 when something does not fit; else 4 when a target's limit is unknown; else 0."""
+    if any(r.verdict == DOES_NOT_FIT for r in results):
+        return EXIT_DOES_NOT_FIT
+    return EXIT_INCOMPLETE if any(r.verdict == UNKNOWN for r in results) else EXIT_FITS
 
-def run_fit(args: argparse.Namespace) -> int:
-    request, source = build_request(args)
+def run_fit(args: argparse.Namespace) -> FitOutput:
+    """Evaluate the kernel against every target; the text for stdout (table or JSON) and the exit code."""
+    explained = parse_explain(args.explain) if args.explain is not None else None
+    gemm = build_gemm(args)
+    request, source = build_request(args, gemm, explained)
     json_path = output.output_path(args.json, "the result")
     found, note = targets(args)
-    results = [evaluate(request, t) for t in found]
-    data = {"schema": FIT_SCHEMA, "request": {**to_jsonable(request), "total_bytes": request.total_bytes},
-            "source": source, "results": [to_jsonable(r) for r in results], "note": note}
-    text = json.dumps(data, indent=2, sort_keys=True) + "\n"
-    if args.json == "-":
-        sys.stdout.write(text)
+    if gemm is not None and explained is None:
+        results = [evaluate_gemm(s, gemm.stages, request.static_bytes, request.threads, t)
+                   for s in gemm.specs for t in found]
     else:
-        print(render(request, source, results, note))
+        results = [evaluate(request, t) for t in found]
+    alternatives = [evaluate_gemm(s, None, request.static_bytes, request.threads, t)
+                    for s in gemm.specs for t in found] if gemm is not None and explained is not None else []
+    varies = gemm is not None and explained is None and (gemm.stages is None or len(gemm.specs) > 1)
+    shown_request = {**to_jsonable(request), "total_bytes": request.total_bytes}
+    if varies:
+        shown_request.update(dynamic_bytes=None, total_bytes=None)
+    data = {"schema": FIT_SCHEMA, "request": shown_request, "source": source,
+            "results": [to_jsonable(r) for r in results], "note": note,
+            "gemm": _gemm_json(gemm), "explain": to_jsonable(explained),
+            "alternatives": [to_jsonable(r) for r in alternatives]}
+    text = json.dumps(data, indent=2, sort_keys=True) + "\n"
     if json_path is not None:
-        output.write_atomic(json_path, text)
-    return EXIT_FITS if all(r.fits for r in results) else EXIT_DOES_NOT_FIT
+        try:
+            output.write_atomic(json_path, text)
+        except OSError as exc:
+            raise UsageError(f"cannot write the result to {json_path}: {exc.strerror or exc}") from None
+    code = exit_code(results)
+    if args.json == "-":
+        return FitOutput(text, code)
+    return FitOutput(render_all(request, source, results, note, gemm, explained, alternatives) + "\n", code)
 
+def _gemm_json(gemm: Gemm | None) -> dict[str, Any] | None:
+    if gemm is None:
+        return None
+    spec = gemm.specs[0]
+    return {"tiles": [str(s.tile) for s in gemm.specs], "dtype_a": spec.dtype_a, "dtype_b": spec.dtype_b,
+            "stages": "auto" if gemm.stages is None else gemm.stages, "epilogue_bytes": spec.epilogue_bytes,
+            "align_bytes": spec.align_bytes}
 
-def render(request: FitRequest, source: str, results: list[FitResult], note: str | None) -> str:
-    head = (f"kernel: {request.dynamic_bytes} B dynamic + {request.static_bytes} B static = {request.total_bytes} B "
-            f"per block, {request.threads} threads" + (f" ({source})" if source else ""))
-    rows = []
-    for r in results:
-        if r.over_bytes is None:
-            margin = "-"
-        elif r.over_bytes > 0:
-            margin = f"over by {r.over_bytes}"
-        else:
-            margin = f"{-r.over_bytes} to spare"
-        rows.append((r.target, r.kind, r.verdict, "-" if r.optin_limit_bytes is None else r.optin_limit_bytes, margin,
-                     "-" if r.blocks_per_sm is None else r.blocks_per_sm))
-    table = tabulate(rows, headers=("target", "limits", "verdict", "opt-in limit B", "margin B", "blocks/SM"),
-                     disable_numparse=True)
-    return "\n".join([head, table, *([note] if note else [])])
+def render_all(request: FitRequest, source: str, results: list[FitResult], note: str | None, gemm: Gemm | None,
+               explained: Explained | None, alternatives: list[FitResult]) -> str:
+    """The text a person reads: a head line, one table, the notes."""
+    if explained is not None:
+        body = render_explain(request, explained, results, alternatives)
+    elif gemm is not None and len(gemm.specs) > 1:
+        body = render_matrix(request, source, results, gemm.stages is None)
+    elif gemm is not None and gemm.stages is None:
+        body = render_stages(request, source, results)
+    else:
+        body = render(request, source, results)
+    failures = [f"{r.target}: limit unknown: {r.error}" for r in results if r.verdict == UNKNOWN]
+    return "\n".join([body, *dict.fromkeys(failures), *([note] if note else [])])

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from bisect_smem.core.errors import BisectSmemError
@@ -145,6 +146,10 @@ class RealDevices:
     supported_steps: tuple[str, ...] | None = None
     needs_isolation = True
 
+    def loaded_static_smem(self, path: Path, kernel: str) -> int | None:
+        """The driver's static shared memory for a kernel in a compiled file; None where not supported."""
+        return None
+
     def device_count(self) -> int:
         raise NotImplementedError
 
@@ -188,4 +193,9 @@ class Backend(Protocol):
 
     def open(self, index: int, static_sizes: tuple[int, ...]) -> DeviceSession:
         """Compile and load the probe kernels on device ``index``."""
+        ...
+
+    def loaded_static_smem(self, path: Path, kernel: str) -> int | None:
+        """Load a cubin or PTX file and ask the driver for the kernel's static shared memory (bytes);
+        None where this backend cannot load compiled files."""
         ...

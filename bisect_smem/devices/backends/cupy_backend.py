@@ -51,14 +51,6 @@ class _DriverError(Exception):
     """A cuda-bindings call that failed; the message is the CUDA error name."""
 
 
-def loaded_static_smem(path: Path, kernel: str) -> int:
-    """Load a cubin or PTX file on device 0 and ask the driver for the kernel's SHARED_SIZE_BYTES."""
-    import cupy
-
-    module = cupy.RawModule(path=str(path))
-    return int(module.get_function(kernel).shared_size_bytes)
-
-
 def cupy_cuda_major() -> int | None:
     """The CUDA major version the installed CuPy wheel was built for, from its name (no import)."""
     from importlib import metadata
@@ -92,6 +84,13 @@ class CupyBackend(RealDevices):
             raise BackendUnavailable(f"the cupy backend needs CuPy, which is not installed: {INSTALL_HINT}")
         check_driver_for_cupy(lib.driver_version(), cupy_cuda_major())
         return count
+
+    def loaded_static_smem(self, path: Path, kernel: str) -> int | None:
+        """Load a cubin or PTX file on device 0 and ask the driver for the kernel's SHARED_SIZE_BYTES."""
+        import cupy
+
+        module = cupy.RawModule(path=str(path))
+        return int(module.get_function(kernel).shared_size_bytes)
 
     def open(self, index: int, static_sizes: tuple[int, ...]) -> CupySession:
         return CupySession(index, static_sizes)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from bisect_smem.core.errors import KernelCompileError, UsageError
@@ -103,6 +104,10 @@ class SimSpec:
         return cls(profile, flaky, sizes.get("hole"), sizes.get("sticky"), sizes.get("hang"), seed,
                    sizes.get("reserved"), text)
 
+    def loaded_static_smem(self, path: Path, kernel: str) -> int | None:
+        """A simulated device loads no compiled files."""
+        return None
+
     @property
     def needs_isolation(self) -> bool:
         """Sticky and hanging faults end a process, as on a real GPU."""
@@ -134,6 +139,10 @@ class SimBackend:
 
     def device_count(self) -> int:
         return len(self.specs)
+
+    def loaded_static_smem(self, path: Path, kernel: str) -> int | None:
+        """A simulated device loads no compiled files."""
+        return None
 
     @property
     def needs_isolation(self) -> bool:
