@@ -222,20 +222,15 @@ def _round_size(gap: int, width: int, budget: int) -> int:
 
 
 def _gallop_batched(run: _Rounds, points: list[int], lo: int, budget: int, batch: bool) -> tuple[int, int | None]:
-    """The gallop: every point in one round where the probes fit in ``budget`` whatever the answers, else
-    one point per round as ``find_ceiling`` does. Returns (largest pass below the first fail, first fail)."""
+    """The gallop: the points below the cap in one round where the probes fit in ``budget`` whatever the
+    answers, else one point per round as ``find_ceiling`` does; the cap, far above any device, only
+    after every smaller point passed. Returns (largest pass below the first fail, first fail)."""
     bounds = [lo, *points]
     worst = max(_cost(bounds[i + 1] - bounds[i]) for i in range(len(points)))
-    if batch and len(points) + worst <= budget:
-        answers = run.ask(points)
-    else:
-        answers = []
-        for n in points:
-            answers += run.ask([n])
-            if not answers[-1]:
-                break
-    for n, ok in zip(points, answers, strict=False):
-        if not ok:
-            return lo, n
-        lo = n
+    together = batch and len(points) > 2 and len(points) + worst <= budget
+    for group in ([points[:-1], points[-1:]] if together else [[n] for n in points]):
+        for n, ok in zip(group, run.ask(group), strict=True):
+            if not ok:
+                return lo, n
+            lo = n
     return lo, None
