@@ -148,3 +148,23 @@ def test_a_real_illegal_access_ends_only_a_worker(tmp_path: Path, capsys: pytest
     driver = dev["reported"]["driver"]
     assert dev["measured"]["optin_dynamic_ceiling_bytes"] == driver["max_shared_memory_per_block_optin_bytes"]
     assert dev["measured"]["default_dynamic_ceiling_bytes"] == driver["max_shared_memory_per_block_bytes"]
+
+
+def test_a_batch_of_launches_answers_as_single_launches() -> None:
+    from bisect_smem.devices.backends.cupy_backend import CupySession
+    from bisect_smem.devices.probes import Outcome, ProbeKernel
+
+    session = CupySession(0, (0, 1024))
+    kernel = ProbeKernel(1024, opt_in=True)
+    limit = session.driver_attributes()[97] - 1024  # opt-in per block, less the static data
+    sizes = [0, 4096, limit // 2, limit, limit + 1, 1 << 20]
+    batched = session.launch_many(kernel, sizes, 128, raise_limit=True)
+    single = []
+    for n in sizes:
+        accepted = session.set_max_dynamic(kernel, n)
+        single.append(accepted if not accepted.ok else session.launch(kernel, n, 128))
+    assert [o.outcome for o in batched] == [o.outcome for o in single]
+    assert [o.ok for o in batched] == [True, True, True, True, False, False]
+    assert all(o.bytes_verified == n + 1024 for o, n in zip(batched[:4], sizes, strict=True))
+    assert batched[-1].outcome is Outcome.INVALID_VALUE
+    session.close()

@@ -41,13 +41,14 @@ class Ceiling:
     unstable_range_bytes: tuple[int, int] | None = None
     non_monotone_at_bytes: tuple[int, ...] = ()
     error: str | None = None
+    rounds: int | None = None  # synchronisations the search took (several probes may share one)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Ceiling:
         unstable = d.get("unstable_range_bytes")
         return cls(d["ceiling_bytes"], d["probes"], d["probe_bound"], d.get("at_cap", False),
                    tuple(unstable) if unstable else None, tuple(d.get("non_monotone_at_bytes", ())),
-                   d.get("error"))
+                   d.get("error"), d.get("rounds"))
 
 
 @dataclass(frozen=True)

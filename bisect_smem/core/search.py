@@ -3,19 +3,27 @@
 The bounds come from galloping up from a small size to a hard cap, never from the attribute being
 checked. The boundary is confirmed (the ceiling passes and ceiling + 1 fails, each seen ``confirm``
 times), and monotonicity is spot-checked below the ceiling. Every probe is counted.
+
+``find_ceiling`` asks one size at a time. ``find_ceiling_batched`` asks several per round (a backend
+launches them all and synchronises once): the gallop points together, the confirmations and the spot
+check together, and, while the probe budget allows, several evenly spaced sizes per bisection round.
+It never exceeds the same probe bound, and with one size per round it probes exactly as the bisection.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 Predicate = Callable[[int], bool]
 """Answers True when ``n`` bytes fit, False when they are too big; raises for anything unexpected."""
+BatchPredicate = Callable[[Sequence[int]], Sequence[bool]]
+"""Answers a Predicate for each size, in order; a backend may launch them all before reading any."""
 
 GALLOP_START_BYTES = 4096
 EXTRA_PROBES = 6  # beyond ceil(log2(cap)): three gallop points, two confirmations, one spot check
+DEFAULT_WIDTH = 4  # the most sizes one bisection round may put in flight
 
 
 def probe_bound(cap_bytes: int, confirm: int = 2) -> int:
@@ -41,6 +49,7 @@ class SearchResult:
     unstable_range: tuple[int, int] | None = None
     non_monotone_at: tuple[int, ...] = ()
     observations: dict[int, tuple[bool, ...]] = field(default_factory=dict, compare=False, repr=False)
+    rounds: int = field(default=0, compare=False)  # synchronisations: one per size, or one per batch
 
     @property
     def trustworthy(self) -> bool:
@@ -95,7 +104,7 @@ def find_ceiling(fits: Predicate, *, cap_bytes: int, floor_bytes: int = 0, confi
         if fresh is not None:
             probe(fresh)
 
-    return _summarise(seen, ceiling, hi, cap_bytes, confirm)
+    return _summarise(seen, ceiling, hi, cap_bytes, confirm, sum(len(obs) for obs in seen.values()))
 
 
 def _unprobed_below(ceiling: int, floor_bytes: int, seen: dict[int, list[bool]]) -> int | None:
@@ -107,7 +116,7 @@ def _unprobed_below(ceiling: int, floor_bytes: int, seen: dict[int, list[bool]])
 
 
 def _summarise(seen: dict[int, list[bool]], ceiling: int | None, hi: int | None, cap: int,
-               confirm: int) -> SearchResult:
+               confirm: int, rounds: int) -> SearchResult:
     passes = sorted(n for n, obs in seen.items() if any(obs))
     fails = sorted(n for n, obs in seen.items() if not all(obs))
     mixed = [n for n, obs in seen.items() if any(obs) and not all(obs)]
@@ -125,4 +134,103 @@ def _summarise(seen: dict[int, list[bool]], ceiling: int | None, hi: int | None,
         unstable_range=unstable,
         non_monotone_at=non_monotone,
         observations={n: tuple(obs) for n, obs in sorted(seen.items())},
+        rounds=rounds,
     )
+
+
+def find_ceiling_batched(fits_many: BatchPredicate, *, cap_bytes: int, floor_bytes: int = 0, confirm: int = 2,
+                         start_bytes: int = GALLOP_START_BYTES, spot_check: bool = True,
+                         width: int = DEFAULT_WIDTH) -> SearchResult:
+    """``find_ceiling`` with several sizes per round, within the same probe bound and the same confirmations.
+
+    ``width`` is the most sizes one bisection round asks; with 1 it probes exactly as ``find_ceiling``.
+    """
+    if cap_bytes < floor_bytes:
+        raise ValueError(f"cap must be >= floor (got cap {cap_bytes}, floor {floor_bytes})")
+    if confirm < 1:
+        raise ValueError(f"confirm must be >= 1 (got {confirm})")
+    if width < 1:
+        raise ValueError(f"width must be >= 1 (got {width})")
+    run = _Rounds(fits_many)
+    bound = probe_bound(cap_bytes, confirm)
+    tail = 2 * (confirm - 1) + int(spot_check)  # the most the confirmations and the spot check can take
+    lo, hi = _gallop_batched(run, gallop_points(max(start_bytes, floor_bytes), cap_bytes), floor_bytes - 1,
+                             bound - tail, width > 1)
+    while hi is not None and hi - lo > 1:
+        points = _spread(lo, hi, _round_size(hi - lo, width, bound - tail - run.probes))
+        for n, ok in zip(points, run.ask(points), strict=True):
+            if not ok:
+                hi = n
+                break
+            lo = n
+    ceiling = lo if lo >= floor_bytes else None
+    last = [n for n in (ceiling, hi) if n is not None for _ in range(confirm - len(run.seen[n]))]
+    if spot_check and ceiling is not None and ceiling > floor_bytes:
+        fresh = _unprobed_below(ceiling, floor_bytes, run.seen)
+        last += [fresh] if fresh is not None else []
+    if last:
+        run.ask(last)
+    return _summarise(run.seen, ceiling, hi, cap_bytes, confirm, run.rounds)
+
+
+class _Rounds:
+    """Asks a batch predicate and records every answer, per size, and how many rounds it took."""
+
+    def __init__(self, fits_many: BatchPredicate) -> None:
+        self.fits_many = fits_many
+        self.seen: dict[int, list[bool]] = {}
+        self.rounds = 0
+        self.probes = 0
+
+    def ask(self, sizes: list[int]) -> list[bool]:
+        answers = [bool(ok) for ok in self.fits_many(list(sizes))]
+        if len(answers) != len(sizes):
+            raise ValueError(f"a batch predicate must answer every size (asked {len(sizes)}, got {len(answers)})")
+        self.rounds += 1
+        self.probes += len(sizes)
+        for n, ok in zip(sizes, answers, strict=True):
+            self.seen.setdefault(n, []).append(ok)
+        return answers
+
+
+def _cost(width: int) -> int:
+    """Probes a one-at-a-time bisection needs to close (lo, hi) with hi - lo = width: ceil(log2(width))."""
+    return (width - 1).bit_length() if width > 1 else 0
+
+
+def _spread(lo: int, hi: int, k: int) -> list[int]:
+    """``k`` sizes strictly between lo and hi, evenly spaced; k = 1 is the bisection's midpoint."""
+    return [lo + i * (hi - lo) // (k + 1) for i in range(1, k + 1)]
+
+
+def _round_size(gap: int, width: int, budget: int) -> int:
+    """How many sizes to ask in a round over ``gap``: more than one only where the probes still fit in
+    ``budget`` (what is left before the confirmations) whatever the answers, and cheapest per round saved."""
+    best, best_price = 1, math.inf
+    for k in range(2, min(width, gap - 1) + 1):
+        worst = k + _cost(-(-gap // (k + 1)))
+        if worst > budget:
+            continue
+        extra = worst - _cost(gap)  # probes beyond the bisection's
+        saved = _cost(gap) - 1 - _cost(-(-gap // (k + 1)))  # rounds fewer than the bisection's
+        if saved <= 0:
+            continue
+        price = extra / saved
+        if price < best_price or (price == best_price and k > best):
+            best, best_price = k, price
+    return best
+
+
+def _gallop_batched(run: _Rounds, points: list[int], lo: int, budget: int, batch: bool) -> tuple[int, int | None]:
+    """The gallop: the points below the cap in one round where the probes fit in ``budget`` whatever the
+    answers, else one point per round as ``find_ceiling`` does; the cap, far above any device, only
+    after every smaller point passed. Returns (largest pass below the first fail, first fail)."""
+    bounds = [lo, *points]
+    worst = max(_cost(bounds[i + 1] - bounds[i]) for i in range(len(points)))
+    together = batch and len(points) > 2 and len(points) + worst <= budget
+    for group in ([points[:-1], points[-1:]] if together else [[n] for n in points]):
+        for n, ok in zip(group, run.ask(group), strict=True):
+            if not ok:
+                return lo, n
+            lo = n
+    return lo, None

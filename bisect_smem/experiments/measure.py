@@ -15,7 +15,7 @@ from bisect_smem.core.errors import MeasurementError, ProbeFault
 from bisect_smem.core.hardware import MAX_THREADS_PER_BLOCK, STATIC_SMEM_COMPILE_CAP_BYTES
 from bisect_smem.core.model import Ceiling, StaticSplit
 from bisect_smem.core.profiles import ArchProfile, profile_for_cc
-from bisect_smem.core.search import find_ceiling, probe_bound
+from bisect_smem.core.search import find_ceiling_batched, probe_bound
 from bisect_smem.devices.backends.base import DeviceSession
 from bisect_smem.devices.device_info import DeviceInfo
 from bisect_smem.devices.probes import TOO_BIG, LaunchOutcome, ProbeKernel
@@ -102,51 +102,54 @@ class DeviceMeasurement:
         """The experiments on an opened device, fed by what it reports and its published row."""
         return cls(session, config, progress, info.reported["driver"], profile_for_cc(info.identity.compute_capability))
 
-    def _search(self, name: str, predicate: Callable[[int], bool]) -> Ceiling:
-        """Run one ceiling search; an unexpected probe class becomes the ceiling's error, not a number."""
+    def _search(self, name: str, predicate: Callable[[list[int]], list[bool]]) -> Ceiling:
+        """Run one ceiling search, several sizes per round; an unexpected probe class becomes the
+        ceiling's error, not a number."""
         count = 0
 
-        def counted(n: int) -> bool:
+        def counted(sizes: list[int]) -> list[bool]:
             nonlocal count
-            count += 1
-            self.progress(f"{name}: probe {count} at {n} B")
-            return predicate(n)
+            for n in sizes:
+                count += 1
+                self.progress(f"{name}: probe {count} at {n} B")
+            return predicate(sizes)
 
         bound = probe_bound(self.config.cap_bytes, self.config.confirm)
         try:
-            result = find_ceiling(counted, cap_bytes=self.config.cap_bytes, confirm=self.config.confirm)
+            result = find_ceiling_batched(counted, cap_bytes=self.config.cap_bytes, confirm=self.config.confirm)
         except ProbeFault as fault:
             if fault.sticky:
                 raise
             ceiling = Ceiling(None, count, bound, error=str(fault))
         else:
             ceiling = Ceiling(result.ceiling_bytes, result.probes, bound, result.at_cap, result.unstable_range,
-                              result.non_monotone_at)
+                              result.non_monotone_at, rounds=result.rounds)
         self.searches[name] = ceiling
         return ceiling
 
     def measure_default_ceiling(self) -> Ceiling:
         """The largest dynamic size that launches on a function whose attribute was never raised."""
         kernel = ProbeKernel(0, opt_in=False)
-        return self._search("default_dynamic_ceiling", lambda n: fits(
-            self.session.launch(kernel, n, REFERENCE_THREADS), f"default launch of {n} B"))
+        return self._search("default_dynamic_ceiling", lambda sizes: [
+            fits(got, f"default launch of {n} B")
+            for n, got in zip(sizes, self.session.launch_many(kernel, sizes, REFERENCE_THREADS), strict=True)])
 
     def measure_attribute_accept_ceiling(self) -> Ceiling:
         """The largest value cudaFuncSetAttribute(MaxDynamicSharedMemorySize) accepts."""
         kernel = ProbeKernel(0, opt_in=True)
-        return self._search("attribute_accept_ceiling", lambda n: fits(
-            self.session.set_max_dynamic(kernel, n), f"attribute set to {n} B"))
+        return self._search("attribute_accept_ceiling", lambda sizes: [
+            fits(self.session.set_max_dynamic(kernel, n), f"attribute set to {n} B") for n in sizes])
 
     def measure_static_split(self, static_bytes: int, threads: int) -> StaticSplit:
         """The opt-in dynamic ceiling beside ``static_bytes`` of static shared memory."""
         kernel = ProbeKernel(static_bytes, opt_in=True)
         footprint = self.static_footprint(kernel, threads)
 
-        def predicate(n: int) -> bool:
-            if not fits(self.session.set_max_dynamic(kernel, n), f"attribute set to {n} B ({static_bytes} B static)"):
-                return False
-            return fits(self.session.launch(kernel, n, threads),
-                        f"opt-in launch of {n} B + {static_bytes} B static, {threads} threads")
+        def predicate(sizes: list[int]) -> list[bool]:
+            # The attribute is set to each size just before its launch: a refused attribute is "too big".
+            launched = self.session.launch_many(kernel, sizes, threads, raise_limit=True)
+            return [fits(got, f"attribute set to and opt-in launch of {n} B + {static_bytes} B static, "
+                              f"{threads} threads") for n, got in zip(sizes, launched, strict=True)]
 
         ceiling = self._search(f"optin_dynamic_ceiling/static={static_bytes}/threads={threads}", predicate)
         return StaticSplit(static_bytes, threads, ceiling.ceiling_bytes, ceiling.probes, footprint)

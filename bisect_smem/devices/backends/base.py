@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -137,6 +137,15 @@ class DeviceSession(Protocol):
         """Release the module and buffers."""
         ...
 
+    def launch_many(self, kernel: ProbeKernel, sizes: Sequence[int], threads: int, *,
+                    raise_limit: bool = False) -> list[LaunchOutcome]:
+        """``launch`` of each size, each into its own result words, read after one synchronisation.
+
+        With ``raise_limit`` the opt-in attribute is set to each size just before its launch (a launch
+        checks the attribute when it is enqueued), and a refused attribute is that size's outcome.
+        """
+        ...
+
 
 class RealDevices:
     """``is_available`` and ``unavailable_reason`` of a backend that reaches real devices, from its
@@ -199,3 +208,13 @@ class Backend(Protocol):
         """Load a cubin or PTX file and ask the driver for the kernel's static shared memory (bytes);
         None where this backend cannot load compiled files."""
         ...
+
+
+def launch_each(session: DeviceSession, kernel: ProbeKernel, sizes: Sequence[int], threads: int, *,
+                raise_limit: bool = False) -> list[LaunchOutcome]:
+    """``launch_many`` one size at a time: for backends that synchronise every launch."""
+    outcomes = []
+    for n in sizes:
+        limit = session.set_max_dynamic(kernel, n) if raise_limit else None
+        outcomes.append(limit if limit is not None and not limit.ok else session.launch(kernel, n, threads))
+    return outcomes

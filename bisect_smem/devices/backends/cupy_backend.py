@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -325,3 +326,28 @@ class CupySession:
     def close(self) -> None:
         self._module = None
         self._functions = {}
+
+    def launch_many(self, kernel: ProbeKernel, sizes: Sequence[int], threads: int, *,
+                    raise_limit: bool = False) -> list[LaunchOutcome]:
+        # Each launch writes its own row, so nothing waits between them and one copy reads them all. A
+        # size over the limit is refused when it is enqueued, so its error stays with its own size.
+        cupy = self._cupy
+        outs = cupy.zeros((len(sizes), RESULT_WORDS), dtype=cupy.uint32)
+        fn = self._function(kernel)
+        pending: list[LaunchOutcome | int] = []  # per size: its outcome already, or the seed to decode with
+        for row, n in enumerate(sizes):
+            limit = self.set_max_dynamic(kernel, n) if raise_limit else None
+            if limit is not None and not limit.ok:
+                pending.append(limit)
+                continue
+            seed = next(self._seeds) & 0xFF
+            with self.cuda_errors() as failed:
+                fn((1,), (threads,), (cupy.uint32(n), cupy.uint32(seed), outs[row]), shared_mem=n)
+            pending.append(LaunchOutcome(failed.outcome, failed.detail) if failed else seed)
+        with self.cuda_errors() as failed:
+            rows = outs.get().tolist()  # the one synchronisation: a fault in any launch surfaces here
+        if failed:
+            return [p if isinstance(p, LaunchOutcome) else LaunchOutcome(failed.outcome, failed.detail)
+                    for p in pending]
+        return [p if isinstance(p, LaunchOutcome) else decode_probe_result(rows[i], kernel.static_bytes, sizes[i], p)
+                for i, p in enumerate(pending)]

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
 from bisect_smem.core.errors import BackendUnavailable, UsageError
 from bisect_smem.devices import attributes
-from bisect_smem.devices.backends.base import CudaErrorFunnel, DeviceIdentity, RealDevices
+from bisect_smem.devices.backends.base import CudaErrorFunnel, DeviceIdentity, RealDevices, launch_each
 from bisect_smem.devices.backends.libcuda import libcuda
 from bisect_smem.devices.kernel_abi import (
     RESIDENCY_COUNTER_WORDS,
@@ -309,3 +310,7 @@ class NumbaSession:
 
     def close(self) -> None:
         self._kernels = {}
+
+    def launch_many(self, kernel: ProbeKernel, sizes: Sequence[int], threads: int, *,
+                    raise_limit: bool = False) -> list[LaunchOutcome]:
+        return launch_each(self, kernel, sizes, threads, raise_limit=raise_limit)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,7 @@ from bisect_smem.core.hardware import (
 )
 from bisect_smem.core.profiles import ArchProfile, find_profile, profile_names
 from bisect_smem.devices import attributes
-from bisect_smem.devices.backends.base import DeviceIdentity
+from bisect_smem.devices.backends.base import DeviceIdentity, launch_each
 from bisect_smem.devices.probes import (
     ClusterOutcome,
     ClusterResidencyOutcome,
@@ -355,3 +356,7 @@ class SimSession:
 
     def close(self) -> None:
         self._max_dynamic.clear()
+
+    def launch_many(self, kernel: ProbeKernel, sizes: Sequence[int], threads: int, *,
+                    raise_limit: bool = False) -> list[LaunchOutcome]:
+        return launch_each(self, kernel, sizes, threads, raise_limit=raise_limit)
