@@ -65,7 +65,7 @@ class CorruptAbove(SimSession):
 def test_a_launch_that_does_not_verify_is_never_a_ceiling() -> None:
     session = CorruptAbove(threshold=100_000)
     config = MeasureConfig()
-    measured, _ = assemble(DeviceMeasurement(session, config).run(plan_steps(config)))
+    measured, _ = assemble(DeviceMeasurement(session, config).run(plan_steps(config))[0])
     assert measured.optin_dynamic_ceiling_bytes is None
     reported = {"driver": {"max_shared_memory_per_block_optin_bytes": 232448,
                            "max_shared_memory_per_block_bytes": 49152}}

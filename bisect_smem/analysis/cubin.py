@@ -16,8 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bisect_smem.core.errors import UsageError
+from bisect_smem.core.hardware import DEFAULT_RESERVED_BYTES, round_up
 
-RESERVED_WINDOW_BYTES = 1024
 MAX_COMPILED_FILE_BYTES = 256 << 20  # a fat library's cubin is tens of MB; /dev/zero is endless
 HEAD_BYTES = 64 << 10
 ELF_HEADER_BYTES = 64
@@ -36,8 +36,8 @@ def cubin_static_smem(path: Path, kernel: str) -> tuple[str, int]:
     size = names.get(f".nv.shared.{full}", 0)
     # From sm_90 on, a cubin with a reserved-shared-memory section counts the 1 KB system window inside
     # each kernel's section; the driver's SHARED_SIZE_BYTES does not.
-    if any(n.startswith(".nv.shared.reserved") for n in names) and size >= RESERVED_WINDOW_BYTES:
-        size -= RESERVED_WINDOW_BYTES
+    if any(n.startswith(".nv.shared.reserved") for n in names) and size >= DEFAULT_RESERVED_BYTES:
+        size -= DEFAULT_RESERVED_BYTES
     return full, size
 
 
@@ -91,7 +91,7 @@ def ptx_static_smem(path: Path, kernel: str) -> tuple[str, int]:
             continue
         size = int(bits) // 8 * int(count or 1)
         alignment = int(align or int(bits) // 8)
-        total = -(-total // alignment) * alignment + size
+        total = round_up(total, alignment) + size
     return full, total
 
 

@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 
 from bisect_smem.core.errors import UsageError
-from bisect_smem.core.hardware import round_down, round_up
+from bisect_smem.core.hardware import ceil_div, round_down, round_up
 
 DTYPE_BITS = {"fp4": 4, "fp6": 6, "fp8": 8, "int8": 8, "fp16": 16, "bf16": 16, "tf32": 32, "fp32": 32}
 PIPELINE_BARRIER_BYTES = 16  # one full and one empty 64-bit mbarrier per stage
@@ -91,8 +91,8 @@ class GemmSpec:
     def operand_bytes(self) -> tuple[int, int]:
         """Bytes of one stage's A and B tiles: whole bytes per operand (as cutlass::bits_to_bytes), then padded."""
         t = self.tile
-        a = -(-DTYPE_BITS[self.dtype_a] * t.m * t.k // 8)
-        b = -(-DTYPE_BITS[self.dtype_b] * t.n * t.k // 8)
+        a = ceil_div(DTYPE_BITS[self.dtype_a] * t.m * t.k, 8)
+        b = ceil_div(DTYPE_BITS[self.dtype_b] * t.n * t.k, 8)
         return round_up(a, self.align_bytes), round_up(b, self.align_bytes)
 
     def fixed_bytes(self, stages: int) -> int:

@@ -148,16 +148,8 @@ def measure_in_process(request: RunRequest, index: int, progress: Callable[[str]
     except BisectSmemError as exc:
         return build_report(index, name, None, {}, [], str(exc), time.perf_counter() - start)
     steps = request.steps
-    done: Done = {}
-    error = None
     try:
-        measurement = DeviceMeasurement.for_device(session, info, request.config, progress)
-        for step in steps:
-            try:
-                done[step] = measurement.run_step(step, done)
-            except ProbeFault as fault:
-                error = f"{step.key}: {fault}; the context is lost, and an inline run cannot restart (drop --inline)"
-                break
+        done, error = DeviceMeasurement.for_device(session, info, request.config, progress).run(steps)
     finally:
         session.close()
     return build_report(index, name, info, done, [], error, time.perf_counter() - start, steps)

@@ -38,11 +38,18 @@ class DriverAttribute(enum.IntEnum):
     CLUSTER_LAUNCH = 120
 
 
+def ceil_div(numerator: int, denominator: int) -> int:
+    """``numerator / denominator`` rounded up (denominator >= 1)."""
+    if denominator < 1:
+        raise ValueError(f"denominator must be >= 1 (got {denominator})")
+    return -(-numerator // denominator)
+
+
 def round_up(value: int, multiple: int) -> int:
     """``value`` rounded up to a whole number of ``multiple`` (both >= 0, multiple >= 1)."""
     if multiple < 1:
         raise ValueError(f"multiple must be >= 1 (got {multiple})")
-    return -(-value // multiple) * multiple
+    return ceil_div(value, multiple) * multiple
 
 
 def round_down(value: int, multiple: int) -> int:

@@ -16,6 +16,8 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from bisect_smem.core.hardware import ceil_div
+
 Predicate = Callable[[int], bool]
 """Answers True when ``n`` bytes fit, False when they are too big; raises for anything unexpected."""
 BatchPredicate = Callable[[Sequence[int]], Sequence[bool]]
@@ -208,11 +210,11 @@ def _round_size(gap: int, width: int, budget: int) -> int:
     ``budget`` (what is left before the confirmations) whatever the answers, and cheapest per round saved."""
     best, best_price = 1, math.inf
     for k in range(2, min(width, gap - 1) + 1):
-        worst = k + _cost(-(-gap // (k + 1)))
+        worst = k + _cost(ceil_div(gap, k + 1))
         if worst > budget:
             continue
         extra = worst - _cost(gap)  # probes beyond the bisection's
-        saved = _cost(gap) - 1 - _cost(-(-gap // (k + 1)))  # rounds fewer than the bisection's
+        saved = _cost(gap) - 1 - _cost(ceil_div(gap, k + 1))  # rounds fewer than the bisection's
         if saved <= 0:
             continue
         price = extra / saved

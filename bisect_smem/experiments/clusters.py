@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from bisect_smem.core.errors import ProbeFault
-from bisect_smem.core.hardware import NONPORTABLE_CLUSTER_SIZE, PORTABLE_CLUSTER_SIZE
+from bisect_smem.core.hardware import NONPORTABLE_CLUSTER_SIZE, PORTABLE_CLUSTER_SIZE, ceil_div
 from bisect_smem.core.model import ClusterMeasurement
 from bisect_smem.devices.backends.base import DeviceSession
 from bisect_smem.devices.probes import TOO_BIG, Outcome
@@ -58,7 +58,7 @@ class ClusterExperiments:
 
     def active(self, dynamic_bytes: int, size: int) -> dict[str, int | None]:
         # More clusters than could ever be resident: every SM's block limit times the SMs.
-        clusters = -(-self.sm_count * self.max_blocks_per_sm // size) + 1
+        clusters = ceil_div(self.sm_count * self.max_blocks_per_sm, size) + 1
         self.probes += 1
         self.progress(f"co-resident clusters of {size} at {dynamic_bytes} B")
         got = self.session.cluster_residency(dynamic_bytes, size, size > PORTABLE_CLUSTER_SIZE, CLUSTER_THREADS,

@@ -255,9 +255,13 @@ class DeviceMeasurement:
             max_threads_per_sm=self.reported.get("max_threads_per_multiprocessor"),
             granule_bytes=granule, reserved_bytes=reserved)
 
-    def run(self, steps: list[Step]) -> Done:
-        """Every step in this process, in order, with no restarts: a sticky fault propagates."""
+    def run(self, steps: list[Step]) -> tuple[Done, str | None]:
+        """Every step in this process, in order, with no restarts: a sticky fault ends the run, and is
+        returned as the error beside the steps done before it."""
         done: Done = {}
         for step in steps:
-            done[step] = self.run_step(step, done)
-        return done
+            try:
+                done[step] = self.run_step(step, done)
+            except ProbeFault as fault:
+                return done, f"{step.key}: {fault}; the context is lost, and an inline run cannot restart (drop --inline)"
+        return done, None

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from bisect_smem.core.errors import MeasurementError, ProbeFault
-from bisect_smem.core.hardware import block_footprint, blocks_per_sm, round_up
+from bisect_smem.core.hardware import block_footprint, blocks_per_sm, ceil_div, round_up
 from bisect_smem.core.model import CarveoutPoint, ResidencyStep
 from bisect_smem.devices.backends.base import DeviceSession
 from bisect_smem.devices.probes import TOO_BIG, ResidencyOutcome
@@ -43,7 +43,7 @@ class Limits:
         limit would otherwise cap the count before the largest carveout is full."""
         footprint = CARVEOUT_FOOTPRINT_BYTES
         if self.smem_per_sm_bytes and self.max_blocks_per_sm:
-            needed = -(-self.smem_per_sm_bytes // self.max_blocks_per_sm)
+            needed = ceil_div(self.smem_per_sm_bytes, self.max_blocks_per_sm)
             footprint = max(footprint, round_up(needed, self.granule_bytes))
         return max(footprint - self.reserved_bytes, 0)
 

@@ -122,6 +122,7 @@ class CupySession:
         self._counters = cupy.zeros(RESIDENCY_COUNTER_WORDS, dtype=cupy.uint32)
         self._seeds = itertools.count(1)
         self._residency_grid = libcuda().residency_grid(index)
+        self._streams: list[Any] = []  # for launch_many, created as needed
         self.cuda_errors = CudaErrorFunnel((_DriverError, cupy.cuda.driver.CUDADriverError,
                                             cupy.cuda.runtime.CUDARuntimeError))
 
@@ -329,11 +330,15 @@ class CupySession:
 
     def launch_many(self, kernel: ProbeKernel, sizes: Sequence[int], threads: int, *,
                     raise_limit: bool = False) -> list[LaunchOutcome]:
-        # Each launch writes its own row, so nothing waits between them and one copy reads them all. A
-        # size over the limit is refused when it is enqueued, so its error stays with its own size.
+        # Each launch writes its own row on its own stream: a probe is one block on one SM, so they run
+        # side by side, and one copy reads them all. The streams are blocking ones, ordered after the
+        # zero fill and before the read on the legacy default stream. A size over the limit is refused
+        # when it is enqueued, so its error stays with its own size.
         cupy = self._cupy
         outs = cupy.zeros((len(sizes), RESULT_WORDS), dtype=cupy.uint32)
         fn = self._function(kernel)
+        while len(self._streams) < len(sizes):
+            self._streams.append(cupy.cuda.Stream(non_blocking=False))
         pending: list[LaunchOutcome | int] = []  # per size: its outcome already, or the seed to decode with
         for row, n in enumerate(sizes):
             limit = self.set_max_dynamic(kernel, n) if raise_limit else None
@@ -341,7 +346,7 @@ class CupySession:
                 pending.append(limit)
                 continue
             seed = next(self._seeds) & 0xFF
-            with self.cuda_errors() as failed:
+            with self.cuda_errors() as failed, self._streams[row]:
                 fn((1,), (threads,), (cupy.uint32(n), cupy.uint32(seed), outs[row]), shared_mem=n)
             pending.append(LaunchOutcome(failed.outcome, failed.detail) if failed else seed)
         with self.cuda_errors() as failed:

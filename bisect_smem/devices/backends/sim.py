@@ -27,6 +27,7 @@ from bisect_smem.core.hardware import (
     DriverAttribute,
     block_footprint,
     blocks_per_sm,
+    ceil_div,
     default_reserved_bytes,
     round_up,
     static_footprint,
@@ -300,7 +301,7 @@ class SimSession:
         if percent is None or percent < 0 or not p.carveout_kib:
             return p.smem_per_sm_bytes
         sizes = sorted(k * KIB for k in p.carveout_kib)
-        wanted = max(-(-percent * p.smem_per_sm_bytes // 100), footprint)
+        wanted = max(ceil_div(percent * p.smem_per_sm_bytes, 100), footprint)
         return next((s for s in sizes if s >= wanted), sizes[-1])
 
     def carveout_sweep(self, dynamic_bytes: int, threads: int, hold_ns: int,
