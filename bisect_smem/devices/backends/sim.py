@@ -277,6 +277,15 @@ class SimSession:
             aggr_smem_size=reserved + used if self.profile.compute_capability >= (9, 0) else None,
         )
 
+    def available_dynamic_smem(self, kernel: ProbeKernel, threads: int) -> int | None:
+        """What one block may have beside its static data and reserved window, capped by the attribute."""
+        if not 1 <= threads <= MAX_THREADS_PER_BLOCK:
+            return None
+        footprint = self._static_footprint(kernel)
+        hardware = min(self.profile.max_smem_per_block_optin_bytes,
+                       self.profile.smem_per_sm_bytes - self.spec.reserved_bytes) - footprint
+        return max(min(self._limit(kernel), hardware), 0)
+
     def residency(self, dynamic_bytes: int, threads: int, hold_ns: int,
                   carveout_percent: int | None = None) -> ResidencyOutcome:
         p = self.profile
