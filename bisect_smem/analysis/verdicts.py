@@ -106,14 +106,13 @@ def split_verdicts(splits: tuple[StaticSplit, ...], measured: Measured, optin: i
             note = "footprint not readable on this backend; 16-B alignment of the dynamic array assumed"
         expected: int | str | None = optin - footprint if optin is not None else None
         search = measured.searches.get(f"optin_dynamic_ceiling/static={split.static_bytes}/threads={split.threads}")
-        source = f"{optin_src} opt-in - static footprint" if optin_src else None
+        source = f"{optin_src} - footprint" if optin_src else None
         if isinstance(expected, int) and expected < 0:
             # No dynamic size launches at all: an expected ceiling below 0 is "nothing", not a number.
             rows.append(_nothing_launches(f"opt-in dynamic ceiling, {label}", split, footprint, optin, source, search))
         else:
             if footprint != split.static_bytes and not note:
-                note = (f"{split.static_bytes} B static occupies {footprint} B (the dynamic array is aligned); "
-                        f"opt-in - static would say {optin - split.static_bytes if optin is not None else '?'}")
+                note = f"{split.static_bytes} B static occupies {footprint} B (the dynamic array is aligned)"
             rows.append(_compare(f"opt-in dynamic ceiling, {label}", expected, source, split.dynamic_ceiling_bytes,
                                  search, note=note))
         if split.dynamic_ceiling_bytes is not None:
