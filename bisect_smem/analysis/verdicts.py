@@ -72,10 +72,10 @@ def _predicted(quantity: str, api: int | None, source: str, low: int | None, hig
         return Verdict(quantity, None, source, measured, "info", "; ".join(notes or ["no prediction to compare"]),
                        "prediction")
     if low < api:
-        notes.insert(0, f"{api - low} fewer than predicted: a grid sized by the API would wait")
+        notes.insert(0, f"{api - low} fewer than the API: a grid sized by it would wait")
         return Verdict(quantity, api, source, measured, "MISMATCH", "; ".join(notes), "prediction")
     if high > api:
-        notes.insert(0, f"{high - api} more than predicted")
+        notes.insert(0, f"{high - api} more than the API")
         return Verdict(quantity, api, source, measured, "differs", "; ".join(notes), "prediction")
     return Verdict(quantity, api, source, measured, "match", "; ".join(notes), "prediction")
 
@@ -112,7 +112,7 @@ def split_verdicts(splits: tuple[StaticSplit, ...], measured: Measured, optin: i
             rows.append(_nothing_launches(f"opt-in dynamic ceiling, {label}", split, footprint, optin, source, search))
         else:
             if footprint != split.static_bytes and not note:
-                note = f"{split.static_bytes} B static occupies {footprint} B (the dynamic array is aligned)"
+                note = f"{split.static_bytes} B static occupies {footprint} B (aligned)"
             rows.append(_compare(f"opt-in dynamic ceiling, {label}", expected, source, split.dynamic_ceiling_bytes,
                                  search, note=note))
         if split.dynamic_ceiling_bytes is not None:
@@ -158,23 +158,23 @@ def build_verdicts(reported: dict[str, dict[str, Any]], measured: Measured,
     rows += split_verdicts(measured.static_splits, measured, optin, optin_src)
 
     oversized = reported.get("driver", {}).get("max_oversized_shared_memory_per_block_bytes")
-    rows.append(Verdict("oversized shared memory per block (attribute 150)", oversized, "driver", None, "info",
+    rows.append(Verdict("oversized smem per block (attr 150)", oversized, "driver", None, "info",
                         "reported only" if oversized is not None else "not known by this driver"))
     reserved, reserved_src = best_value(reported, "reserved_shared_memory_per_block_bytes")
     rows.append(_compare("reserved shared memory per block", reserved, reserved_src, measured.reserved_bytes,
                          note="" if measured.reserved_bytes is not None else _not_measured_note(cc)))
     granule = profile.allocation_granularity_bytes if profile else None
-    rows.append(_compare("allocation granularity (%total_smem_size)", granule, "published" if granule else None,
+    rows.append(_compare("granularity (%total_smem_size)", granule, "published" if granule else None,
                          measured.allocation_granularity_bytes,
                          note="" if measured.allocation_granularity_bytes is not None else _not_measured_note(cc)))
     regs = measured.registers_at_ceiling
     if regs and regs.get("dynamic_smem_size") is not None:
-        rows.append(_compare("%dynamic_smem_size at the opt-in ceiling", measured.optin_dynamic_ceiling_bytes,
+        rows.append(_compare("%dynamic_smem_size at opt-in ceiling", measured.optin_dynamic_ceiling_bytes,
                              "requested", regs["dynamic_smem_size"]))
     rows += residency_verdicts(measured.residency)
     if measured.residency:
         per_sm, per_sm_src = best_value(reported, "max_shared_memory_per_multiprocessor_bytes")
-        rows.append(_compare("shared memory per SM (2 blocks co-reside)", per_sm, per_sm_src,
+        rows.append(_compare("shared memory per SM (2 blocks fit)", per_sm, per_sm_src,
                              measured.smem_per_sm_bytes))
     rows += carveout_verdicts(measured.carveout, profile.carveout_kib if profile else None)
     rows += cluster_verdicts(measured)
@@ -276,7 +276,7 @@ def carveout_verdicts(points: tuple[CarveoutPoint, ...], published_kib: tuple[in
             note = f"carveout {_kib(first.carveout_bytes)} KiB"
         elif first.carveout_range_bytes:
             lo, hi = first.carveout_range_bytes
-            note = f"carveout in [{_kib(lo)}, {_kib(hi)}) KiB" + (": no published size" if published_kib else "")
+            note = f"carveout [{_kib(lo)}, {_kib(hi)}) KiB" + (", unpublished" if published_kib else "")
         else:
             note = "carveout not measured"
         row = _predicted(f"blocks/SM at carveout {label}", first.api_blocks_per_sm, "occupancy API",
@@ -291,6 +291,6 @@ def carveout_verdicts(points: tuple[CarveoutPoint, ...], published_kib: tuple[in
         seen = ", ".join([*map(str, used), *(f"{_kib(lo)}..{_kib(hi)}" for lo, hi in unmatched)])
         verdict = "info" if not published_kib else ("differs" if unmatched else "match")
         rows.append(Verdict("carveout sizes seen (KB)", published, "published" if published else None, seen, verdict,
-                            "a range is what residency proves where no published size fits" if unmatched else "",
+                            "ranges: what residency proves, no published size inside" if unmatched else "",
                             "reference"))
     return rows

@@ -8,6 +8,7 @@ it disagrees; ``verbose`` shows every row. Text output fits in ``WIDTH`` columns
 from __future__ import annotations
 
 import re
+import textwrap
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -17,8 +18,10 @@ from tabulate import tabulate
 from bisect_smem.core.model import DeviceReport, Report, Verdict
 
 TABLE_HEADERS = ("quantity", "reported", "source", "measured", "verdict", "note")
+COMPACT_HEADERS = ("quantity", "reported", "measured", "verdict", "note")
 WIDTH = 100
 HEADLINE_LINES = 12
+HEADLINE_INDENT = 21  # two spaces, then the labels' column
 VERDICT_ORDER = ("match", "differs", "MISMATCH", "ERROR", "info")
 # Families of rows that become one summary row when every row in them agrees.
 FAMILIES: tuple[tuple[str, Callable[[str], bool]], ...] = (
@@ -29,7 +32,9 @@ FAMILIES: tuple[tuple[str, Callable[[str], bool]], ...] = (
                                                       "distributed shared memory"))),
     ("published table", lambda q: q.startswith("published:")),
 )
-_PROBES_NOTE = re.compile(r"^\d+ probes \(bound \d+\)$")
+# Fragments of a note the compact table leaves out: probe counts, and the size of a difference from a
+# prediction (the reported and measured columns show it).
+_COMPACT_DROPS = (re.compile(r"^\d+ probes \(bound \d+\)$"), re.compile(r"^\d+ more than the API$"))
 _THREADS = re.compile(r"^(?P<what>.*), (?P<threads>\d+) threads$")
 
 
@@ -114,12 +119,15 @@ def _reasons(dev: DeviceReport, room: int) -> list[str]:
             grouped.setdefault((v.verdict, _family(v.quantity)[0]), []).append(v)
     if dev.error and not any(v.verdict == "ERROR" for v in dev.verdicts):
         grouped[("ERROR", dev.error)] = []
-    lines = []
+    lines: list[str] = []
     for (verdict, family), rows in grouped.items():
         parts = [_family(v.quantity)[1] for v in rows if _family(v.quantity)[1]]
-        what = f"{family} {', '.join(parts)}" if parts else family
-        why = rows[0].note.split("; ")[0] if rows and rows[0].note else ""
-        lines.append(f"{verdict}: {what}" + (f" ({why})" if why else ""))
+        why = f": {rows[0].note.split('; ')[0]}" if rows and rows[0].note else ""
+        room_for_parts = WIDTH - HEADLINE_INDENT - len(f"{verdict}: {family} ") - len(why)
+        what = family
+        if parts:
+            what += " " + textwrap.shorten(", ".join(parts), max(room_for_parts, 12), placeholder=" ...")
+        lines.append(textwrap.shorten(f"{verdict}: {what}{why}", WIDTH - HEADLINE_INDENT, placeholder=" ..."))
     if len(lines) > room:
         lines = [*lines[:room - 1], f"... and {len(lines) - room + 1} more: see the table"]
     return lines
@@ -148,27 +156,40 @@ def headline(dev: DeviceReport, strict: bool = False) -> list[tuple[str, str]]:
 
 
 def _compact_note(note: str) -> str:
-    return "; ".join(part for part in note.split("; ") if not _PROBES_NOTE.match(part))
+    kept = [part for part in note.split("; ") if not any(drop.match(part) for drop in _COMPACT_DROPS)]
+    return "; ".join(part.removeprefix("carveout ") if part.startswith("carveout [") else part for part in kept)
+
+
+def _compact(v: Verdict) -> Verdict:
+    """A row as the compact table shows it: shorter label, no probe counts, long lists cut to the news."""
+    reported, measured = v.reported, v.measured
+    if isinstance(reported, str) and isinstance(measured, str) and ", " in reported and ", " in measured:
+        published = reported.split(", ")
+        extra = [item for item in measured.split(", ") if item not in published]
+        reported, measured = f"{len(published)} sizes", ", ".join(extra) if extra else "all published"
+    return Verdict(v.quantity.replace("opt-in dynamic ceiling", "opt-in ceiling"), reported, v.source, measured,
+                   v.verdict, _compact_note(v.note), v.kind)
 
 
 def _fold_threads(rows: list[Verdict]) -> list[Verdict]:
-    """Rows that differ only in their thread count, and agree, become one row naming every count."""
+    """Rows that differ only in their thread count, and agree, become one row; the counts go to the note."""
     out: list[Verdict] = []
+    threads: dict[int, list[str]] = {}
     keys: dict[tuple, int] = {}
-    for v in rows:
+    for v in map(_compact, rows):
         found = _THREADS.match(v.quantity)
-        v = Verdict(v.quantity, v.reported, v.source, v.measured, v.verdict, _compact_note(v.note), v.kind)
         if found is None:
             out.append(v)
             continue
         key = (found["what"], v.reported, v.source, v.measured, v.verdict, v.note)
-        if key in keys:
-            prev = out[keys[key]]
-            out[keys[key]] = Verdict(prev.quantity.removesuffix(" threads") + f"/{found['threads']} threads",
-                                     prev.reported, prev.source, prev.measured, prev.verdict, prev.note, prev.kind)
-        else:
+        if key not in keys:
             keys[key] = len(out)
-            out.append(v)
+            out.append(Verdict(found["what"], v.reported, v.source, v.measured, v.verdict, v.note, v.kind))
+        threads.setdefault(keys[key], []).append(found["threads"])
+    for at, counts in threads.items():
+        v = out[at]
+        note = "; ".join(part for part in (f"{'/'.join(counts)} threads", v.note) if part)
+        out[at] = Verdict(v.quantity, v.reported, v.source, v.measured, v.verdict, note, v.kind)
     return out
 
 
@@ -201,21 +222,28 @@ def compact_rows(dev: DeviceReport) -> list[Verdict]:
     return out
 
 
-def _table_rows(rows: list[Verdict]) -> list[tuple[str, ...]]:
-    return [(v.quantity, _fmt(v.reported), _fmt(v.source), _fmt(v.measured), v.verdict, v.note) for v in rows]
+def _table_rows(rows: list[Verdict], headers: tuple[str, ...] = TABLE_HEADERS) -> list[tuple[str, ...]]:
+    cells = {"quantity": lambda v: v.quantity, "reported": lambda v: _fmt(v.reported),
+             "source": lambda v: _fmt(v.source), "measured": lambda v: _fmt(v.measured),
+             "verdict": lambda v: v.verdict, "note": lambda v: v.note}
+    return [tuple(cells[h](v) for h in headers) for v in rows]
 
 
 def device_table(rows: list[Verdict], width: int | None = WIDTH) -> str:
-    """The rows as a plain-text table; with ``width``, long cells wrap so that it fits."""
-    data = _table_rows(rows)
-    if width is None or not data:
-        return tabulate(data, headers=TABLE_HEADERS, tablefmt="simple", disable_numparse=True)
-    caps = [34, 10, 18, 10, 8]
-    natural = [max(len(TABLE_HEADERS[i]), *(len(r[i]) for r in data)) for i in range(5)]
+    """The rows as a plain-text table. With ``width`` (the compact table) the source column is left out
+    (``--verbose`` and the JSON have it) and long cells wrap so that the table fits."""
+    if width is None:
+        return tabulate(_table_rows(rows), headers=TABLE_HEADERS, tablefmt="simple", disable_numparse=True)
+    headers = COMPACT_HEADERS
+    data = _table_rows(rows, headers)
+    if not data:
+        return tabulate(data, headers=headers, tablefmt="simple")
+    caps = [36, 8, 12, 8]
+    natural = [max(len(headers[i]), *(len(r[i]) for r in data)) for i in range(len(caps))]
     used = [min(n, c) for n, c in zip(natural, caps, strict=True)]
-    note_width = max(width - sum(used) - 2 * 5, 12)
+    note_width = max(width - sum(used) - 2 * len(caps), 12)
     while True:  # tabulate pads headers, so the width is checked on the result
-        text = tabulate(data, headers=TABLE_HEADERS, tablefmt="simple", disable_numparse=True,
+        text = tabulate(data, headers=headers, tablefmt="simple", disable_numparse=True,
                         maxcolwidths=[*used, note_width])
         excess = max(len(line) for line in text.splitlines()) - width
         if excess <= 0 or note_width <= 12:
@@ -232,7 +260,7 @@ def device_summary(dev: DeviceReport) -> str:
 
 
 def _headline_text(dev: DeviceReport, strict: bool) -> list[str]:
-    return [f"  {label:<19}{text}"[:WIDTH] for label, text in headline(dev, strict)]
+    return [f"  {label:<{HEADLINE_INDENT - 2}}{text}" for label, text in headline(dev, strict)]
 
 
 def closing_lines(report: Report, strict: bool = False) -> list[str]:
