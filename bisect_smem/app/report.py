@@ -188,6 +188,10 @@ def _fold_threads(rows: list[Verdict]) -> list[Verdict]:
         threads.setdefault(keys[key], []).append(found["threads"])
     for at, counts in threads.items():
         v = out[at]
+        if len(counts) == 1:  # nothing folded: the row keeps its own name
+            out[at] = Verdict(f"{v.quantity}, {counts[0]} threads", v.reported, v.source, v.measured, v.verdict,
+                              v.note, v.kind)
+            continue
         note = "; ".join(part for part in (f"{'/'.join(counts)} threads", v.note) if part)
         out[at] = Verdict(v.quantity, v.reported, v.source, v.measured, v.verdict, note, v.kind)
     return out
