@@ -311,7 +311,8 @@ def render_markdown(report: Report, verbose: bool = False, strict: bool = False)
            f"Host `{report.host}`" + (f": {describe(report.host_context)}" if report.host_context else "")
            + f"; backend {report.backend}; {report.created_utc}."]
     for dev in report.devices:
-        out += ["", f"## {_md(header_lines(dev)[0])}", "", _md(header_lines(dev)[1]), ""]
+        first, second = header_lines(dev)
+        out += ["", f"## {first}", "", second, ""]
         if dev.verdicts:
             out += [f"- **{label}**: {_md(text)}" if label else f"  - {_md(text)}"
                     for label, text in headline(dev, strict)]
