@@ -112,3 +112,18 @@ def test_several_devices_end_with_one_line_each_and_an_overall_verdict(capsys: p
     assert code == 1
     assert tail[0].startswith("device 0: match") and tail[1].startswith("device 1: differs")
     assert tail[2].startswith("device 2: MISMATCH") and tail[3] == "overall: MISMATCH"
+
+
+def test_the_plot_has_a_carveout_panel_from_the_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("matplotlib")
+    from PIL import Image
+
+    png, out = tmp_path / "h200.png", tmp_path / "r.json"
+    code, _ = run(["--simulate", str(H200_REPORT), "--plot", str(png), "--json", str(out)], capsys)
+    (series,) = json.loads(Image.open(png).text["Description"])
+    points = json.loads(out.read_text())["devices"][0]["measured"]["carveout"]
+    assert code == 0
+    assert series["carveout_percent"] == [p["percent"] for p in points]
+    assert series["carveout_measured"] == [p["blocks_per_sm"] for p in points]
+    assert series["carveout_api"] == [p["api_blocks_per_sm"] for p in points]
+    assert any(m > a for m, a in zip(series["carveout_measured"], series["carveout_api"], strict=True))
