@@ -233,7 +233,6 @@ def _dash(value: object) -> str:
 
 def _cmd_measure(args: argparse.Namespace) -> int:
     from bisect_smem.app import output
-    from bisect_smem.app import report as report_mod
     from bisect_smem.app.requests import ALL_BACKENDS, build_requests
     from bisect_smem.core.model import Report, dumps
     from bisect_smem.devices.host import host_context
@@ -271,12 +270,7 @@ def _cmd_measure(args: argparse.Namespace) -> int:
                     host=platform.node(), backend=backend, devices=devices,
                     host_context=host_context() if backend != "sim" else {})
     text = dumps(report.to_dict())
-    if args.json == "-" or args.format == "json":
-        sys.stdout.write(text)
-    elif args.format == "markdown":
-        print(report_mod.render_markdown(report, verbose=args.verbose, strict=args.strict))
-    else:
-        print(report_mod.render(report, verbose=args.verbose, strict=args.strict))
+    _print_report(report, text, args)
     if json_path is not None:
         try:
             output.write_atomic(json_path, text)
@@ -299,6 +293,23 @@ def _cmd_measure(args: argparse.Namespace) -> int:
             plot_staircase(devices, plot_path)
         except OSError as exc:
             return _fail(EXIT_USAGE, f"cannot write the plot to {plot_path}: {exc.strerror or exc}")
+    return _exit_code(devices, compare_code, args.strict)
+
+
+def _print_report(report, text: str, args: argparse.Namespace) -> None:
+    """The report on stdout in the format asked for: JSON, Markdown or the text with its headline."""
+    from bisect_smem.app import report as report_mod
+
+    if args.json == "-" or args.format == "json":
+        sys.stdout.write(text)
+    elif args.format == "markdown":
+        print(report_mod.render_markdown(report, verbose=args.verbose, strict=args.strict))
+    else:
+        print(report_mod.render(report, verbose=args.verbose, strict=args.strict))
+
+
+def _exit_code(devices, compare_code: int | None, strict: bool) -> int:
+    """1 for a mismatch (or, strict, a ``differs`` row), 4 for an incomplete measurement, else 0."""
     if compare_code is not None:
         # Against a baseline, what the device reports is no longer the reference: the baseline is.
         if compare_code != EXIT_OK:
@@ -309,7 +320,7 @@ def _cmd_measure(args: argparse.Namespace) -> int:
     if any(d.incomplete for d in devices):
         return EXIT_INCOMPLETE
     # A device that does better than a prediction or a hint is shown and counted, and fails only when asked.
-    if args.strict and any(d.differences for d in devices):
+    if strict and any(d.differences for d in devices):
         return EXIT_MISMATCH
     return EXIT_OK
 
