@@ -103,12 +103,13 @@ class SimSpec:
         try:
             flaky = float(values.get("flaky", 0))
             seed = int(values.get("seed", 0))
-            fewer = int(values.get("fewer", 0))
         except ValueError:
-            raise UsageError(f"bad --simulate value {text!r}: flaky takes a probability, seed and fewer "
-                             f"a whole number") from None
-        if fewer < 0:
-            raise UsageError(f"bad --simulate value {text!r}: fewer must be >= 0 (got {fewer})")
+            raise UsageError(f"bad --simulate value {text!r}: flaky takes a probability, seed a whole number") from None
+        fewer_text = values.get("fewer", "0")
+        if not fewer_text.isdigit():
+            raise UsageError(f"bad --simulate value {text!r}: fewer takes a whole number of blocks "
+                             f"(got {fewer_text!r})")
+        fewer = int(fewer_text)
         if not 0 <= flaky <= 1:
             raise UsageError(f"bad --simulate value {text!r}: flaky must be in 0..1 (got {flaky})")
         if "optin" in sizes:
