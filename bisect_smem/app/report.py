@@ -83,7 +83,8 @@ def _static_cost(dev: DeviceReport) -> str:
     splits = [s for s in (dev.measured.static_splits if dev.measured else ()) if s.static_bytes]
     known = sorted({(s.static_bytes, s.static_footprint_bytes) for s in splits if s.static_footprint_bytes is not None})
     if not known:
-        return "not measured" if not splits else "footprint not readable on this backend"
+        launched = any(s.dynamic_ceiling_bytes is not None for s in splits)
+        return "footprint not readable on this backend" if launched else "not measured"
     static, footprint = known[0]
     if footprint == static:
         return f"{static} B static costs {static} B of the opt-in budget"
@@ -133,6 +134,10 @@ def _reasons(dev: DeviceReport, room: int) -> list[str]:
     return lines
 
 
+def _measured_size(nbytes: int | None) -> str:
+    return "not measured" if nbytes is None else size_text(nbytes)
+
+
 def headline(dev: DeviceReport, strict: bool = False) -> list[tuple[str, str]]:
     """The answer for one device, at most ``HEADLINE_LINES`` (label, text) pairs."""
     m = dev.measured
@@ -142,11 +147,11 @@ def headline(dev: DeviceReport, strict: bool = False) -> list[tuple[str, str]]:
     effect = {"match": "exit 0", "differs": "exit 1 (--strict)" if strict else "exit 0; --strict fails it",
               "MISMATCH": "exit 1", "ERROR": "exit 4"}[verdict]
     lines = [
-        ("default ceiling", f"{size_text(m.default_dynamic_ceiling_bytes if m else None)} without opt-in"),
-        ("opt-in ceiling", size_text(m.optin_dynamic_ceiling_bytes if m else None)),
-        ("per-SM capacity", size_text(m.smem_per_sm_bytes if m else None)),
-        ("reserved per block", size_text(m.reserved_bytes if m else None)),
-        ("granularity", size_text(m.allocation_granularity_bytes if m else None)),
+        ("default ceiling", f"{_measured_size(m.default_dynamic_ceiling_bytes if m else None)} without opt-in"),
+        ("opt-in ceiling", _measured_size(m.optin_dynamic_ceiling_bytes if m else None)),
+        ("per-SM capacity", _measured_size(m.smem_per_sm_bytes if m else None)),
+        ("reserved per block", _measured_size(m.reserved_bytes if m else None)),
+        ("granularity", _measured_size(m.allocation_granularity_bytes if m else None)),
         ("static data", _static_cost(dev)),
         ("largest cluster", _largest_cluster(dev)),
         ("verdict", f"{verdict}: {tally or 'no verdicts'} ({effect})"),
