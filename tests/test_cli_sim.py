@@ -66,16 +66,17 @@ def test_json_to_stdout_is_only_json(capsys: pytest.CaptureFixture[str]) -> None
 
 
 def test_table_reads_as_text(capsys: pytest.CaptureFixture[str]) -> None:
-    code, stdout, _ = run_main(["--simulate", "rtx-pro-6000"], capsys)
+    code, stdout, _ = run_main(["--simulate", "rtx-pro-6000", "--verbose"], capsys)
     assert code == 0
     lines = stdout.splitlines()
-    assert lines[0] == ("device 0: Simulated sm_120 (RTX PRO 6000 Blackwell, RTX 50xx) | cc 12.0 | driver simulated"
-                        " | UUID SIM-sm_120-0 | virtualization none | MIG disabled | backend sim")
-    assert lines[1].split() == ["quantity", "reported", "source", "measured", "verdict", "note"]
-    rows = {line.split("  ")[0]: line.split() for line in lines[3:]}
+    assert lines[0] == "device 0: Simulated sm_120 (RTX PRO 6000 Blackwell, RTX 50xx) | cc 12.0 | UUID SIM-sm_120-0"
+    assert lines[1] == "driver simulated | virtualization none | MIG disabled | backend sim"
+    head = next(i for i, line in enumerate(lines)
+                if line.split() == ["quantity", "reported", "source", "measured", "verdict", "note"])
+    rows = {line.split("  ")[0]: line.split() for line in lines[head + 2:]}
     assert rows["opt-in attribute accepts up to"][5:9] == ["101376", "driver", "101376", "match"]
     assert "1 B static occupies 16 B" in next(line for line in lines if line.startswith("opt-in dynamic ceiling, 1 B"))
-    assert re.fullmatch(r"\d+ match; \d+ probes, \d+\.\d\d s", lines[-1]), lines[-1]
+    assert re.fullmatch(r"\d+ match, 1 info; \d+ probes, \d+\.\d\d s", lines[-1]), lines[-1]
     assert "MISMATCH" not in stdout and "ERROR" not in stdout
 
 
@@ -157,6 +158,6 @@ def test_a_failed_write_keeps_the_old_report(tmp_path: Path, capsys: pytest.Capt
 def test_help_lists_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
     code, stdout, _ = run_main(["--help"], capsys)
     assert code == 0
-    for line in ("0  every measurement matches", "1  a mismatch or regression", "2  bad usage or bad input",
+    for line in ("0  no limit or source disagrees", "1  a mismatch or regression", "2  bad usage or bad input",
                  "3  no usable GPU or backend", "4  a measurement could not be completed"):
         assert line in stdout

@@ -168,3 +168,24 @@ def test_a_batch_of_launches_answers_as_single_launches() -> None:
     assert all(o.bytes_verified == n + 1024 for o, n in zip(batched[:4], sizes[:4], strict=True))
     assert batched[-1].outcome is Outcome.INVALID_VALUE
     session.close()
+
+
+def test_the_available_dynamic_api_answers_for_every_ceiling(gpu_report: tuple[int, dict]) -> None:
+    _, report = gpu_report
+    dev = report["devices"][0]
+    m = dev["measured"]
+    assert "max_oversized_shared_memory_per_block_bytes" in dev["reported"]["driver"]
+    assert m["default_api_available_dynamic_bytes"] is not None
+    assert all(s["api_available_dynamic_bytes"] is not None for s in m["static_splits"])
+    rows = [v for v in dev["verdicts"] if v["quantity"].startswith("available dynamic (API)")]
+    assert rows and all(v["kind"] == "limit" for v in rows)
+
+
+def test_strict_fails_where_the_device_beats_a_prediction(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                          gpu_report: tuple[int, dict]) -> None:
+    code, report = gpu_report
+    differs = any(v["verdict"] == "differs" for v in report["devices"][0]["verdicts"])
+    strict = cli.main(["--json", str(tmp_path / "strict.json"), "--quiet", "--device", "0", "--strict"])
+    lines = capsys.readouterr().out.splitlines()
+    assert strict == (1 if differs or code == 1 else code)
+    assert max(len(line) for line in lines) <= 100

@@ -1,6 +1,6 @@
 """Command line: argparse, subcommands and exit codes. The only module that prints or exits.
 
-Exit codes: 0 every measurement matches; 1 a mismatch or regression; 2 bad usage or input;
+Exit codes: 0 no limit or source disagrees (``differs`` allowed unless --strict); 1 a mismatch or regression; 2 bad usage or input;
 3 no usable GPU or backend; 4 a measurement could not be completed.
 """
 
@@ -21,8 +21,8 @@ from bisect_smem.core.errors import BackendUnavailable, BaselineError, BisectSme
 EXIT_OK, EXIT_MISMATCH, EXIT_USAGE, EXIT_NO_GPU, EXIT_INCOMPLETE = 0, 1, 2, 3, 4
 
 EXIT_CODES_HELP = """exit codes:
-  0  every measurement matches what the device reports (or the baseline)
-  1  a mismatch or regression was found
+  0  no limit or source disagrees (rows that differ from a prediction or hint allowed, unless --strict)
+  1  a mismatch or regression was found (or, with --strict, a row that differs)
   2  bad usage or bad input
   3  no usable GPU or backend
   4  a measurement could not be completed
@@ -85,6 +85,13 @@ def build_parser() -> argparse.ArgumentParser:
                         help="cupy (default), numba, all (every available backend, cross-checked), or sim "
                              "(implied by --simulate)")
     parser.add_argument("--json", metavar="PATH", help="write the JSON report to PATH ('-' for stdout)")
+    parser.add_argument("--format", choices=("text", "markdown", "json"), default="text",
+                        help="what stdout shows: text (default), markdown (GitHub tables, for a bug report) or "
+                             "json (the same as --json -)")
+    parser.add_argument("--verbose", action="store_true",
+                        help="show every row instead of the compact table")
+    parser.add_argument("--strict", action="store_true",
+                        help="exit 1 also when the device does better than a prediction or hint (`differs`)")
     parser.add_argument("--plot", metavar="PATH", help="draw the residency staircase to PATH (.png or .svg; "
                                                        "needs the plot extra)")
     parser.add_argument("--save-baseline", metavar="DIR",
@@ -226,7 +233,6 @@ def _dash(value: object) -> str:
 
 def _cmd_measure(args: argparse.Namespace) -> int:
     from bisect_smem.app import output
-    from bisect_smem.app import report as report_mod
     from bisect_smem.app.requests import ALL_BACKENDS, build_requests
     from bisect_smem.core.model import Report, dumps
     from bisect_smem.devices.host import host_context
@@ -238,6 +244,8 @@ def _cmd_measure(args: argparse.Namespace) -> int:
         device_timeout_s=args.device_timeout, probe_timeout_s=args.probe_timeout, max_restarts=args.max_restarts,
         inject_fault=args.inject_fault)
     backend = ALL_BACKENDS if args.backend == ALL_BACKENDS else requests[0].backend.name
+    if args.json == "-" and args.format == "markdown":
+        raise UsageError(f"--json - prints JSON on stdout; it cannot be combined with --format {args.format}")
     json_path = output.output_path(args.json)
 
     if args.compare and not Path(args.compare).is_dir():
@@ -262,10 +270,7 @@ def _cmd_measure(args: argparse.Namespace) -> int:
                     host=platform.node(), backend=backend, devices=devices,
                     host_context=host_context() if backend != "sim" else {})
     text = dumps(report.to_dict())
-    if args.json == "-":
-        sys.stdout.write(text)
-    else:
-        print(report_mod.render(report))
+    _print_report(report, text, args)
     if json_path is not None:
         try:
             output.write_atomic(json_path, text)
@@ -278,7 +283,8 @@ def _cmd_measure(args: argparse.Namespace) -> int:
             path.parent.mkdir(parents=True, exist_ok=True)
             output.write_atomic(path, text)
             print(f"saved baseline {path}", file=sys.stderr)
-    compare_code = _compare(report, Path(args.compare), args.allow_missing, args.json == "-") if args.compare \
+    compare_code = _compare(report, Path(args.compare), args.allow_missing,
+                            args.json == "-" or args.format == "json") if args.compare \
         else None
     if plot_path is not None:
         from bisect_smem.app.plot import plot_staircase
@@ -287,6 +293,23 @@ def _cmd_measure(args: argparse.Namespace) -> int:
             plot_staircase(devices, plot_path)
         except OSError as exc:
             return _fail(EXIT_USAGE, f"cannot write the plot to {plot_path}: {exc.strerror or exc}")
+    return _exit_code(devices, compare_code, args.strict)
+
+
+def _print_report(report, text: str, args: argparse.Namespace) -> None:
+    """The report on stdout in the format asked for: JSON, Markdown or the text with its headline."""
+    from bisect_smem.app import report as report_mod
+
+    if args.json == "-" or args.format == "json":
+        sys.stdout.write(text)
+    elif args.format == "markdown":
+        print(report_mod.render_markdown(report, verbose=args.verbose, strict=args.strict))
+    else:
+        print(report_mod.render(report, verbose=args.verbose, strict=args.strict))
+
+
+def _exit_code(devices, compare_code: int | None, strict: bool) -> int:
+    """1 for a mismatch (or, strict, a ``differs`` row), 4 for an incomplete measurement, else 0."""
     if compare_code is not None:
         # Against a baseline, what the device reports is no longer the reference: the baseline is.
         if compare_code != EXIT_OK:
@@ -296,6 +319,9 @@ def _cmd_measure(args: argparse.Namespace) -> int:
         return EXIT_MISMATCH
     if any(d.incomplete for d in devices):
         return EXIT_INCOMPLETE
+    # A device that does better than a prediction or a hint is shown and counted, and fails only when asked.
+    if strict and any(d.differences for d in devices):
+        return EXIT_MISMATCH
     return EXIT_OK
 
 

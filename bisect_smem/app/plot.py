@@ -1,4 +1,4 @@
-"""The residency staircase as a picture (matplotlib, from the optional `plot` extra).
+"""The residency staircase and the carveout sweep as pictures (matplotlib, from the optional `plot` extra).
 
 The plotted series are embedded in the file's metadata ("Description", as JSON), so the picture can
 be checked against the report it was drawn from.
@@ -40,7 +40,33 @@ def staircase_series(dev: DeviceReport) -> dict[str, Any]:
         "api": [s.api_blocks_per_sm for s in steps],
         "formula": [s.formula_blocks_per_sm for s in steps],
         "ceiling_bytes": dev.measured.optin_dynamic_ceiling_bytes if dev.measured else None,
+        **carveout_series(dev),
     }
+
+
+def carveout_series(dev: DeviceReport) -> dict[str, list[int | None]]:
+    """Blocks per SM under each carveout preference, measured and as the occupancy API predicts."""
+    points = dev.measured.carveout if dev.measured else ()
+    return {"carveout_percent": [p.percent for p in points],
+            "carveout_measured": [p.blocks_per_sm for p in points],
+            "carveout_api": [p.api_blocks_per_sm for p in points]}
+
+
+def _carveout_panel(ax: Any, s: dict[str, Any]) -> None:
+    """Measured against predicted blocks per SM over the carveout percentage; where they part is the finding."""
+    percents = s["carveout_percent"]
+    ax.step(percents, s["carveout_measured"], where="post", lw=2.5, label="measured")
+    ax.step(percents, [a if a is not None else float("nan") for a in s["carveout_api"]], where="post", ls="--",
+            lw=1.5, label="occupancy API")
+    apart = [(p, m) for p, m, a in zip(percents, s["carveout_measured"], s["carveout_api"], strict=True)
+             if a is not None and m != a]
+    if apart:
+        ax.plot(*zip(*apart, strict=True), "o", ms=5, label="measured differs from the API")
+    ax.set_title(f"device {s['device']}: carveout sweep")
+    ax.set_xlabel("carveout preference (%; -1 = default)")
+    ax.set_ylabel("blocks resident per SM")
+    ax.grid(alpha=0.3)
+    ax.legend()
 
 
 def plot_staircase(devices: tuple[DeviceReport, ...], path: Path) -> list[dict[str, Any]]:
@@ -51,7 +77,14 @@ def plot_staircase(devices: tuple[DeviceReport, ...], path: Path) -> list[dict[s
     import matplotlib.pyplot as plt
 
     series = [staircase_series(d) for d in devices if d.measured and d.measured.residency]
-    fig, axes = plt.subplots(len(series) or 1, 1, figsize=(9, 4 * max(len(series), 1)), squeeze=False)
+    columns = 2 if any(s["carveout_percent"] for s in series) else 1
+    fig, axes = plt.subplots(len(series) or 1, columns, figsize=(9 * columns, 4 * max(len(series), 1)),
+                             squeeze=False)
+    for row, s in enumerate(series):
+        if s["carveout_percent"]:
+            _carveout_panel(axes[row, 1], s)
+        elif columns == 2:
+            axes[row, 1].set_axis_off()
     for ax, s in zip(axes[:, 0], series, strict=False):
         end = s["ceiling_bytes"] or (s["dynamic_bytes"][-1] if s["dynamic_bytes"] else 0)
         xs = [x / 1024 for x in [*s["dynamic_bytes"], end]]

@@ -11,7 +11,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 REPORT_SCHEMA = "bisect_smem/report/v1"
-VERDICTS = ("match", "MISMATCH", "info", "ERROR")
+VERDICTS = ("match", "MISMATCH", "differs", "info", "ERROR")
+# limit: a launch contract (any difference fails); prediction: an occupancy API count the device may beat
+# (``differs``) but not fall short of; reference: the published table.
+VERDICT_KINDS = ("limit", "prediction", "reference")
 
 
 def dumps(data: Any) -> str:
@@ -42,13 +45,14 @@ class Ceiling:
     non_monotone_at_bytes: tuple[int, ...] = ()
     error: str | None = None
     rounds: int | None = None  # synchronisations the search took (several probes may share one)
+    api_available_dynamic_bytes: int | None = None  # cuOccupancyAvailableDynamicSMemPerBlock, 1 block/SM
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Ceiling:
         unstable = d.get("unstable_range_bytes")
         return cls(d["ceiling_bytes"], d["probes"], d["probe_bound"], d.get("at_cap", False),
                    tuple(unstable) if unstable else None, tuple(d.get("non_monotone_at_bytes", ())),
-                   d.get("error"), d.get("rounds"))
+                   d.get("error"), d.get("rounds"), d.get("api_available_dynamic_bytes"))
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,8 @@ class StaticSplit:
     dynamic_ceiling_bytes: int | None
     probes: int
     static_footprint_bytes: int | None = None  # how far the static data pushes the dynamic array
+    # cuOccupancyAvailableDynamicSMemPerBlock at one block per SM, asked after opt-in to the ceiling
+    api_available_dynamic_bytes: int | None = None
 
     def __post_init__(self) -> None:
         if self.static_bytes < 0:
@@ -70,7 +76,7 @@ class StaticSplit:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> StaticSplit:
         return cls(d["static_bytes"], d["threads"], d["dynamic_ceiling_bytes"], d["probes"],
-                   d.get("static_footprint_bytes"))
+                   d.get("static_footprint_bytes"), d.get("api_available_dynamic_bytes"))
 
 
 @dataclass(frozen=True)
@@ -131,6 +137,7 @@ class Measured:
     """What the GPU did. None: not measured (or not measurable on this cc)."""
 
     default_dynamic_ceiling_bytes: int | None = None
+    default_api_available_dynamic_bytes: int | None = None  # the same API on the never-raised function
     optin_dynamic_ceiling_bytes: int | None = None
     attribute_accept_ceiling_bytes: int | None = None
     static_splits: tuple[StaticSplit, ...] = ()
@@ -150,6 +157,7 @@ class Measured:
     def from_dict(cls, d: dict[str, Any]) -> Measured:
         return cls(
             default_dynamic_ceiling_bytes=d.get("default_dynamic_ceiling_bytes"),
+            default_api_available_dynamic_bytes=d.get("default_api_available_dynamic_bytes"),
             optin_dynamic_ceiling_bytes=d.get("optin_dynamic_ceiling_bytes"),
             attribute_accept_ceiling_bytes=d.get("attribute_accept_ceiling_bytes"),
             static_splits=tuple(StaticSplit.from_dict(s) for s in d.get("static_splits", ())),
@@ -177,14 +185,18 @@ class Verdict:
     measured: int | str | None
     verdict: str
     note: str = ""
+    kind: str = "limit"
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
             raise ValueError(f"verdict must be one of {', '.join(VERDICTS)} (got {self.verdict!r})")
+        if self.kind not in VERDICT_KINDS:
+            raise ValueError(f"verdict kind must be one of {', '.join(VERDICT_KINDS)} (got {self.kind!r})")
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Verdict:
-        return cls(d["quantity"], d["reported"], d["source"], d["measured"], d["verdict"], d.get("note", ""))
+        return cls(d["quantity"], d["reported"], d["source"], d["measured"], d["verdict"], d.get("note", ""),
+                   d.get("kind", "limit"))
 
 
 @dataclass(frozen=True)
@@ -206,6 +218,11 @@ class DeviceReport:
     @property
     def mismatches(self) -> list[Verdict]:
         return [v for v in self.verdicts if v.verdict == "MISMATCH"]
+
+    @property
+    def differences(self) -> list[Verdict]:
+        """Rows where the device did better than a prediction or a hint: shown, not failed (unless strict)."""
+        return [v for v in self.verdicts if v.verdict == "differs"]
 
     @property
     def incomplete(self) -> bool:

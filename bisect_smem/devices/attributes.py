@@ -23,8 +23,14 @@ DEVICE_ATTRIBUTES: tuple[tuple[DriverAttribute, str, str], ...] = (
      "reservedSharedMemPerBlock"),
     (DriverAttribute.CLUSTER_LAUNCH, "cluster_launch", "clusterLaunch"),
 )
+# Attributes only the driver API has (no cudaDeviceProp field); None where the driver does not know the id.
+# 150: CU_DEVICE_ATTRIBUTE_MAX_OVERSIZED_SHARED_MEMORY_PER_BLOCK, new in CUDA 13.4 drivers.
+DRIVER_ONLY_ATTRIBUTES: tuple[tuple[int, str], ...] = (
+    (150, "max_oversized_shared_memory_per_block_bytes"),
+)
 ATTRIBUTE_KEYS = tuple(key for _, key, _ in DEVICE_ATTRIBUTES)
-DRIVER_ATTRIBUTE_IDS = tuple(attr_id for attr_id, _, _ in DEVICE_ATTRIBUTES)
+DRIVER_ATTRIBUTE_IDS = (*(attr_id for attr_id, _, _ in DEVICE_ATTRIBUTES),
+                        *(attr_id for attr_id, _ in DRIVER_ONLY_ATTRIBUTES))
 
 NVML_VIRTUALIZATION_MODES = {0: "none", 1: "passthrough", 2: "vgpu", 3: "host_vgpu", 4: "host_vsga"}
 NVML_FIELDS = ("driver_version", "cuda_driver_version", "uuid", "pci_bus_id", "virtualization_mode", "mig_mode",
@@ -33,7 +39,9 @@ NVML_FIELDS = ("driver_version", "cuda_driver_version", "uuid", "pci_bus_id", "v
 
 def driver_view(values_by_id: dict[int, int | None]) -> dict[str, int | None]:
     """Driver attribute values under their report keys."""
-    return {key: values_by_id.get(attr_id) for attr_id, key, _ in DEVICE_ATTRIBUTES}
+    view = {key: values_by_id.get(attr_id) for attr_id, key, _ in DEVICE_ATTRIBUTES}
+    view.update({key: values_by_id.get(attr_id) for attr_id, key in DRIVER_ONLY_ATTRIBUTES})
+    return view
 
 
 def runtime_view(props: dict[str, Any]) -> dict[str, int | None]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from bisect_smem.core.errors import MeasurementError, ProbeFault
@@ -130,9 +130,12 @@ class DeviceMeasurement:
     def measure_default_ceiling(self) -> Ceiling:
         """The largest dynamic size that launches on a function whose attribute was never raised."""
         kernel = ProbeKernel(0, opt_in=False)
-        return self._search("default_dynamic_ceiling", lambda sizes: [
+        ceiling = self._search("default_dynamic_ceiling", lambda sizes: [
             fits(got, f"default launch of {n} B")
             for n, got in zip(sizes, self.session.launch_many(kernel, sizes, REFERENCE_THREADS), strict=True)])
+        ask = getattr(self.session, "available_dynamic_smem", None)
+        # The default function's attribute is never raised, so this is the API's answer before opt-in.
+        return replace(ceiling, api_available_dynamic_bytes=ask(kernel, REFERENCE_THREADS) if ask else None)
 
     def measure_attribute_accept_ceiling(self) -> Ceiling:
         """The largest value cudaFuncSetAttribute(MaxDynamicSharedMemorySize) accepts."""
@@ -152,7 +155,18 @@ class DeviceMeasurement:
                               f"{threads} threads") for n, got in zip(sizes, launched, strict=True)]
 
         ceiling = self._search(f"optin_dynamic_ceiling/static={static_bytes}/threads={threads}", predicate)
-        return StaticSplit(static_bytes, threads, ceiling.ceiling_bytes, ceiling.probes, footprint)
+        return StaticSplit(static_bytes, threads, ceiling.ceiling_bytes, ceiling.probes, footprint,
+                           self.available_after_optin(kernel, threads, ceiling.ceiling_bytes))
+
+    def available_after_optin(self, kernel: ProbeKernel, threads: int, ceiling_bytes: int | None) -> int | None:
+        """cuOccupancyAvailableDynamicSMemPerBlock at one block per SM with the attribute raised to the
+        measured ceiling: the answer is capped by the attribute, so it is asked after opt-in."""
+        ask = getattr(self.session, "available_dynamic_smem", None)
+        if ask is None or ceiling_bytes is None:
+            return None
+        if not self.session.set_max_dynamic(kernel, ceiling_bytes).ok:
+            return None
+        return ask(kernel, threads)
 
     def static_footprint(self, kernel: ProbeKernel, threads: int) -> int | None:
         """How many bytes the static data takes before the dynamic array, as the kernel sees addresses."""

@@ -101,8 +101,9 @@ class DefaultCeiling(Step):
         return m.measure_default_ceiling()
 
     def contribute(self, value: Ceiling) -> dict[str, Any]:
-        """The default ceiling."""
-        return {"default_dynamic_ceiling_bytes": value.ceiling_bytes}
+        """The default ceiling, and what cuOccupancyAvailableDynamicSMemPerBlock says beside it."""
+        return {"default_dynamic_ceiling_bytes": value.ceiling_bytes,
+                "default_api_available_dynamic_bytes": value.api_available_dynamic_bytes}
 
 
 @dataclass(frozen=True)

@@ -97,6 +97,11 @@ class DeviceSession(Protocol):
         """Launch one block, write a pattern over every shared byte, read it back."""
         ...
 
+    def available_dynamic_smem(self, kernel: ProbeKernel, threads: int) -> int | None:
+        """cuOccupancyAvailableDynamicSMemPerBlock at one block per SM, capped by the function's current
+        MaxDynamicSharedMemorySize attribute; None where this backend cannot ask."""
+        ...
+
     def residency(self, dynamic_bytes: int, threads: int, hold_ns: int,
                   carveout_percent: int | None = None) -> ResidencyOutcome:
         """Fill every SM with blocks of ``dynamic_bytes`` and count how many really co-reside.

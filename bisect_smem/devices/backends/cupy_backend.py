@@ -169,6 +169,15 @@ class CupySession:
             return LaunchOutcome(failed.outcome, failed.detail)
         return decode_probe_result(words, kernel.static_bytes, dynamic_bytes, seed)
 
+    def available_dynamic_smem(self, kernel: ProbeKernel, threads: int) -> int | None:
+        try:
+            from cuda.bindings import driver as cu
+        except ImportError:
+            return None
+        handle = cu.CUfunction(self._function(kernel).kernel.ptr)
+        err, size = cu.cuOccupancyAvailableDynamicSMemPerBlock(handle, 1, threads)
+        return int(size) if err == cu.CUresult.CUDA_SUCCESS else None
+
     def residency(self, dynamic_bytes: int, threads: int, hold_ns: int,
                   carveout_percent: int | None = None) -> ResidencyOutcome:
         cupy = self._cupy

@@ -302,6 +302,9 @@ class NumbaSession:
             return ResidencyOutcome(failed.outcome, failed.detail)
         return residency_from_peaks(peaks, api)
 
+    def available_dynamic_smem(self, kernel: ProbeKernel, threads: int) -> int | None:
+        return None  # numba exposes no occupancy query for a function's available dynamic memory
+
     def cluster_support(self) -> str | None:
         return "the numba backend does not launch clusters"
 

@@ -55,7 +55,9 @@ SPEC_HELP = """--simulate PROFILE[,KEY=VALUE...]: a simulated device from the pu
              sticky=BYTES  a launch of BYTES or more poisons the context (as an illegal address does)
              hang=BYTES    a launch of BYTES or more never returns
              seed=N        the random seed of flaky (default 0)
-  overrides: optin=BYTES, smem_per_sm=BYTES, reserved=BYTES (a device that differs from its table row)"""
+  overrides: optin=BYTES, smem_per_sm=BYTES, reserved=BYTES (a device that differs from its table row),
+             fewer=N       every SM holds N fewer blocks than the occupancy API predicts
+--simulate REPORT.json[,device=N,FAULT...]: replay device N (default 0) of a saved report or baseline."""
 
 _SIZE_KEYS = ("hole", "sticky", "hang", "optin", "smem_per_sm", "reserved")
 
@@ -72,6 +74,9 @@ class SimSpec:
     seed: int = 0
     reserved_override: int | None = None
     text: str = ""
+    fewer_blocks: int = 0  # residency below the API's prediction by this many blocks per SM
+    replay: Any = None  # a replay.ReplayData: the device is modelled from a saved measurement
+
 
     @classmethod
     def parse(cls, text: str) -> SimSpec:
@@ -81,15 +86,19 @@ class SimSpec:
         from bisect_smem.core.sizes import parse_size
 
         name, *pairs = [part.strip() for part in text.split(",")]
+        if name.lower().endswith(".json"):
+            from bisect_smem.devices.backends.replay import parse_replay_spec
+
+            return parse_replay_spec(text)
         profile = find_profile(name)
         if profile is None:
             raise UsageError(f"unknown profile {name!r}; valid: {', '.join(profile_names())}")
         values: dict[str, str] = {}
         for pair in pairs:
             key, sep, value = pair.partition("=")
-            if not sep or key not in (*_SIZE_KEYS, "flaky", "seed") or not value:
+            if not sep or key not in (*_SIZE_KEYS, "flaky", "seed", "fewer") or not value:
                 raise UsageError(f"bad --simulate value {text!r}: {pair!r} is not KEY=VALUE with KEY one of "
-                                 f"flaky, seed, {', '.join(_SIZE_KEYS)}")
+                                 f"flaky, seed, fewer, {', '.join(_SIZE_KEYS)}")
             values[key] = value
         sizes = {k: parse_size(v, f"--simulate {k}") for k, v in values.items() if k in _SIZE_KEYS}
         try:
@@ -97,6 +106,11 @@ class SimSpec:
             seed = int(values.get("seed", 0))
         except ValueError:
             raise UsageError(f"bad --simulate value {text!r}: flaky takes a probability, seed a whole number") from None
+        fewer_text = values.get("fewer", "0")
+        if not fewer_text.isdigit():
+            raise UsageError(f"bad --simulate value {text!r}: fewer takes a whole number of blocks "
+                             f"(got {fewer_text!r})")
+        fewer = int(fewer_text)
         if not 0 <= flaky <= 1:
             raise UsageError(f"bad --simulate value {text!r}: flaky must be in 0..1 (got {flaky})")
         if "optin" in sizes:
@@ -104,7 +118,7 @@ class SimSpec:
         if "smem_per_sm" in sizes:
             profile = replace(profile, smem_per_sm_bytes=sizes["smem_per_sm"])
         return cls(profile, flaky, sizes.get("hole"), sizes.get("sticky"), sizes.get("hang"), seed,
-                   sizes.get("reserved"), text)
+                   sizes.get("reserved"), text, fewer)
 
     def loaded_static_smem(self, path: Path, kernel: str) -> int | None:
         """A simulated device loads no compiled files."""
@@ -152,7 +166,12 @@ class SimBackend:
         return any(spec.needs_isolation for spec in self.specs)
 
     def open(self, index: int, static_sizes: tuple[int, ...]) -> SimSession:
-        return SimSession(index, self.specs[index], static_sizes)
+        spec = self.specs[index]
+        if spec.replay is not None:
+            from bisect_smem.devices.backends.replay import ReplaySession
+
+            return ReplaySession(index, spec, static_sizes)
+        return SimSession(index, spec, static_sizes)
 
 
 class SimSession:
@@ -278,6 +297,15 @@ class SimSession:
             aggr_smem_size=reserved + used if self.profile.compute_capability >= (9, 0) else None,
         )
 
+    def available_dynamic_smem(self, kernel: ProbeKernel, threads: int) -> int | None:
+        """What one block may have beside its static data and reserved window, capped by the attribute."""
+        if not 1 <= threads <= MAX_THREADS_PER_BLOCK:
+            return None
+        footprint = self._static_footprint(kernel)
+        hardware = min(self.profile.max_smem_per_block_optin_bytes,
+                       self.profile.smem_per_sm_bytes - self.spec.reserved_bytes) - footprint
+        return max(min(self._limit(kernel), hardware), 0)
+
     def residency(self, dynamic_bytes: int, threads: int, hold_ns: int,
                   carveout_percent: int | None = None) -> ResidencyOutcome:
         p = self.profile
@@ -288,7 +316,8 @@ class SimSession:
         footprint = self.footprint(dynamic_bytes)
         capacity = self.carveout_capacity(carveout_percent, footprint)
         blocks, _ = blocks_per_sm(footprint, threads, capacity, p.max_blocks_per_sm, p.max_threads_per_sm)
-        return ResidencyOutcome(Outcome.OK, "", blocks, blocks, blocks)
+        held = max(blocks - self.spec.fewer_blocks, 1) if blocks else blocks
+        return ResidencyOutcome(Outcome.OK, "", held, held, blocks)
 
     def footprint(self, dynamic_bytes: int) -> int:
         """Shared memory one block takes on its SM: the request in whole granules, plus the reserved window."""

@@ -1,0 +1,95 @@
+"""Replaying a saved report as a simulated device: the committed H200 measurement runs in CI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bisect_smem.app.cli import main
+from bisect_smem.app.report import size_text
+
+H200_REPORT = Path(__file__).parent / "data" / "h200_report.json"
+
+
+def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(args)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.fixture(scope="module")
+def saved() -> dict:
+    return json.loads(H200_REPORT.read_text())["devices"][0]
+
+
+def test_the_committed_report_is_a_real_h200_measurement(saved: dict) -> None:
+    assert saved["backend"] != "sim" and "H200" in saved["name"] and saved["compute_capability"] == "9.0"
+    # The finding the verdicts are about: carveout settings where the GPU holds more blocks than predicted.
+    assert any(p["blocks_per_sm"] > p["api_blocks_per_sm"] for p in saved["measured"]["carveout"])
+
+
+def test_replaying_the_h200_exits_0_with_differs_rows(saved: dict, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "replay.json"
+    code, stdout, _ = run(["--simulate", str(H200_REPORT), "--json", str(out)], capsys)
+    dev = json.loads(out.read_text())["devices"][0]
+    verdicts = {v["verdict"] for v in dev["verdicts"]}
+    assert code == 0, stdout
+    assert "differs" in verdicts and "MISMATCH" not in verdicts and "ERROR" not in verdicts
+    better = {p["percent"] for p in saved["measured"]["carveout"] if p["blocks_per_sm"] > p["api_blocks_per_sm"]}
+    carveout_rows = [v for v in dev["verdicts"] if v["quantity"].startswith("blocks/SM at carveout ")]
+    for row in carveout_rows:
+        label = row["quantity"].removeprefix("blocks/SM at carveout ").removesuffix("%")
+        low, _, high = label.partition("..")
+        percents = set(range(int(low), int(high or low) + 1))
+        if percents & better:
+            assert row["verdict"] == "differs" and row["kind"] == "prediction", row
+    # The replayed device measures what the real one did.
+    for key in ("default_dynamic_ceiling_bytes", "optin_dynamic_ceiling_bytes", "smem_per_sm_bytes",
+                "reserved_bytes", "allocation_granularity_bytes", "residency", "carveout", "clusters"):
+        assert dev["measured"][key] == saved["measured"][key], key
+    assert dev["name"] == saved["name"] and dev["context"]["replayed_from"] == str(H200_REPORT)
+
+
+def test_strict_makes_differs_fail(capsys: pytest.CaptureFixture[str]) -> None:
+    code, stdout, _ = run(["--simulate", str(H200_REPORT), "--strict"], capsys)
+    assert code == 1
+    assert "verdict            differs:" in stdout and "exit 1 (--strict)" in stdout
+
+
+def test_the_headline_of_the_replay_states_the_measured_limits(saved: dict,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    code, stdout, _ = run(["--simulate", str(H200_REPORT)], capsys)
+    lines = stdout.splitlines()
+    table = next(i for i, line in enumerate(lines) if line.split()[:2] == ["quantity", "reported"])
+    headline = lines[2:table]
+    m = saved["measured"]
+    assert code == 0 and len(headline) <= 12
+    assert f"opt-in ceiling     {size_text(m['optin_dynamic_ceiling_bytes'])}" in headline[1]
+    assert size_text(m["smem_per_sm_bytes"]) in headline[2]
+    assert any(line.strip().startswith("differs: blocks/SM at carveout") for line in headline)
+    assert max(len(line) for line in lines) <= 100
+
+
+def test_a_baseline_file_replays_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["--simulate", str(H200_REPORT), "--save-baseline", str(tmp_path / "b"), "--quiet"], capsys)[0] == 0
+    (baseline,) = (tmp_path / "b").glob("*/*.json")
+    code, stdout, _ = run(["--simulate", str(baseline), "--compare", str(tmp_path / "b")], capsys)
+    assert code == 0 and " 0 regressed" in stdout
+
+
+@pytest.mark.parametrize(("spec", "fragment"), [
+    ("missing.json", "not a readable report"),
+    ("{tmp}/foreign.json", "not a bisect_smem/report/v1 report or baseline"),
+    (f"{H200_REPORT},device=3", "no device 3 in it"),
+    (f"{H200_REPORT},optin=1K", "a replayed report takes device=N"),
+    (f"{H200_REPORT},flaky=2", "flaky must be in 0..1"),
+], ids=["missing", "foreign", "no-such-device", "override", "bad-flaky"])
+def test_a_bad_replay_is_one_line_and_exit_2(spec: str, fragment: str, tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "foreign.json").write_text('{"schema": "other"}')
+    code, stdout, stderr = run(["--simulate", spec.format(tmp=tmp_path)], capsys)
+    assert code == 2 and stdout == ""
+    assert len(stderr.strip().splitlines()) == 1 and stderr.startswith("error: ") and fragment in stderr, stderr
