@@ -15,6 +15,7 @@ from typing import Any
 
 from tabulate import tabulate
 
+from bisect_smem.core.hardware import KIB
 from bisect_smem.core.model import DeviceReport, Report, Verdict
 
 TABLE_HEADERS = ("quantity", "reported", "source", "measured", "verdict", "note")
@@ -42,9 +43,9 @@ def size_text(nbytes: int | None) -> str:
     """``227 KiB (232448 B)``; sizes under 1 KiB in bytes only; ``-`` for unknown."""
     if nbytes is None:
         return "-"
-    if abs(nbytes) < 1024:
+    if abs(nbytes) < KIB:
         return f"{nbytes} B"
-    kib = f"{nbytes // 1024}" if nbytes % 1024 == 0 else f"{nbytes / 1024:.2f}"
+    kib = f"{nbytes // KIB}" if nbytes % KIB == 0 else f"{nbytes / KIB:.2f}"
     return f"{kib} KiB ({nbytes} B)"
 
 
