@@ -3,15 +3,41 @@ and the outcomes a backend hands to experiments/validation.py."""
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
+from typing import Any
 
 from bisect_smem.core.integrity import MARCH_READS_PER_WORD, SmMarch
-from bisect_smem.devices.backends.base import Outcome
 from bisect_smem.devices.kernel_abi import VALIDATE_NAMES
+from bisect_smem.devices.probes import Outcome
 
 MARCH_NAME, LEFTOVER_WRITE_NAME, LEFTOVER_READ_NAME = VALIDATE_NAMES
-MARCH_SLOT_WORDS = 8
-LEFTOVER_SLOT_WORDS = 4
+
+
+class MarchWord(enum.IntEnum):
+    """The words of one block's march slot (``slots + 8 * blockIdx.x`` in kernels/validate.cu)."""
+
+    INVERTED_KEY_LOW = 0  # ~key of the first failure, low word (0 and 0: no failure)
+    INVERTED_KEY_HIGH = 1  # key = pattern << 34 | element << 32 | word index
+    SM_ID_PLUS_ONE = 2  # %smid + 1; 0: the block never ran
+    BAD_READS = 3
+    EXPECTED_WORD = 4
+    READ_WORD = 5
+    READS_CHECKED = 6
+    BYTES_TESTED = 7
+
+
+class LeftoverWord(enum.IntEnum):
+    """The words of one block's leftover slot (``slots + 4 * blockIdx.x``)."""
+
+    SM_ID_PLUS_ONE = 0
+    WORDS = 1  # words written (writer) or read (reader)
+    MATCHING = 2  # words that still held the writer's pattern (reader only)
+    UNUSED = 3
+
+
+MARCH_SLOT_WORDS = len(MarchWord)
+LEFTOVER_SLOT_WORDS = len(LeftoverWord)
 MARCH_WALKING_FIRST = 4
 MARCH_RANDOM = 36
 MARCH_PATTERN_NAMES = ("zeros", "ones", "checkerboard", "address",
@@ -73,6 +99,25 @@ class LeftoverOutcome:
     matching_words: int = 0
 
 
+@dataclass(frozen=True)
+class DeviceAddress:
+    """How another process opens the same device: a backend name, an index, and a simulated device's spec."""
+
+    backend: str
+    index: int
+    sim_spec: str | None = None
+
+    def open(self, static_sizes: tuple[int, ...]) -> Any:
+        """A new session on the device (a new CUDA context when it is a real one)."""
+        from bisect_smem.devices.backends import get_backend
+
+        if self.sim_spec is not None:
+            from bisect_smem.devices.backends.sim import SimSpec
+
+            return get_backend(self.backend, (SimSpec.parse(self.sim_spec),)).open(self.index, static_sizes)
+        return get_backend(self.backend).open(self.index, static_sizes)
+
+
 def first_bad_byte(word_index: int, expected: int, read: int) -> int:
     """The byte offset of the lowest byte that differs (words are little-endian)."""
     diff = (expected ^ read) & _M32
@@ -84,23 +129,27 @@ def decode_march_slot(words: list[int]) -> SmMarch | None:
     """One block's result slot; None when the block never ran."""
     if len(words) != MARCH_SLOT_WORDS:
         raise ValueError(f"a march slot has {MARCH_SLOT_WORDS} words (got {len(words)})")
-    if words[2] == 0:
+    w = MarchWord
+    if words[w.SM_ID_PLUS_ONE] == 0:
         return None
-    inverted = words[0] | (words[1] << 32)
-    common = {"sm_id": words[2] - 1, "bytes_tested": words[7], "reads_checked": words[6]}
+    inverted = words[w.INVERTED_KEY_LOW] | (words[w.INVERTED_KEY_HIGH] << 32)
+    common = {"sm_id": words[w.SM_ID_PLUS_ONE] - 1, "bytes_tested": words[w.BYTES_TESTED],
+              "reads_checked": words[w.READS_CHECKED]}
     if inverted == 0:
         return SmMarch(**common)
     key = ~inverted & _M64
     pattern, element, index = key >> 34, (key >> 32) & 3, key & _M32
-    return SmMarch(**common, bad_reads=words[3], first_bad_byte=first_bad_byte(index, words[4], words[5]),
-                   expected_word=words[4], read_word=words[5], pattern=pattern, element=element)
+    expected, read = words[w.EXPECTED_WORD], words[w.READ_WORD]
+    return SmMarch(**common, bad_reads=words[w.BAD_READS], first_bad_byte=first_bad_byte(index, expected, read),
+                   expected_word=expected, read_word=read, pattern=pattern, element=element)
 
 
 def decode_leftover_slots(words: list[int]) -> LeftoverOutcome:
     """Every block's leftover slot (LEFTOVER_SLOT_WORDS each) summed; blocks that never ran drop out."""
     sms, total, matched = [], 0, 0
     for b in range(0, len(words), LEFTOVER_SLOT_WORDS):
-        sm_plus_one, count, match = words[b:b + 3]
+        sm_plus_one = words[b + LeftoverWord.SM_ID_PLUS_ONE]
+        count, match = words[b + LeftoverWord.WORDS], words[b + LeftoverWord.MATCHING]
         if sm_plus_one:
             sms.append(sm_plus_one - 1)
             total += count
