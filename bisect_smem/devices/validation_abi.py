@@ -40,10 +40,6 @@ MARCH_SLOT_WORDS = len(MarchWord)
 LEFTOVER_SLOT_WORDS = len(LeftoverWord)
 MARCH_WALKING_FIRST = 4
 MARCH_RANDOM = 36
-MARCH_PATTERN_NAMES = ("zeros", "ones", "checkerboard", "address",
-                       *(f"walking one {b}" for b in range(32)), "random")
-MARCH_ELEMENTS = ("ascending write", "ascending read P, write ~P", "descending read ~P, write P",
-                  "descending read P")
 _M32, _M64 = 0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF
 
 
