@@ -105,7 +105,7 @@ class Validation:
             _ok(self.session.set_max_dynamic(kernel, ceiling_bytes), f"attribute set to {ceiling_bytes} B")
         sizes = sweep_sizes(ceiling_bytes, granule_bytes)
         self.progress(f"granule sweep: {len(sizes)} sizes in flight")
-        outcomes = self.session.granule_sweep(kernel, sizes, SWEEP_THREADS)
+        outcomes = self.session.launch_many(kernel, sizes, SWEEP_THREADS)
         failing, detail = [], ""
         for n, outcome in zip(sizes, outcomes, strict=True):
             if outcome.ok:

@@ -448,9 +448,6 @@ class SimSession:
             results.append(simulate_march(sm, dynamic_bytes, seed, flip_byte if sm == flip_sm else None))
         return MarchOutcome(Outcome.OK, "", tuple(results))
 
-    def granule_sweep(self, kernel: ProbeKernel, sizes: tuple[int, ...], threads: int) -> list[LaunchOutcome]:
-        return [self.launch(kernel, n, threads) for n in sizes]
-
     def leftover_write(self, dynamic_bytes: int, threads: int, blocks: int, nonce: int) -> LeftoverOutcome:
         fault = self._validation_fault(dynamic_bytes, threads)
         if fault is not None:
