@@ -5,7 +5,8 @@
 floor:  a fresh Python that imports CuPy, creates the CUDA context and loads one precompiled module.
 runs:   `python -m bisect_smem` as a fresh process, cold (empty kernel caches) and warm, N times each;
         `--backend all` warm (CuPy and numba kernel caches filled); with more than one visible GPU,
-        `--device 0` against every device.
+        `--device 0` against every device; and, warm, `--level quick` (target: 1.2x the floor) and
+        `--level full` (target: 2x the standard run), with what full validated.
 Also: per-probe latency (one launch + sync, and a batch of four launches + one sync), probes and
 rounds per ceiling against the bound, time per measurement, and the time of `--help`. Each target
 is printed as met or missed and written to the JSON. Needs a GPU; without one it says so and exits 3.
@@ -134,6 +135,18 @@ def speed_targets(results: dict) -> list[tuple[str, str, str, bool]]:
     return targets
 
 
+def _validation_summary(dev: dict) -> dict[str, object]:
+    """What --level full found: SMs covered and failed, sizes swept and failed, and leftovers."""
+    m = dev["measured"]
+    march, sweep, left = m.get("march") or {}, m.get("granule_sweep") or {}, m.get("leftovers") or {}
+    timings = m["timings_s"]
+    return {"sms_covered": len(march.get("sms_seen", ())), "sms_failed": len(march.get("failures", ())),
+            "sizes_swept": sweep.get("sizes_tested"), "sizes_failed": len(sweep.get("failing_bytes", ())),
+            "cross_process_words_visible": left.get("across_processes_words_matching"),
+            "within_process_words_visible": left.get("within_process_words_matching"),
+            "seconds": {k: timings.get(k) for k in ("sm_march", "granule_sweep", "leftovers")}}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=5)
@@ -166,6 +179,11 @@ def main() -> int:
             seconds, code = timed(run, warm_env)
             warms.append(seconds)
             codes.add(code)
+        levels = {}
+        for level in ("quick", "full"):
+            level_run = [*run[:-2], "--level", level, "--json", str(Path(work, f"{level}.json"))]
+            levels[level] = [timed(level_run, warm_env)[0] for _ in range(args.repeat)]
+        full_data = json.loads(Path(work, "full.json").read_text())
         results["backend_all"], all_codes = backend_all_runs(python, Path(work), warm_env, args.repeat)
         results["device_scaling"], scaling_codes = device_scaling_runs(python, Path(work), warm_env, args.repeat,
                                                                        backend.device_count())
@@ -173,6 +191,7 @@ def main() -> int:
         helps = [timed([python, "-m", "bisect_smem", "--help"], env)[0] for _ in range(args.repeat)]
         data = json.loads(report.read_text())
     floor, warm, cold = summary(floors), summary(warms), summary(colds)
+    quick, full = summary(levels["quick"]), summary(levels["full"])
     dev = data["devices"][0]
     m = dev["measured"]
     searches = m["searches"]
@@ -187,9 +206,16 @@ def main() -> int:
                             "max_rounds": max((s.get("rounds") or 0) for s in searches.values())},
         time_per_measurement_s=m["timings_s"], total_probes=sum(m["probes"].values()),
         device=dev["name"], driver=dev["context"].get("nvml_driver_version"),
+        quick_run=quick, full_run=full, quick_over_floor=round(quick["median_s"] / floor["median_s"], 3),
+        full_over_standard=round(full["median_s"] / warm["median_s"], 3),
+        full_validation=_validation_summary(full_data["devices"][0]),
     )
     targets = [
         *speed_targets(results),
+        ("--level quick / floor", f"{results['quick_over_floor']}x ({quick['median_s']} s / {floor['median_s']} s)",
+         "<= 1.2x", results["quick_over_floor"] <= 1.2),
+        ("--level full / standard", f"{results['full_over_standard']}x ({full['median_s']} s / {warm['median_s']} s)",
+         "<= 2x", results["full_over_standard"] <= 2.0),
         ("probes per ceiling", f"{results['probes_per_ceiling']['max']}",
          f"<= {results['probes_per_ceiling']['bound']}",
          results["probes_per_ceiling"]["max"] <= results["probes_per_ceiling"]["bound"]),
@@ -199,6 +225,8 @@ def main() -> int:
     rows = [("floor (import CuPy, context, one module)", floor["median_s"], floor["min_s"], floor["max_s"]),
             ("full run, warm kernel cache", warm["median_s"], warm["min_s"], warm["max_s"]),
             ("full run, cold kernel cache", cold["median_s"], cold["min_s"], cold["max_s"]),
+            ("--level quick, warm", quick["median_s"], quick["min_s"], quick["max_s"]),
+            ("--level full, warm", full["median_s"], full["min_s"], full["max_s"]),
             ("--backend all, warm kernel caches", *(results["backend_all"][k] for k in ("median_s", "min_s", "max_s"))),
             ("--help", results["help"]["median_s"], results["help"]["min_s"], results["help"]["max_s"])]
     if results["device_scaling"] is not None:
@@ -218,6 +246,7 @@ def main() -> int:
         print("one GPU visible: the multi-GPU target was not measured")
     print(f"--backend all: first run (fills the numba cache) {results['backend_all']['first_run_s']} s")
     print("time per measurement (s): " + ", ".join(f"{k} {v:.3f}" for k, v in m["timings_s"].items()))
+    print("--level full: " + ", ".join(f"{k} {v}" for k, v in results["full_validation"].items()))
     Path(args.out).write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
     return 0 if all(ok for *_, ok in targets) else 1
 

@@ -189,3 +189,58 @@ def test_strict_fails_where_the_device_beats_a_prediction(tmp_path: Path, capsys
     lines = capsys.readouterr().out.splitlines()
     assert strict == (1 if differs or code == 1 else code)
     assert max(len(line) for line in lines) <= 100
+
+
+@pytest.fixture(scope="module")
+def full_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict]:
+    out = tmp_path_factory.mktemp("gpu-full") / "full.json"
+    code = cli.main(["--json", str(out), "--quiet", "--device", "0", "--level", "full"])
+    return code, json.loads(out.read_text())
+
+
+def test_full_level_tests_every_sm_and_every_granule(full_report: tuple[int, dict]) -> None:
+    _, report = full_report
+    dev = report["devices"][0]
+    assert report["level"] == dev["measured"]["level"] == "full"
+    driver, m = dev["reported"]["driver"], dev["measured"]
+    march = m["march"]
+    assert march is not None, dev["error"]
+    assert len(march["sms_seen"]) == driver["multiprocessor_count"], march
+    assert march["failures"] == [], march["failures"]
+    assert march["dynamic_bytes"] == m["optin_dynamic_ceiling_bytes"] - m["optin_dynamic_ceiling_bytes"] % 4
+    sweep = m["granule_sweep"]
+    assert sweep["failing_bytes"] == [] and sweep["over_ceiling_failed"] is True, sweep
+    assert sweep["sizes_tested"] >= m["optin_dynamic_ceiling_bytes"] // m["allocation_granularity_bytes"] + 2
+    assert not [v for v in dev["verdicts"] if v["verdict"] == "ERROR"]
+
+
+def test_full_level_records_the_cross_process_answer(full_report: tuple[int, dict]) -> None:
+    code, report = full_report
+    dev = report["devices"][0]
+    left = dev["measured"]["leftovers"]
+    assert left is not None, dev["error"]
+    assert left["writer_sms"] == left["reader_sms"] == dev["reported"]["driver"]["multiprocessor_count"]
+    (across,) = [v for v in dev["verdicts"] if v["quantity"] == "data of an earlier process visible"]
+    assert across["verdict"] == ("MISMATCH" if left["across_processes_words_matching"] else "match")
+    (within,) = [v for v in dev["verdicts"] if v["quantity"].startswith("data of an earlier kernel")]
+    assert within["verdict"] == "info"
+    print(f"cross-process: {across['measured']}; within a process: {within['measured']}")
+    assert code == (1 if any(v["verdict"] == "MISMATCH" for v in dev["verdicts"]) else 0)
+
+
+def test_the_march_kernel_reads_its_sm_and_every_word() -> None:
+    from bisect_smem.core.integrity import MARCH_READS_PER_WORD
+    from bisect_smem.devices.backends.cupy_backend import CupySession
+
+    session = CupySession(0, (0,))
+    try:
+        attrs = session.driver_attributes()
+        sms, ceiling = attrs[16], attrs[97] - attrs[97] % 4
+        outcome = session.march(ceiling, 512, sms, 12345)  # at the ceiling one block fits per SM
+        assert outcome.outcome.value == "ok", outcome.detail
+        assert len(outcome.blocks) == sms and {b.sm_id for b in outcome.blocks} == set(range(sms))
+        assert all(b.passed and b.reads_checked == MARCH_READS_PER_WORD * (ceiling // 4) for b in outcome.blocks)
+        wrote = session.leftover_write(65536, 512, sms, 99)
+        assert wrote.words == sms * 16384 and len(set(wrote.sm_ids)) <= sms
+    finally:
+        session.close()

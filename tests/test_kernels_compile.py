@@ -5,7 +5,17 @@ from __future__ import annotations
 import pytest
 
 from bisect_smem.core.profiles import PROFILES, ArchProfile
-from bisect_smem.devices.kernel_abi import NVRTC_OPTIONS, PROBE_FILE, probe_name, probe_name_expressions, read_kernel
+from bisect_smem.devices.kernel_abi import (
+    NVRTC_OPTIONS,
+    PROBE_FILE,
+    VALIDATE_FILE,
+    VALIDATE_NAMES,
+    module_name_expressions,
+    module_source,
+    probe_name,
+    probe_name_expressions,
+    read_kernel,
+)
 from bisect_smem.experiments.measure import DEFAULT_STATIC_SIZES
 
 from .nvrtc import NvrtcUnavailable, compile_source, nvrtc_version, supported_archs
@@ -42,3 +52,26 @@ def test_static_shared_memory_over_48k_fails_in_ptxas() -> None:
     ok, log, _, _ = compile_source(read_kernel(PROBE_FILE), "sm_90", [name], NVRTC_OPTIONS, cubin=True)
     assert not ok
     assert "too much shared data" in log, log
+
+
+@pytest.mark.parametrize("profile", PROFILES, ids=lambda p: p.arch)
+def test_validation_kernels_compile_without_static_shared_memory(profile: ArchProfile) -> None:
+    # One block per SM at the opt-in ceiling only fits when the whole budget is the dynamic array.
+    _require_arch(profile)
+    names = list(VALIDATE_NAMES)
+    ok, log, lowered, ptx = compile_source(read_kernel(VALIDATE_FILE), profile.arch, names, NVRTC_OPTIONS)
+    assert ok, log
+    text = ptx.decode(errors="replace")
+    for name in names:
+        assert f".entry {lowered[name]}(" in text, name
+    shared = [line.strip() for line in text.splitlines() if ".shared" in line and line.strip().startswith(".")]
+    assert shared and all(line.startswith(".extern .shared") for line in shared), shared
+    assert "%smid" in text
+
+
+def test_every_kernel_file_compiles_as_one_module() -> None:
+    _require_arch(next(p for p in PROFILES if p.key == "sm_90"))
+    names = module_name_expressions(DEFAULT_STATIC_SIZES)
+    ok, log, lowered, _ = compile_source(module_source(), "sm_90", names, NVRTC_OPTIONS)
+    assert ok, log
+    assert set(lowered) == set(names)

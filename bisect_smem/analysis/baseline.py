@@ -14,6 +14,7 @@ from typing import Any
 
 from bisect_smem import __version__
 from bisect_smem.core.errors import BaselineError
+from bisect_smem.core.levels import DEFAULT_LEVEL, at_level, common_level
 from bisect_smem.core.model import DeviceReport, Report, dumps, to_jsonable
 from bisect_smem.core.quantities import checks_for, quantities
 
@@ -49,7 +50,21 @@ def provenance(report: Report, dev: DeviceReport) -> dict[str, Any]:
         "host": report.host,
         "date_utc": report.created_utc,
         "backend": dev.backend,
+        "level": device_level(dev),
     }
+
+
+def device_level(dev: DeviceReport) -> str:
+    """The level the device was measured at (a report from before levels existed: standard)."""
+    return dev.measured.level if dev.measured is not None else DEFAULT_LEVEL
+
+
+def comparable(dev: DeviceReport, baseline: Baseline) -> tuple[dict[str, Any], dict[str, Any], str]:
+    """Both sides' quantities at the level both runs reached, and that level. Which quantities a level
+    measures comes from the level recorded, not from what is present, so a quantity that level should have
+    and one side lacks is still a difference."""
+    level = common_level(device_level(dev), str(baseline.provenance.get("level") or device_level(baseline.device)))
+    return at_level(quantities(dev), level), at_level(quantities(baseline.device), level), level
 
 
 def baseline_path(directory: Path, dev: DeviceReport) -> Path:
@@ -131,7 +146,9 @@ def compare_device(directory: Path, dev: DeviceReport) -> Comparison:
         return Comparison(None, f"no baseline for {model_slug(dev.name)} cc {dev.compute_capability} "
                                            f"(driver {driver_version(dev)}) in {directory}", 0, ())
     baseline, note = found
-    current, saved = quantities(dev), quantities(baseline.device)
+    current, saved, level = comparable(dev, baseline)
+    if level != device_level(dev) or level != device_level(baseline.device):
+        note += f"; compared at level {level} (now {device_level(dev)}, baseline {device_level(baseline.device)})"
     checks = checks_for(current, saved)
     failures = tuple(msg for msg in (c.fails(current, saved) for c in checks) if msg)
     return Comparison(baseline, note, len(checks), failures)

@@ -9,6 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 from bisect_smem.analysis.verdicts import build_verdicts
+from bisect_smem.core.levels import DEFAULT_LEVEL
 from bisect_smem.core.model import DeviceReport, Verdict
 from bisect_smem.core.profiles import profile_for_cc
 from bisect_smem.devices.device_info import DeviceInfo
@@ -16,14 +17,15 @@ from bisect_smem.experiments.steps import Done, Step, assemble
 
 
 def build_report(index: int, backend: str, info: DeviceInfo | None, done: Done, events: list[dict[str, Any]],
-                 error: str | None, elapsed_s: float, planned: list[Step] | None = None) -> DeviceReport:
+                 error: str | None, elapsed_s: float, planned: list[Step] | None = None,
+                 level: str = DEFAULT_LEVEL) -> DeviceReport:
     """The device's report; a missing step leaves its quantities None and gets an ERROR row, as does a
-    step that failed."""
+    step that failed. ``level`` is the level the steps were planned at."""
     if info is None:
         return DeviceReport(index, None, None, backend, events=tuple(events), error=error or "never opened",
                             elapsed_s=round(elapsed_s, 3))
     measured, errors = assemble(done)
-    measured = replace(measured, timings_s={"open": info.open_s, **measured.timings_s})
+    measured = replace(measured, timings_s={"open": info.open_s, **measured.timings_s}, level=level)
     cc = info.identity.compute_capability
     cc_text = f"{cc[0]}.{cc[1]}"
     verdicts = build_verdicts(info.reported, measured, profile_for_cc(cc), cc_text)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bisect_smem.analysis.integrity_verdicts import validation_verdicts
 from bisect_smem.core.hardware import PORTABLE_CLUSTER_SIZE, portable_cluster_limit, static_footprint
 from bisect_smem.core.model import CarveoutPoint, Ceiling, Measured, ResidencyStep, StaticSplit, Verdict
 from bisect_smem.core.profiles import ArchProfile
@@ -179,6 +180,7 @@ def build_verdicts(reported: dict[str, dict[str, Any]], measured: Measured,
     rows += carveout_verdicts(measured.carveout, profile.carveout_kib if profile else None)
     rows += cluster_verdicts(measured)
     rows += published_verdicts(measured, profile, cc)
+    rows += validation_verdicts(measured)
     return rows
 
 

@@ -101,6 +101,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="compare with the saved baseline for each GPU model; exit 1 on any regression")
     parser.add_argument("--allow-missing", action="store_true",
                         help="with --compare: a missing baseline is reported, not an error")
+    parser.add_argument("--level", choices=("quick", "standard", "full"), default="standard",
+                        help="quick: the limits only (default, attribute and opt-in ceilings, reserved, "
+                             "granularity); standard (default): every measurement; full: standard plus the "
+                             "shared memory itself (every SM and byte, every granule, leftovers between processes)")
     parser.add_argument("--confirm", type=_positive_int, default=2, metavar="N",
                         help="times the ceiling and ceiling+1 are each seen (default 2)")
     parser.add_argument("--device-timeout", type=_positive_float, default=300.0, metavar="S",
@@ -238,9 +242,12 @@ def _cmd_measure(args: argparse.Namespace) -> int:
     from bisect_smem.devices.host import host_context
     from bisect_smem.experiments.measure import MeasureConfig
 
+    if args.level == "full" and args.backend in ("numba", ALL_BACKENDS):
+        raise UsageError(f"--level full needs the cupy backend (or --simulate), not {args.backend!r}: "
+                         "the validation kernels run through CuPy")
     requests, skipped = build_requests(
         args.backend, args.simulate, devices=tuple(args.device) if args.device else None,
-        config=MeasureConfig(confirm=args.confirm), isolate=False if args.inline else None,
+        config=MeasureConfig(confirm=args.confirm, level=args.level), isolate=False if args.inline else None,
         device_timeout_s=args.device_timeout, probe_timeout_s=args.probe_timeout, max_restarts=args.max_restarts,
         inject_fault=args.inject_fault)
     backend = ALL_BACKENDS if args.backend == ALL_BACKENDS else requests[0].backend.name
@@ -268,7 +275,7 @@ def _cmd_measure(args: argparse.Namespace) -> int:
         print("\r\033[K", end="", file=sys.stderr)
     report = Report(tool_version=__version__, created_utc=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
                     host=platform.node(), backend=backend, devices=devices,
-                    host_context=host_context() if backend != "sim" else {})
+                    host_context=host_context() if backend != "sim" else {}, level=args.level)
     text = dumps(report.to_dict())
     _print_report(report, text, args)
     if json_path is not None:

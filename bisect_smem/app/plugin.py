@@ -63,9 +63,9 @@ class BaselineSuite(pytest.Collector):
         self.directory, self.simulate, self.allow_missing = directory, simulate, allow_missing
 
     def collect(self) -> list[pytest.Item]:
-        from bisect_smem.analysis.baseline import find_baseline, model_slug
+        from bisect_smem.analysis.baseline import comparable, find_baseline, model_slug
         from bisect_smem.core.errors import BisectSmemError
-        from bisect_smem.core.quantities import checks_for, quantities
+        from bisect_smem.core.quantities import checks_for
 
         try:
             devices = measure(self.simulate)
@@ -87,7 +87,7 @@ class BaselineSuite(pytest.Collector):
                                                       skip=note if self.allow_missing else None,
                                                       problem=None if self.allow_missing else note))
                 continue
-            current, saved = quantities(dev), quantities(found[0].device)
+            current, saved, _ = comparable(dev, found[0])
             for check in checks_for(current, saved):
                 items.append(QuantityItem.from_parent(self, name=f"{prefix}::{check.name}", check=check,
                                                       current=current, saved=saved))

@@ -162,7 +162,7 @@ class _Supervisor:
             for dev in self.devices.values():
                 dev.proc.join(timeout=5)
         return tuple(build_report(d.index, self.request.backend.name, d.info, d.done, d.events, d.error,
-                                  time.monotonic() - d.started, self.steps)
+                                  time.monotonic() - d.started, self.steps, self.request.config.level)
                      for d in sorted(self.devices.values(), key=lambda d: d.index))
 
     def _handle(self, message: Message) -> None:

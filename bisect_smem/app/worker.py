@@ -152,7 +152,8 @@ def measure_in_process(request: RunRequest, index: int, progress: Callable[[str]
         done, error = DeviceMeasurement.for_device(session, info, request.config, progress).run(steps)
     finally:
         session.close()
-    return build_report(index, name, info, done, [], error, time.perf_counter() - start, steps)
+    return build_report(index, name, info, done, [], error, time.perf_counter() - start, steps,
+                        request.config.level)
 
 
 def leave(out: Any, code: int) -> None:

@@ -10,6 +10,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from bisect_smem.core.integrity import GranuleSweep, Leftovers, MarchResult
+from bisect_smem.core.levels import DEFAULT_LEVEL
+
 REPORT_SCHEMA = "bisect_smem/report/v1"
 VERDICTS = ("match", "MISMATCH", "differs", "info", "ERROR")
 # limit: a launch contract (any difference fails); prediction: an occupancy API count the device may beat
@@ -152,6 +155,10 @@ class Measured:
     clusters: tuple[ClusterMeasurement, ...] = ()
     clusters_skipped: str | None = None
     timings_s: dict[str, float] = field(default_factory=dict)
+    level: str = DEFAULT_LEVEL  # what was asked to be measured (core/levels.py)
+    march: MarchResult | None = None
+    granule_sweep: GranuleSweep | None = None
+    leftovers: Leftovers | None = None
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Measured:
@@ -172,6 +179,10 @@ class Measured:
             clusters=tuple(ClusterMeasurement.from_dict(c) for c in d.get("clusters", ())),
             clusters_skipped=d.get("clusters_skipped"),
             timings_s=dict(d.get("timings_s", {})),
+            level=d.get("level", DEFAULT_LEVEL),
+            march=MarchResult.from_dict(d["march"]) if d.get("march") else None,
+            granule_sweep=GranuleSweep.from_dict(d["granule_sweep"]) if d.get("granule_sweep") else None,
+            leftovers=Leftovers.from_dict(d["leftovers"]) if d.get("leftovers") else None,
         )
 
 
@@ -252,6 +263,7 @@ class Report:
     devices: tuple[DeviceReport, ...]
     schema: str = REPORT_SCHEMA
     host_context: dict[str, Any] = field(default_factory=dict)
+    level: str = DEFAULT_LEVEL
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)
@@ -263,4 +275,4 @@ class Report:
             raise ValueError(f"not a {REPORT_SCHEMA} report (schema: {found!r})")
         return cls(tool_version=d["tool_version"], created_utc=d["created_utc"], host=d["host"],
                    backend=d["backend"], devices=tuple(DeviceReport.from_dict(x) for x in d["devices"]),
-                   host_context=dict(d.get("host_context", {})))
+                   host_context=dict(d.get("host_context", {})), level=d.get("level", DEFAULT_LEVEL))

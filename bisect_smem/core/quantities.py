@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from bisect_smem.core.integrity import validation_quantities
 from bisect_smem.core.model import DeviceReport
 
 CEILINGS = ("default_dynamic_ceiling_bytes", "optin_dynamic_ceiling_bytes", "attribute_accept_ceiling_bytes",
@@ -48,6 +49,7 @@ def quantities(dev: DeviceReport) -> dict[str, Any]:
         for size, counts in sorted(c.active_clusters.items(), key=lambda kv: int(kv[0])):
             q[f"{prefix}.active_clusters.size={size}"] = counts.get("measured")
             q[f"{prefix}.active_clusters.size={size}.api"] = counts.get("api")
+    q.update(validation_quantities(m))
     return q
 
 

@@ -12,7 +12,9 @@ PROBE_FILE = "probe.cu"
 RESIDENCY_FILE = "residency.cu"
 CLUSTER_FILE = "cluster.cu"
 FAULT_FILE = "fault.cu"
-KERNEL_FILES = (PROBE_FILE, RESIDENCY_FILE, CLUSTER_FILE, FAULT_FILE)
+VALIDATE_FILE = "validate.cu"
+KERNEL_FILES = (PROBE_FILE, RESIDENCY_FILE, CLUSTER_FILE, FAULT_FILE, VALIDATE_FILE)
+VALIDATE_NAMES = ("smem_march", "smem_leftover_write", "smem_leftover_read")
 ILLEGAL_ACCESS_NAME = "smem_illegal_access<0>"
 RESIDENCY_STAIRCASE, RESIDENCY_CARVEOUT = 0, 1
 NVRTC_OPTIONS = ("-std=c++17",)
@@ -101,7 +103,7 @@ def module_name_expressions(static_sizes: tuple[int, ...]) -> list[str]:
     return (probe_name_expressions(static_sizes)
             + [residency_name(RESIDENCY_STAIRCASE), residency_name(RESIDENCY_CARVEOUT)]
             + [cluster_dsm_name(v) for v in (False, True)] + [cluster_residency_name(v) for v in (False, True)]
-            + [ILLEGAL_ACCESS_NAME])
+            + [ILLEGAL_ACCESS_NAME] + list(VALIDATE_NAMES))
 
 
 def probe_name(static_bytes: int, opt_in: bool) -> str:

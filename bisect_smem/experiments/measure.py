@@ -13,6 +13,7 @@ from typing import Any
 
 from bisect_smem.core.errors import MeasurementError, ProbeFault
 from bisect_smem.core.hardware import MAX_THREADS_PER_BLOCK, STATIC_SMEM_COMPILE_CAP_BYTES
+from bisect_smem.core.levels import DEFAULT_LEVEL, level_rank
 from bisect_smem.core.model import Ceiling, StaticSplit
 from bisect_smem.core.profiles import ArchProfile, profile_for_cc
 from bisect_smem.core.search import find_ceiling_batched, probe_bound
@@ -33,6 +34,7 @@ from bisect_smem.experiments.steps import (
     StepValue,
     block_registers,
 )
+from bisect_smem.experiments.validation import Validation
 
 Progress = Callable[[str], None]
 
@@ -52,8 +54,10 @@ class MeasureConfig:
     residency: bool = True
     carveout: bool = True
     clusters: bool = True
+    level: str = DEFAULT_LEVEL
 
     def __post_init__(self) -> None:
+        level_rank(self.level)
         for s in self.static_sizes:
             if not 0 <= s <= STATIC_SMEM_COMPILE_CAP_BYTES:
                 raise ValueError(f"static bytes must be in 0..{STATIC_SMEM_COMPILE_CAP_BYTES} (got {s})")
@@ -93,6 +97,8 @@ class DeviceMeasurement:
         self.searches: dict[str, Ceiling] = {}
         placeholder = Limits(None, None, None, 1, 0)  # replaced from the block-register step before use
         self.residency_runs = ResidencyMeasurement(session, placeholder, self.progress)
+        self.validation = Validation(session, self.reported.get("multiprocessor_count"), config.static_sizes,
+                                     self.progress)
         self.cluster_runs = ClusterExperiments(session, self.reported.get("multiprocessor_count") or 1,
                                                self.reported.get("max_blocks_per_multiprocessor") or 32, self.progress)
 

@@ -17,15 +17,29 @@ from bisect_smem.experiments.steps import (
     StaticSplitStep,
     Step,
 )
+from bisect_smem.experiments.validation import VALIDATION_STEPS
 
 
 def plan_steps(config: MeasureConfig, supported: tuple[str, ...] | None = None) -> list[Step]:
-    """The steps, in order; ``supported`` (a backend's step kinds, None for all) drops what it cannot do."""
+    """The steps of the config's level, in order; ``supported`` (a backend's step kinds, None for all)
+    drops what it cannot do."""
     steps: list[Step] = [DefaultCeiling(), AttributeAcceptCeiling()]
     steps += [StaticSplitStep(s, t) for s in config.static_sizes for t in config.threads]
     steps.append(BlockRegistersStep())
     steps += [step for step, wanted in ((ResidencyStaircase(), config.residency), (CarveoutSweep(), config.carveout),
                                         (ClusterStep(), config.clusters)) if wanted]
+    if config.level == "quick":
+        steps = [s for s in steps if is_quick(s)]
+    elif config.level == "full":
+        steps += VALIDATION_STEPS
     if supported is not None:
         steps = [s for s in steps if s.kind in supported]
     return steps
+
+
+def is_quick(step: Step) -> bool:
+    """The limits only: the default, attribute and reference opt-in ceilings, and the block registers
+    (reserved bytes and granularity)."""
+    if isinstance(step, StaticSplitStep):
+        return step.is_reference
+    return isinstance(step, (DefaultCeiling, AttributeAcceptCeiling, BlockRegistersStep))

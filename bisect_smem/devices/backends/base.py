@@ -18,6 +18,7 @@ from bisect_smem.devices.probes import (
     ResidencyOutcome,
     classify_cuda_error,
 )
+from bisect_smem.devices.validation_abi import DeviceAddress, LeftoverOutcome, MarchOutcome
 
 
 @dataclass
@@ -149,6 +150,24 @@ class DeviceSession(Protocol):
         With ``raise_limit`` the opt-in attribute is set to each size just before its launch (a launch
         checks the attribute when it is enqueued), and a refused attribute is that size's outcome.
         """
+        ...
+
+    # Validation (cupy and sim): one block per SM, each with its own result slot.
+
+    def march(self, dynamic_bytes: int, threads: int, blocks: int, seed: int) -> MarchOutcome:
+        """``blocks`` blocks, each running the march test over its whole dynamic shared memory."""
+        ...
+
+    def leftover_write(self, dynamic_bytes: int, threads: int, blocks: int, nonce: int) -> LeftoverOutcome:
+        """Fill every block's dynamic shared memory with the pattern of ``nonce``."""
+        ...
+
+    def leftover_read(self, dynamic_bytes: int, threads: int, blocks: int, nonce: int) -> LeftoverOutcome:
+        """Read every block's dynamic shared memory without writing it; count words of ``nonce``'s pattern."""
+        ...
+
+    def address(self) -> DeviceAddress:
+        """How another process opens this device."""
         ...
 
 

@@ -44,6 +44,18 @@ from bisect_smem.devices.probes import (
     classify_cuda_error,
     residency_from_peaks,
 )
+from bisect_smem.devices.validation_abi import (
+    LEFTOVER_READ_NAME,
+    LEFTOVER_SLOT_WORDS,
+    LEFTOVER_WRITE_NAME,
+    MARCH_NAME,
+    MARCH_SLOT_WORDS,
+    DeviceAddress,
+    LeftoverOutcome,
+    MarchOutcome,
+    decode_leftover_slots,
+    decode_march_slot,
+)
 
 INSTALL_HINT = "install CuPy for your driver: pip install 'bisect-smem[cuda13]' (or [cuda12])"
 
@@ -365,3 +377,38 @@ class CupySession:
                     for p in pending]
         return [p if isinstance(p, LaunchOutcome) else decode_probe_result(rows[i], kernel.static_bytes, sizes[i], p)
                 for i, p in enumerate(pending)]
+
+    # Validation (experiments/validation.py): one block per SM at the opt-in ceiling, result slots per block.
+
+    def _per_block(self, name: str, dynamic_bytes: int, threads: int, blocks: int, slot_words: int,
+                   args: tuple) -> tuple[list[int] | None, Any]:
+        """Launch ``name`` with one result slot per block and read every slot back (one synchronisation)."""
+        cupy = self._cupy
+        fn = self._functions[name]
+        slots = cupy.zeros(blocks * slot_words, dtype=cupy.uint32)
+        with self.cuda_errors() as failed:
+            fn.max_dynamic_shared_size_bytes = dynamic_bytes
+            fn((blocks,), (threads,), (cupy.uint32(dynamic_bytes), *args, slots), shared_mem=dynamic_bytes)
+            words = slots.get().tolist()
+        return (None, failed) if failed else (words, failed)
+
+    def march(self, dynamic_bytes: int, threads: int, blocks: int, seed: int) -> MarchOutcome:
+        words, failed = self._per_block(MARCH_NAME, dynamic_bytes, threads, blocks, MARCH_SLOT_WORDS,
+                                        (self._cupy.uint32(seed),))
+        if words is None:
+            return MarchOutcome(failed.outcome, failed.detail)
+        slots = (decode_march_slot(words[b:b + MARCH_SLOT_WORDS]) for b in range(0, len(words), MARCH_SLOT_WORDS))
+        return MarchOutcome(Outcome.OK, "", tuple(s for s in slots if s is not None))
+
+    def leftover_write(self, dynamic_bytes: int, threads: int, blocks: int, nonce: int) -> LeftoverOutcome:
+        words, failed = self._per_block(LEFTOVER_WRITE_NAME, dynamic_bytes, threads, blocks, LEFTOVER_SLOT_WORDS,
+                                        (self._cupy.uint64(nonce),))
+        return LeftoverOutcome(failed.outcome, failed.detail) if words is None else decode_leftover_slots(words)
+
+    def leftover_read(self, dynamic_bytes: int, threads: int, blocks: int, nonce: int) -> LeftoverOutcome:
+        words, failed = self._per_block(LEFTOVER_READ_NAME, dynamic_bytes, threads, blocks, LEFTOVER_SLOT_WORDS,
+                                        (self._cupy.uint64(nonce),))
+        return LeftoverOutcome(failed.outcome, failed.detail) if words is None else decode_leftover_slots(words)
+
+    def address(self) -> DeviceAddress:
+        return DeviceAddress("cupy", self.index)

@@ -9,7 +9,10 @@ the model uses 1 KB from cc 8.0 on.
 
 from __future__ import annotations
 
+import json
+import os
 import random
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -44,6 +47,12 @@ from bisect_smem.devices.probes import (
     ResidencyOutcome,
     SmemRegisters,
 )
+from bisect_smem.devices.validation_abi import (
+    DeviceAddress,
+    LeftoverOutcome,
+    MarchOutcome,
+    simulate_march,
+)
 
 # Clusters are scheduled within one GPC; the model gives every GPC 16 SMs (the last one the remainder).
 SMS_PER_GPC = 16
@@ -55,11 +64,15 @@ SPEC_HELP = """--simulate PROFILE[,KEY=VALUE...]: a simulated device from the pu
              sticky=BYTES  a launch of BYTES or more poisons the context (as an illegal address does)
              hang=BYTES    a launch of BYTES or more never returns
              seed=N        the random seed of flaky (default 0)
+             bitflip=SM:OFFSET  SM number SM reads one bit of byte OFFSET of its shared memory wrong
+             holes=START-END    a launch of any dynamic size from START to END (inclusive) fails
+             leak=yes|no   shared memory keeps its data when a CUDA context ends (default no)
   overrides: optin=BYTES, smem_per_sm=BYTES, reserved=BYTES (a device that differs from its table row),
              fewer=N       every SM holds N fewer blocks than the occupancy API predicts
 --simulate REPORT.json[,device=N,FAULT...]: replay device N (default 0) of a saved report or baseline."""
 
 _SIZE_KEYS = ("hole", "sticky", "hang", "optin", "smem_per_sm", "reserved")
+_VALIDATION_KEYS = ("bitflip", "holes", "leak")
 
 
 @dataclass(frozen=True)
@@ -76,7 +89,9 @@ class SimSpec:
     text: str = ""
     fewer_blocks: int = 0  # residency below the API's prediction by this many blocks per SM
     replay: Any = None  # a replay.ReplayData: the device is modelled from a saved measurement
-
+    bitflip: tuple[int, int] | None = None  # (SM, byte offset) that reads one bit wrong
+    holes: tuple[int, int] | None = None  # [start, end] of dynamic sizes that fail
+    leak: bool = False  # shared memory outlives a CUDA context
 
     @classmethod
     def parse(cls, text: str) -> SimSpec:
@@ -96,9 +111,9 @@ class SimSpec:
         values: dict[str, str] = {}
         for pair in pairs:
             key, sep, value = pair.partition("=")
-            if not sep or key not in (*_SIZE_KEYS, "flaky", "seed", "fewer") or not value:
+            if not sep or key not in (*_SIZE_KEYS, *_VALIDATION_KEYS, "flaky", "seed", "fewer") or not value:
                 raise UsageError(f"bad --simulate value {text!r}: {pair!r} is not KEY=VALUE with KEY one of "
-                                 f"flaky, seed, fewer, {', '.join(_SIZE_KEYS)}")
+                                 f"flaky, seed, fewer, {', '.join((*_SIZE_KEYS, *_VALIDATION_KEYS))}")
             values[key] = value
         sizes = {k: parse_size(v, f"--simulate {k}") for k, v in values.items() if k in _SIZE_KEYS}
         try:
@@ -118,7 +133,7 @@ class SimSpec:
         if "smem_per_sm" in sizes:
             profile = replace(profile, smem_per_sm_bytes=sizes["smem_per_sm"])
         return cls(profile, flaky, sizes.get("hole"), sizes.get("sticky"), sizes.get("hang"), seed,
-                   sizes.get("reserved"), text, fewer)
+                   sizes.get("reserved"), text, fewer, **_validation_faults(values, text))
 
     def loaded_static_smem(self, path: Path, kernel: str) -> int | None:
         """A simulated device loads no compiled files."""
@@ -136,6 +151,39 @@ class SimSpec:
         if self.profile.reserved_smem_per_block_bytes is not None:
             return self.profile.reserved_smem_per_block_bytes
         return default_reserved_bytes(self.profile.compute_capability)
+
+
+def leftover_file(nonce: int) -> Path:
+    """Where a leaking simulated device keeps what a context left in shared memory after the context ends:
+    the state of the device, which outlives processes as the real one does."""
+    return Path(tempfile.gettempdir()) / f"bisect-smem-sim-{os.getuid()}" / f"leftover-{nonce:016x}.json"
+
+
+def _validation_faults(values: dict[str, str], text: str) -> dict[str, Any]:
+    """The bitflip=, holes= and leak= faults of a ``--simulate`` value."""
+    from bisect_smem.core.sizes import parse_size
+
+    faults: dict[str, Any] = {}
+    if "bitflip" in values:
+        sm, sep, offset = values["bitflip"].partition(":")
+        if not sep or not sm.strip().isdigit():
+            raise UsageError(f"bad --simulate value {text!r}: bitflip takes SM:OFFSET, like 5:1000 "
+                             f"(got {values['bitflip']!r})")
+        faults["bitflip"] = (int(sm), parse_size(offset, "--simulate bitflip offset"))
+    if "holes" in values:
+        start, sep, end = values["holes"].partition("-")
+        if not sep:
+            raise UsageError(f"bad --simulate value {text!r}: holes takes START-END, like 1024-4096 "
+                             f"(got {values['holes']!r})")
+        low, high = parse_size(start, "--simulate holes start"), parse_size(end, "--simulate holes end")
+        if low > high:
+            raise UsageError(f"bad --simulate value {text!r}: holes START must be <= END (got {low}-{high})")
+        faults["holes"] = (low, high)
+    if "leak" in values:
+        if values["leak"] not in ("yes", "no"):
+            raise UsageError(f"bad --simulate value {text!r}: leak takes yes or no (got {values['leak']!r})")
+        faults["leak"] = values["leak"] == "yes"
+    return faults
 
 
 class SimBackend:
@@ -190,6 +238,7 @@ class SimSession:
         self._max_dynamic: dict[ProbeKernel, int] = {}
         self._random = random.Random(spec.seed)
         self._poisoned = False
+        self._residue: dict[int, tuple[int, int]] = {}  # SM -> (nonce, words) of the last leftover writer
 
     def identity(self) -> DeviceIdentity:
         name = f"Simulated {self.profile.key} ({self.profile.example_parts})"
@@ -251,6 +300,8 @@ class SimSession:
         if spec.hang_bytes is not None and dynamic_bytes >= spec.hang_bytes:
             while True:  # never returns, as a hung kernel: only the runner's timeout ends it
                 time.sleep(3600)
+        if spec.holes is not None and spec.holes[0] <= dynamic_bytes <= spec.holes[1]:
+            return LaunchOutcome(Outcome.INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE: invalid argument (simulated holes)")
         if spec.hole_bytes is not None and dynamic_bytes == spec.hole_bytes:
             return LaunchOutcome(Outcome.INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE: invalid argument (simulated hole)")
         return None
@@ -385,8 +436,70 @@ class SimSession:
         return min(NONPORTABLE_CLUSTER_SIZE, self._blocks_per_sm(dynamic_bytes, threads) * max(self._gpc_sizes()))
 
     def close(self) -> None:
+        """End the context: shared memory keeps what was written only on a device that leaks."""
+        if self.spec.leak and self._residue:
+            by_nonce: dict[int, dict[int, int]] = {}
+            for sm, (nonce, words) in self._residue.items():
+                by_nonce.setdefault(nonce, {})[sm] = words
+            for nonce, sms in by_nonce.items():
+                leftover_file(nonce).parent.mkdir(parents=True, exist_ok=True)
+                leftover_file(nonce).write_text(json.dumps(sms))
+        self._residue.clear()
         self._max_dynamic.clear()
 
     def launch_many(self, kernel: ProbeKernel, sizes: Sequence[int], threads: int, *,
                     raise_limit: bool = False) -> list[LaunchOutcome]:
         return launch_each(self, kernel, sizes, threads, raise_limit=raise_limit)
+
+    # Validation (experiments/validation.py): one block per SM; what each SM's shared memory holds is
+    # modelled as the nonce of the last leftover writer there and its word count.
+
+    def _validation_fault(self, dynamic_bytes: int, threads: int) -> LaunchOutcome | None:
+        if self._poisoned:
+            return LaunchOutcome(Outcome.ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS (simulated, poisoned context)")
+        if not 1 <= threads <= MAX_THREADS_PER_BLOCK or dynamic_bytes > self.profile.max_smem_per_block_optin_bytes:
+            return LaunchOutcome(Outcome.INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE: invalid argument")
+        return self._fault(dynamic_bytes)
+
+    def _sms(self, blocks: int) -> list[int]:
+        """The SM each block runs on: one block per SM fits at a time, so block b lands on SM b mod count."""
+        return [b % self.profile.multiprocessor_count for b in range(blocks)]
+
+    def march(self, dynamic_bytes: int, threads: int, blocks: int, seed: int) -> MarchOutcome:
+        fault = self._validation_fault(dynamic_bytes, threads)
+        if fault is not None:
+            return MarchOutcome(fault.outcome, fault.detail)
+        flip_sm, flip_byte = self.spec.bitflip or (None, None)
+        results = []
+        for sm in self._sms(blocks):
+            self._residue.pop(sm, None)  # the march overwrites the whole array
+            results.append(simulate_march(sm, dynamic_bytes, seed, flip_byte if sm == flip_sm else None))
+        return MarchOutcome(Outcome.OK, "", tuple(results))
+
+    def leftover_write(self, dynamic_bytes: int, threads: int, blocks: int, nonce: int) -> LeftoverOutcome:
+        fault = self._validation_fault(dynamic_bytes, threads)
+        if fault is not None:
+            return LeftoverOutcome(fault.outcome, fault.detail)
+        sms = self._sms(blocks)
+        for sm in sms:
+            self._residue[sm] = (nonce, dynamic_bytes // 4)
+        return LeftoverOutcome(Outcome.OK, "", tuple(sms), len(sms) * (dynamic_bytes // 4))
+
+    def leftover_read(self, dynamic_bytes: int, threads: int, blocks: int, nonce: int) -> LeftoverOutcome:
+        fault = self._validation_fault(dynamic_bytes, threads)
+        if fault is not None:
+            return LeftoverOutcome(fault.outcome, fault.detail)
+        path = leftover_file(nonce)
+        earlier = {int(sm): words for sm, words in json.loads(path.read_text()).items()} if path.is_file() else {}
+        path.unlink(missing_ok=True)
+        sms = self._sms(blocks)
+        words = dynamic_bytes // 4
+        matching = 0
+        for sm in sms:
+            mine = self._residue.get(sm)
+            kept = mine[1] if mine is not None and mine[0] == nonce else earlier.get(sm, 0)
+            matching += min(kept, words)
+        return LeftoverOutcome(Outcome.OK, "", tuple(sms), len(sms) * words, matching)
+
+    def address(self) -> DeviceAddress:
+        return DeviceAddress("sim", 0, self.spec.text)

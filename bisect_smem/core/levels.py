@@ -1,0 +1,46 @@
+"""Validation levels, as operators know them from diagnostics: quick, standard, full.
+
+quick: the limits only (default, attribute-accept and opt-in ceilings, reserved bytes, granularity),
+for a boot-time check. standard: every ceiling, residency, carveout and clusters. full: standard plus
+the shared memory itself (every SM, every byte; every granule; nothing left behind).
+A quantity belongs to the lowest level that measures it; two runs compare at the lower of their levels.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+LEVELS = ("quick", "standard", "full")
+DEFAULT_LEVEL = "standard"
+REFERENCE_SPLIT_PREFIX = "measured.static_split.static=0.threads=128."  # the opt-in ceiling (quick)
+QUICK_MEASURED = frozenset({
+    "measured.default_dynamic_ceiling_bytes", "measured.optin_dynamic_ceiling_bytes",
+    "measured.attribute_accept_ceiling_bytes", "measured.reserved_bytes", "measured.allocation_granularity_bytes"})
+FULL_PREFIX = "measured.validation."
+
+
+def level_rank(level: str) -> int:
+    """0 for quick, 1 for standard, 2 for full; anything else is a ValueError naming the levels."""
+    if level not in LEVELS:
+        raise ValueError(f"level must be one of {', '.join(LEVELS)} (got {level!r})")
+    return LEVELS.index(level)
+
+
+def common_level(a: str, b: str) -> str:
+    """The level both runs reached: the lower of the two."""
+    return a if level_rank(a) <= level_rank(b) else b
+
+
+def quantity_level(name: str) -> str:
+    """The lowest level that measures the quantity ``name`` (a key of quantities.quantities)."""
+    if name.startswith("reported.") or name in QUICK_MEASURED or name.startswith(REFERENCE_SPLIT_PREFIX):
+        return "quick"
+    if name.startswith(FULL_PREFIX):
+        return "full"
+    return "standard"
+
+
+def at_level(values: dict[str, Any], level: str) -> dict[str, Any]:
+    """The quantities a run at ``level`` measures: a missing one of these is still a difference."""
+    rank = level_rank(level)
+    return {name: value for name, value in values.items() if level_rank(quantity_level(name)) <= rank}
