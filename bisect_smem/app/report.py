@@ -262,6 +262,7 @@ def device_table(rows: list[Verdict], width: int | None = WIDTH) -> str:
 
 
 def device_summary(dev: DeviceReport) -> str:
+    """The closing line of a device: verdict counts, probes and seconds."""
     counts = Counter(v.verdict for v in dev.verdicts)
     probes = sum(dev.measured.probes.values()) if dev.measured else 0
     verdicts = ", ".join(f"{counts[k]} {k}" for k in VERDICT_ORDER if counts[k])

@@ -38,6 +38,7 @@ class SmMarch:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> SmMarch:
+        """Rebuild from the report's JSON."""
         return cls(d["sm_id"], d["bytes_tested"], d["reads_checked"], d.get("bad_reads", 0), d.get("first_bad_byte"),
                    d.get("expected_word"), d.get("read_word"), d.get("pattern"), d.get("element"))
 
@@ -62,10 +63,12 @@ class MarchResult:
 
     @property
     def covered(self) -> bool:
+        """Every SM of the device ran the march."""
         return self.sm_count is not None and len(self.sms_seen) >= self.sm_count and not self.sms_missing
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> MarchResult:
+        """Rebuild from the report's JSON."""
         return cls(d["dynamic_bytes"], d["threads"], d.get("sm_count"), tuple(d.get("sms_seen", ())),
                    d.get("launches", 0), tuple(SmMarch.from_dict(f) for f in d.get("failures", ())))
 
@@ -83,6 +86,7 @@ class GranuleSweep:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> GranuleSweep:
+        """Rebuild from the report's JSON."""
         return cls(d["granule_bytes"], d["ceiling_bytes"], d["sizes_tested"], tuple(d.get("failing_bytes", ())),
                    d.get("failure_detail", ""), d.get("over_ceiling_failed"))
 
@@ -102,14 +106,17 @@ class Leftovers:
 
     @property
     def within_process_visible(self) -> bool:
+        """A kernel saw words an earlier kernel of this process left."""
         return self.within_process_words_matching > 0
 
     @property
     def across_processes_visible(self) -> bool:
+        """A kernel saw words an earlier, ended process left."""
         return self.across_processes_words_matching > 0
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Leftovers:
+        """Rebuild from the report's JSON."""
         return cls(d["dynamic_bytes"], d["within_process_words_read"], d["within_process_words_matching"],
                    d["across_processes_words_read"], d["across_processes_words_matching"], d["writer_sms"],
                    d["reader_sms"])

@@ -52,6 +52,7 @@ class Ceiling:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Ceiling:
+        """Rebuild from the report's JSON."""
         unstable = d.get("unstable_range_bytes")
         return cls(d["ceiling_bytes"], d["probes"], d["probe_bound"], d.get("at_cap", False),
                    tuple(unstable) if unstable else None, tuple(d.get("non_monotone_at_bytes", ())),
@@ -78,6 +79,7 @@ class StaticSplit:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> StaticSplit:
+        """Rebuild from the report's JSON."""
         return cls(d["static_bytes"], d["threads"], d["dynamic_ceiling_bytes"], d["probes"],
                    d.get("static_footprint_bytes"), d.get("api_available_dynamic_bytes"))
 
@@ -96,6 +98,7 @@ class ResidencyStep:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ResidencyStep:
+        """Rebuild from the report's JSON."""
         return cls(d["dynamic_bytes"], d["threads"], d["blocks_per_sm_min"], d["blocks_per_sm_max"],
                    d.get("api_blocks_per_sm"), d.get("formula_blocks_per_sm"), d.get("limited_by"))
 
@@ -112,6 +115,7 @@ class CarveoutPoint:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> CarveoutPoint:
+        """Rebuild from the report's JSON."""
         rng = d.get("carveout_range_bytes")
         return cls(d["percent"], d["blocks_per_sm"], d.get("api_blocks_per_sm"), d.get("carveout_bytes"),
                    tuple(rng) if rng else None)
@@ -130,6 +134,7 @@ class ClusterMeasurement:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ClusterMeasurement:
+        """Rebuild from the report's JSON."""
         return cls(d["dynamic_bytes"], d.get("max_cluster_size_portable"), d.get("max_cluster_size_nonportable"),
                    d.get("api_max_cluster_size"), {str(k): dict(v) for k, v in d.get("active_clusters", {}).items()},
                    d.get("dsm_verified"))
@@ -162,6 +167,7 @@ class Measured:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Measured:
+        """Rebuild from the report's JSON."""
         return cls(
             default_dynamic_ceiling_bytes=d.get("default_dynamic_ceiling_bytes"),
             default_api_available_dynamic_bytes=d.get("default_api_available_dynamic_bytes"),
@@ -206,6 +212,7 @@ class Verdict:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Verdict:
+        """Rebuild from the report's JSON."""
         return cls(d["quantity"], d["reported"], d["source"], d["measured"], d["verdict"], d.get("note", ""),
                    d.get("kind", "limit"))
 
@@ -228,6 +235,7 @@ class DeviceReport:
 
     @property
     def mismatches(self) -> list[Verdict]:
+        """The rows that fail the run."""
         return [v for v in self.verdicts if v.verdict == "MISMATCH"]
 
     @property
@@ -237,10 +245,12 @@ class DeviceReport:
 
     @property
     def incomplete(self) -> bool:
+        """The device was not measured completely, or a row could not be measured."""
         return self.error is not None or any(v.verdict == "ERROR" for v in self.verdicts)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> DeviceReport:
+        """Rebuild from the report's JSON."""
         measured = d.get("measured")
         return cls(
             index=d["index"], name=d.get("name"), compute_capability=d.get("compute_capability"),
@@ -266,10 +276,12 @@ class Report:
     level: str = DEFAULT_LEVEL
 
     def to_dict(self) -> dict[str, Any]:
+        """The report as plain JSON values."""
         return to_jsonable(self)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Report:
+        """Rebuild from the report's JSON."""
         if not isinstance(d, dict) or d.get("schema") != REPORT_SCHEMA:
             found = d.get("schema") if isinstance(d, dict) else type(d).__name__
             raise ValueError(f"not a {REPORT_SCHEMA} report (schema: {found!r})")

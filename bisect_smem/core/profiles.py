@@ -36,6 +36,7 @@ class ArchProfile:
 
     @property
     def cc_string(self) -> str:
+        """``9.0``."""
         return f"{self.compute_capability[0]}.{self.compute_capability[1]}"
 
     @property
@@ -45,6 +46,7 @@ class ArchProfile:
 
     @property
     def cluster_launch(self) -> bool:
+        """Thread block clusters exist from cc 9.0 on."""
         return self.compute_capability >= (9, 0)
 
 

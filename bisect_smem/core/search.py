@@ -60,6 +60,7 @@ class SearchResult:
 
     @property
     def within_bound(self) -> bool:
+        """The search used no more probes than its bound."""
         return self.probes <= probe_bound(self.cap_bytes, self.confirm)
 
 

@@ -61,6 +61,7 @@ class Disagreement:
     values: dict[str, int | None]
 
     def describe(self) -> str:
+        """``key: driver X, runtime Y``."""
         return f"{self.key}: " + ", ".join(f"{src} {val}" for src, val in self.values.items())
 
 

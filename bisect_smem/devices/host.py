@@ -44,6 +44,7 @@ def container_kind(root: str = "/", environ: dict[str, str] | None = None) -> st
 
 
 def host_context() -> dict[str, Any]:
+    """Where the GPU lives: hypervisor flag, DMI vendor and product, container; None where unknown."""
     return {
         "cpu_hypervisor_flag": cpu_hypervisor_flag(_read("/proc/cpuinfo")),
         "dmi_sys_vendor": _read("/sys/class/dmi/id/sys_vendor"),

@@ -77,6 +77,7 @@ class LaunchOutcome:
 
     @property
     def ok(self) -> bool:
+        """Only a verified success counts."""
         return self.outcome is Outcome.OK
 
 
@@ -92,6 +93,7 @@ class ResidencyOutcome:
 
     @property
     def ok(self) -> bool:
+        """Only a verified success counts."""
         return self.outcome is Outcome.OK
 
 
@@ -116,6 +118,7 @@ class ClusterOutcome:
 
     @property
     def launched(self) -> bool:
+        """The cluster launched (its bytes are checked separately)."""
         return self.outcome is Outcome.OK
 
     def dsm_verified(self, cluster_size: int, dynamic_bytes: int) -> bool:
@@ -135,6 +138,7 @@ class ClusterResidencyOutcome:
 
     @property
     def ok(self) -> bool:
+        """Only a verified success counts."""
         return self.outcome is Outcome.OK
 
 

@@ -28,6 +28,8 @@ def cluster_probe_sizes(optin_bytes: int, granule_bytes: int) -> list[int]:
 
 
 class ClusterExperiments:
+    """The cluster experiments on one device; counts its probes."""
+
     def __init__(self, session: DeviceSession, sm_count: int, max_blocks_per_sm: int,
                  progress: Callable[[str], None]) -> None:
         self.session = session
@@ -57,6 +59,7 @@ class ClusterExperiments:
         return largest, verified
 
     def active(self, dynamic_bytes: int, size: int) -> dict[str, int | None]:
+        """How many clusters of ``size`` ran at once, and the API's prediction."""
         # More clusters than could ever be resident: every SM's block limit times the SMs.
         clusters = ceil_div(self.sm_count * self.max_blocks_per_sm, size) + 1
         self.probes += 1
@@ -68,6 +71,7 @@ class ClusterExperiments:
         return {"measured": got.active_clusters, "api": got.api_active_clusters}
 
     def measure(self, optin_bytes: int, granule_bytes: int) -> list[ClusterMeasurement]:
+        """Largest clusters, co-resident clusters and distributed shared memory at each probe size."""
         results = []
         for dynamic in cluster_probe_sizes(optin_bytes, granule_bytes):
             portable, portable_ok = self.largest(dynamic, nonportable=False)

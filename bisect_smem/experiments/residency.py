@@ -77,6 +77,7 @@ class ResidencyMeasurement:
         self.probes = 0
 
     def blocks(self, dynamic_bytes: int, threads: int, carveout_percent: int | None = None) -> ResidencyOutcome:
+        """One residency probe; a too-big answer or a fault is an error, not a count."""
         self.probes += 1
         what = f"residency at {dynamic_bytes} B, {threads} threads" + (
             f", carveout {carveout_percent}%" if carveout_percent is not None else "")

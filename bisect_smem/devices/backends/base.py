@@ -52,6 +52,7 @@ class CudaErrorFunnel:
 
     @contextmanager
     def __call__(self) -> Iterator[CudaFailure]:
+        """A block whose CUDA errors become the yielded CudaFailure."""
         failure = CudaFailure()
         try:
             yield failure
@@ -76,7 +77,9 @@ class DeviceIdentity:
 class DeviceSession(Protocol):
     """One opened device with every probe kernel compiled and loaded."""
 
-    def identity(self) -> DeviceIdentity: ...
+    def identity(self) -> DeviceIdentity:
+        """Name, compute capability and PCI bus id."""
+        ...
 
     def driver_attributes(self) -> dict[int, int | None]:
         """cuDeviceGetAttribute values by attribute id."""
@@ -184,15 +187,18 @@ class RealDevices:
         return None
 
     def device_count(self) -> int:
+        """How many devices the driver shows; raises BackendUnavailable with the reason."""
         raise NotImplementedError
 
     def is_available(self) -> bool:
+        """Whether a device can be measured through it; never raises."""
         try:
             return self.device_count() > 0
         except BisectSmemError:
             return False
 
     def unavailable_reason(self) -> str:
+        """Why not, in one line ('' when available)."""
         try:
             count = self.device_count()
         except BisectSmemError as exc:

@@ -30,12 +30,14 @@ class LibCuda:
             raise BackendUnavailable(f"the NVIDIA driver did not initialise (cuInit: {self.error_name(rc)})")
 
     def error_name(self, rc: int) -> str:
+        """The driver's name for a result code (CUDA_ERROR_...)."""
         text = ctypes.c_char_p()
         if self._lib.cuGetErrorName(rc, ctypes.byref(text)) == CUDA_SUCCESS and text.value:
             return text.value.decode()
         return f"CUDA error {rc}"
 
     def device_count(self) -> int:
+        """cuDeviceGetCount; raises BackendUnavailable when the driver refuses."""
         count = ctypes.c_int()
         rc = self._lib.cuDeviceGetCount(ctypes.byref(count))
         if rc != CUDA_SUCCESS:
@@ -63,6 +65,7 @@ class LibCuda:
         return value.value
 
     def attributes(self, ids: tuple[int, ...], ordinal: int) -> dict[int, int | None]:
+        """cuDeviceGetAttribute for each id (None where unknown to this driver)."""
         return {attr_id: self.attribute(attr_id, ordinal) for attr_id in ids}
 
     def residency_grid(self, ordinal: int) -> int:
