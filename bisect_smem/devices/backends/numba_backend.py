@@ -142,7 +142,8 @@ class NumbaBackend(RealDevices):
                 raise BackendUnavailable(f"the numba backend needs {module}, which is not installed: {INSTALL_HINT}")
         return count
 
-    def open(self, index: int, static_sizes: tuple[int, ...]) -> NumbaSession:
+    def open(self, index: int, static_sizes: tuple[int, ...],
+             step_kinds: frozenset[str] | None = None) -> NumbaSession:
         return NumbaSession(index, static_sizes)
 
 
