@@ -168,11 +168,14 @@ def main() -> int:
         floors = [timed([python, "-c", FLOOR], warm_env)[0] for _ in range(args.repeat)]
         report = Path(work, "report.json")
         run = [python, "-m", "bisect_smem", "--quiet", "--json", str(report)]
-        colds, codes = [], set()
+        colds, codes, cold_opens = [], set(), []
+        cold_report = Path(work, "cold.json")
+        cold_run = [*run[:-1], str(cold_report)]
         for i in range(args.repeat):
-            seconds, code = timed(run, {**env, "CUPY_CACHE_DIR": str(Path(work, f"cold-{i}"))})
+            seconds, code = timed(cold_run, {**env, "CUPY_CACHE_DIR": str(Path(work, f"cold-{i}"))})
             colds.append(seconds)
             codes.add(code)
+            cold_opens.append(json.loads(cold_report.read_text())["devices"][0]["measured"]["timings_s"]["open"])
         timed(run, warm_env)
         warms = []
         for _ in range(args.repeat):
@@ -205,6 +208,7 @@ def main() -> int:
                             "ceil_log2_cap": math.ceil(math.log2(1 << 20)), "ceilings": len(searches),
                             "max_rounds": max((s.get("rounds") or 0) for s in searches.values())},
         time_per_measurement_s=m["timings_s"], total_probes=sum(m["probes"].values()),
+        open_s={"cold_median": round(statistics.median(cold_opens), 4), "warm": m["timings_s"].get("open")},
         device=dev["name"], driver=dev["context"].get("nvml_driver_version"),
         quick_run=quick, full_run=full, quick_over_floor=round(quick["median_s"] / floor["median_s"], 3),
         full_over_standard=round(full["median_s"] / warm["median_s"], 3),
@@ -245,6 +249,8 @@ def main() -> int:
     if results["device_scaling"] is None:
         print("one GPU visible: the multi-GPU target was not measured")
     print(f"--backend all: first run (fills the numba cache) {results['backend_all']['first_run_s']} s")
+    print(f"device open (context, compile, load, attributes): cold median {results['open_s']['cold_median']} s, "
+          f"warm {results['open_s']['warm']} s")
     print("time per measurement (s): " + ", ".join(f"{k} {v:.3f}" for k, v in m["timings_s"].items()))
     print("--level full: " + ", ".join(f"{k} {v}" for k, v in results["full_validation"].items()))
     Path(args.out).write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")

@@ -1,4 +1,4 @@
-"""Shared fixtures: the `gpu` marker skips itself without a device; CuPy caches kernels in a temp folder."""
+"""Shared fixtures: the `gpu` marker skips itself without a device; CuPy and numba cache kernels in a temp folder."""
 
 from __future__ import annotations
 
@@ -36,6 +36,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(autouse=True)
 def _kernel_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CUPY_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cupy-cache"))
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "numba-cache"))
 
 
 def run_cli_json(args: list[str], folder: Path, capsys: pytest.CaptureFixture[str],

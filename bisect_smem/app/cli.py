@@ -344,7 +344,36 @@ def _run_backends(requests: list[Any], skipped: list[str], printer: Any) -> tupl
         return run(requests[0], printer)
     for reason in skipped:
         print(f"hint: not cross-checked: {reason}", file=sys.stderr)
-    return with_cross_checks({r.backend.name: run(r, printer) for r in requests})
+    return with_cross_checks(run_concurrently(requests, run, printer))
+
+
+def run_concurrently(requests: list[Any], run: Any, printer: Any) -> dict[str, Any]:
+    """Each request's reports by backend name. Backends measured in worker processes run side by side,
+    so numba's start and compile overlap CuPy's run; the first runs on this thread, which keeps Ctrl-C
+    and its workers' cleanup where they were (the others' workers are daemons). In-process runs, which
+    would share one CUDA context, run one after another."""
+    import threading
+
+    if not all(r.isolated for r in requests):
+        return {r.backend.name: run(r, printer) for r in requests}
+    results: dict[int, Any] = {}
+    errors: dict[int, BaseException] = {}
+
+    def one(i: int) -> None:
+        try:
+            results[i] = run(requests[i], printer)
+        except Exception as exc:  # noqa: BLE001 - re-raised on the calling thread below
+            errors[i] = exc
+
+    others = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(1, len(requests))]
+    for thread in others:
+        thread.start()
+    results[0] = run(requests[0], printer)
+    for thread in others:
+        thread.join()
+    for i in sorted(errors):
+        raise errors[i]
+    return {r.backend.name: results[i] for i, r in enumerate(requests)}
 
 
 def _compare(report, directory: Path, allow_missing: bool, quiet_stdout: bool) -> int:

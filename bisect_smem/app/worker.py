@@ -107,7 +107,8 @@ def worker_main(out: Any, request: RunRequest, index: int, done: Done, steps: li
     """Open the device, run the steps not yet done, stream each one back, then leave."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and ends its workers
     try:
-        session, info = open_device(request.backend, index, request.config.static_sizes, nvml=False)
+        session, info = open_device(request.backend, index, request.config.static_sizes, nvml=False,
+                                    step_kinds=frozenset(step.kind for step in steps))
     except BisectSmemError as exc:
         out.put(OpenFailed(index, str(exc)))
         return
@@ -144,7 +145,8 @@ def measure_in_process(request: RunRequest, index: int, progress: Callable[[str]
     start = time.perf_counter()
     name = request.backend.name
     try:
-        session, info = open_device(request.backend, index, request.config.static_sizes)
+        session, info = open_device(request.backend, index, request.config.static_sizes,
+                                    step_kinds=frozenset(step.kind for step in request.steps))
     except BisectSmemError as exc:
         return build_report(index, name, None, {}, [], str(exc), time.perf_counter() - start)
     steps = request.steps

@@ -20,11 +20,12 @@ class DeviceInfo:
     open_s: float = 0.0  # compiling and loading the kernels, reading the attributes
 
 
-def open_device(backend: Backend, index: int, static_sizes: tuple[int, ...],
-                nvml: bool = True) -> tuple[DeviceSession, DeviceInfo]:
-    """Open the device and read what it reports; ``nvml=False`` leaves NVML to the caller."""
+def open_device(backend: Backend, index: int, static_sizes: tuple[int, ...], nvml: bool = True,
+                step_kinds: frozenset[str] | None = None) -> tuple[DeviceSession, DeviceInfo]:
+    """Open the device (with the kernels the steps of ``step_kinds`` need, None: all) and read what it
+    reports; ``nvml=False`` leaves NVML to the caller."""
     start = time.perf_counter()
-    session = backend.open(index, static_sizes)
+    session = backend.open(index, static_sizes, step_kinds)
     reported = {"driver": driver_view(session.driver_attributes()),
                 "runtime": runtime_view(session.runtime_attributes())}
     info = DeviceInfo(session.identity(), reported, session.nvml_info() if nvml else {},

@@ -98,12 +98,19 @@ def cluster_residency_name(nonportable: bool) -> str:
     return f"smem_cluster_residency<{int(nonportable)}>"
 
 
-def module_name_expressions(static_sizes: tuple[int, ...]) -> list[str]:
-    """Every kernel instantiation the module needs."""
-    return (probe_name_expressions(static_sizes)
-            + [residency_name(RESIDENCY_STAIRCASE), residency_name(RESIDENCY_CARVEOUT)]
-            + [cluster_dsm_name(v) for v in (False, True)] + [cluster_residency_name(v) for v in (False, True)]
-            + [ILLEGAL_ACCESS_NAME] + list(VALIDATE_NAMES))
+def module_name_expressions(static_sizes: tuple[int, ...], step_kinds: frozenset[str] | None = None) -> list[str]:
+    """Every kernel instantiation the module needs for steps of ``step_kinds`` (None: every kind): fewer
+    instantiations, less for NVRTC to compile on a cold node."""
+
+    def wanted(kind: str) -> bool:
+        return step_kinds is None or kind in step_kinds
+
+    names = probe_name_expressions(static_sizes)
+    names += [residency_name(variant) for kind, variant in (("residency", RESIDENCY_STAIRCASE),
+                                                            ("carveout", RESIDENCY_CARVEOUT)) if wanted(kind)]
+    if wanted("clusters"):
+        names += [cluster_dsm_name(v) for v in (False, True)] + [cluster_residency_name(v) for v in (False, True)]
+    return names + [ILLEGAL_ACCESS_NAME] + list(VALIDATE_NAMES)  # validation kernels: small, always there
 
 
 def probe_name(static_bytes: int, opt_in: bool) -> str:

@@ -230,8 +230,10 @@ class Backend(Protocol):
         """How many devices it reaches; raises BackendUnavailable with the reason."""
         ...
 
-    def open(self, index: int, static_sizes: tuple[int, ...]) -> DeviceSession:
-        """Compile and load the probe kernels on device ``index``."""
+    def open(self, index: int, static_sizes: tuple[int, ...],
+             step_kinds: frozenset[str] | None = None) -> DeviceSession:
+        """Compile and load the probe kernels on device ``index``: those the steps of ``step_kinds`` need
+        (None: every kind); a backend may compile more."""
         ...
 
     def loaded_static_smem(self, path: Path, kernel: str) -> int | None:

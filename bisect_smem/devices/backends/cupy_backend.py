@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -85,6 +86,29 @@ def check_driver_for_cupy(driver_version: int, cupy_major: int | None) -> None:
             f"for CUDA {cupy_major}: update the driver or install bisect-smem[cuda{driver_version // 1000}]")
 
 
+class ContextStarter:
+    """Initialise the driver and create device ``index``'s primary context on a thread of its own.
+
+    ``wait`` returns once it is done, whether it worked or not: a failure is for the runtime's own
+    call to report, as it would without this head start.
+    """
+
+    def __init__(self, index: int) -> None:
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._start, args=(index,), daemon=True)
+        self._thread.start()
+
+    def _start(self, index: int) -> None:
+        try:
+            libcuda().retain_primary_context(index)
+        except BackendUnavailable as exc:
+            self.error = exc
+
+    def wait(self) -> None:
+        """Until the context exists (or its creation failed)."""
+        self._thread.join()
+
+
 class CupyBackend(RealDevices):
     """Probe kernels compiled by NVRTC and launched by CuPy."""
 
@@ -105,26 +129,32 @@ class CupyBackend(RealDevices):
         module = cupy.RawModule(path=str(path))
         return int(module.get_function(kernel).shared_size_bytes)
 
-    def open(self, index: int, static_sizes: tuple[int, ...]) -> CupySession:
-        return CupySession(index, static_sizes)
+    def open(self, index: int, static_sizes: tuple[int, ...],
+             step_kinds: frozenset[str] | None = None) -> CupySession:
+        return CupySession(index, static_sizes, step_kinds)
 
 
 class CupySession:
     """One device: every probe kernel compiled in a single NVRTC call and loaded once."""
 
-    def __init__(self, index: int, static_sizes: tuple[int, ...]) -> None:
+    def __init__(self, index: int, static_sizes: tuple[int, ...], step_kinds: frozenset[str] | None = None) -> None:
+        # The driver starts and the context is created while this thread imports CuPy and reads the
+        # kernel source: in a fresh process each takes a few hundred milliseconds.
+        context = ContextStarter(index)
         try:
             import cupy
         except ImportError as exc:
             raise BackendUnavailable(f"CuPy could not be imported ({exc}): {INSTALL_HINT}") from exc
         self._cupy = cupy
         self.index = index
+        self._static_sizes = static_sizes
+        names = module_name_expressions(static_sizes, step_kinds)
+        source = module_source()
+        context.wait()
         self._device = cupy.cuda.Device(index)
         self._device.use()
-        self._static_sizes = static_sizes
-        names = module_name_expressions(static_sizes)
         try:
-            self._module = cupy.RawModule(code=module_source(), options=NVRTC_OPTIONS, name_expressions=names)
+            self._module = cupy.RawModule(code=source, options=NVRTC_OPTIONS, name_expressions=names)
             self._functions = {name: self._module.get_function(name) for name in names}
         except cupy.cuda.compiler.CompileException as exc:
             raise KernelCompileError(f"probe kernels failed to compile for device {index}", str(exc)) from exc

@@ -68,6 +68,17 @@ class LibCuda:
         """cuDeviceGetAttribute for each id (None where unknown to this driver)."""
         return {attr_id: self.attribute(attr_id, ordinal) for attr_id in ids}
 
+    def retain_primary_context(self, ordinal: int) -> None:
+        """Create (or retain) the device's primary context, the one the runtime and CuPy then use. Through
+        ctypes the interpreter lock is released meanwhile, so other threads keep working."""
+        device = ctypes.c_int()
+        rc = self._lib.cuDeviceGet(ctypes.byref(device), ordinal)
+        if rc == CUDA_SUCCESS:
+            context = ctypes.c_void_p()
+            rc = self._lib.cuDevicePrimaryCtxRetain(ctypes.byref(context), device)
+        if rc != CUDA_SUCCESS:
+            raise BackendUnavailable(f"cuDevicePrimaryCtxRetain({ordinal}) failed: {self.error_name(rc)}")
+
     def residency_grid(self, ordinal: int) -> int:
         """More blocks than every SM can hold at once (block limit + 1 per SM), so each fills to its limit."""
         sms = self.attribute(DriverAttribute.MULTIPROCESSOR_COUNT, ordinal) or 1

@@ -2,8 +2,9 @@
 launched through numba's own driver layer: a second, independent path to every ceiling.
 
 numba-cuda has no API for the shared-memory opt-in; ``set_kernel_max_dynamic_smem`` shows the recipe
-(the driver attribute on the compiled kernel, through cuda-bindings). PTX special registers that numba
-cannot read are linked in from ``kernels/numba_helpers.cu``. The only module that imports numba.
+(the driver attribute on the compiled kernel, through cuda-bindings). The kernels themselves are in
+numba_kernels (imported here, inside functions, so the parent process never pays for numba); numba caches
+them on disk (``cache=True``: per compute capability, in numba's cache directory or ``NUMBA_CACHE_DIR``).
 """
 
 from __future__ import annotations
@@ -21,11 +22,8 @@ from bisect_smem.devices.backends.libcuda import libcuda
 from bisect_smem.devices.kernel_abi import (
     RESIDENCY_COUNTER_WORDS,
     RESULT_WORDS,
-    ProbeFlag,
-    ProbeWord,
     ResidencyWord,
     decode_probe_result,
-    kernel_path,
 )
 from bisect_smem.devices.probes import (
     LaunchOutcome,
@@ -37,13 +35,7 @@ from bisect_smem.devices.probes import (
 )
 
 INSTALL_HINT = "install numba-cuda: pip install 'bisect-smem[numba]'"
-UNREADABLE = 0xFFFFFFFF
-# The result words as plain ints, which numba freezes into the kernel as constants.
-W_WRONG, W_CHECKED, W_FIRST_REGISTER = int(ProbeWord.BYTES_WRONG), int(ProbeWord.BYTES_CHECKED), \
-    int(ProbeWord.DYNAMIC_SMEM_SIZE)
-W_LAST_BYTE, W_FLAGS = int(ProbeWord.LAST_DYNAMIC_BYTE), int(ProbeWord.FLAGS)
-F_SM80, F_AGGR = int(ProbeFlag.SM80_REGISTERS), int(ProbeFlag.AGGR_REGISTER)
-W_NOW, W_PEAK, COUNTER_STRIDE = int(ResidencyWord.NOW), int(ResidencyWord.PEAK), len(ResidencyWord)
+W_PEAK, COUNTER_STRIDE = int(ResidencyWord.PEAK), len(ResidencyWord)
 SUPPORTED_STEPS = ("default_ceiling", "attribute_accept_ceiling", "static_split", "block_registers", "residency")
 _RUNTIME_NAMES = {  # numba device attribute -> cudaDeviceProp name used by the report
     "MAX_SHARED_MEMORY_PER_BLOCK": "sharedMemPerBlock", "MULTIPROCESSOR_COUNT": "multiProcessorCount",
@@ -112,79 +104,29 @@ def cuda_error_text(exc: BaseException) -> str:
     return str(exc)
 
 
-PROBE_SIGNATURE = "void(uint32, uint32, uint32[:])"
-RESIDENCY_SIGNATURE = "void(uint32[:], uint64)"
+def compile_kernels(cuda: Any, cc: tuple[int, int], static_sizes: tuple[int, ...]) -> tuple[dict, Any]:
+    """The probe kernels by (static bytes, opt-in), and the residency kernel, for the current device.
+
+    Each is its own dispatcher over the same function: two kernels, so the default one is never opted
+    in; the second of a pair (and every kernel in a later run) is loaded from numba's disk cache.
+    """
+    from bisect_smem.devices.backends import numba_kernels as nk
+
+    functions = nk.kernel_functions(cc, static_sizes)
+    kernels = {(s, o): cached_jit(cuda, nk.PROBE_SIGNATURE, functions[f"probe:{s}"])
+               for s in static_sizes for o in (False, True)}
+    return kernels, cached_jit(cuda, nk.RESIDENCY_SIGNATURE, functions["residency"])
 
 
-def kernel_functions(cuda: Any, helpers: str, static_sizes: tuple[int, ...]) -> dict[str, Any]:
-    """The Python kernel functions (not yet compiled): a probe per static size, and the residency kernel."""
-    from numba import uint8, uint32
+def cached_jit(cuda: Any, signature: str, function: Any) -> Any:
+    """``cuda.jit(signature, cache=True)``; without a writable cache directory, compiled every run."""
+    from numba.cuda.dispatcher import CUDACache
 
-    sreg = cuda.declare_device("bisect_smem_sreg", "uint32(int32)", link=[helpers])
-    smid = cuda.declare_device("bisect_smem_smid", "uint32()", link=[helpers])
-    timer = cuda.declare_device("bisect_smem_globaltimer", "uint64()", link=[helpers])
-
-    def probe_for(static: int) -> Any:
-        def probe(dynamic_bytes, seed, out):  # noqa: ANN001 - numba-typed
-            dynamic_smem = cuda.shared.array(0, dtype=uint8)
-            # numba prunes the branch not taken, so a kernel without static data declares none (a
-            # zero-sized shared array would mean "dynamic" to numba).
-            if static > 0:
-                static_smem = cuda.shared.array(static, dtype=uint8)
-            else:
-                static_smem = cuda.local.array(1, dtype=uint8)
-            t, n = cuda.threadIdx.x, cuda.blockDim.x
-            for i in range(t, dynamic_bytes, n):
-                dynamic_smem[i] = uint8(((i ^ (i >> 8) ^ (i >> 16)) * 151 + seed) & 0xFF)
-            for i in range(t, static, n):
-                static_smem[i] = uint8(((i ^ (i >> 8) ^ (i >> 16)) * 151 + (seed ^ 0x5A)) & 0xFF)
-            cuda.syncthreads()
-            bad = uint32(0)
-            checked = uint32(0)
-            for i in range((t + 1) % n, dynamic_bytes, n):  # read what a neighbour wrote
-                if dynamic_smem[i] != uint8(((i ^ (i >> 8) ^ (i >> 16)) * 151 + seed) & 0xFF):
-                    bad += uint32(1)
-                checked += uint32(1)
-            for i in range((t + 1) % n, static, n):
-                if static_smem[i] != uint8(((i ^ (i >> 8) ^ (i >> 16)) * 151 + (seed ^ 0x5A)) & 0xFF):
-                    bad += uint32(1)
-                checked += uint32(1)
-            cuda.atomic.add(out, W_WRONG, bad)
-            cuda.atomic.add(out, W_CHECKED, checked)
-            if t == 0:
-                flags = uint32(0)
-                for k in range(6):  # the five sm_80 registers, then %aggr_smem_size (numba_helpers.cu order)
-                    v = sreg(k)
-                    if v != UNREADABLE:
-                        out[W_FIRST_REGISTER + k] = v
-                        flags |= uint32(F_SM80) if k < 5 else uint32(F_AGGR)
-                out[W_FLAGS] = flags
-                if dynamic_bytes > 0:
-                    out[W_LAST_BYTE] = dynamic_smem[dynamic_bytes - 1]
-
-        return probe
-
-    def residency(counters, hold_ns):  # noqa: ANN001
-        sm = uint32(0)
-        if cuda.threadIdx.x == 0:
-            sm = smid()
-            now = cuda.atomic.add(counters, COUNTER_STRIDE * sm + W_NOW, uint32(1)) + uint32(1)
-            cuda.atomic.max(counters, COUNTER_STRIDE * sm + W_PEAK, now)
-            start = timer()
-            while timer() - start < hold_ns:
-                pass
-        cuda.syncthreads()
-        if cuda.threadIdx.x == 0:
-            cuda.atomic.sub(counters, COUNTER_STRIDE * sm + W_NOW, uint32(1))
-
-    functions = {f"probe:{s}": probe_for(s) for s in static_sizes}
-    functions["residency"] = residency
-    return functions
-
-
-def helpers_path() -> str:
-    """The CUDA C++ helpers numba links in (PTX special registers it cannot read itself)."""
-    return str(kernel_path("numba_helpers.cu"))
+    try:
+        CUDACache(function)  # finds (and creates) the cache directory, as cache=True does
+    except RuntimeError:  # numba found no directory it may write (in-tree, NUMBA_CACHE_DIR, user cache)
+        return cuda.jit(signature)(function)
+    return cuda.jit(signature, cache=True)(function)
 
 
 class NumbaBackend(RealDevices):
@@ -200,7 +142,8 @@ class NumbaBackend(RealDevices):
                 raise BackendUnavailable(f"the numba backend needs {module}, which is not installed: {INSTALL_HINT}")
         return count
 
-    def open(self, index: int, static_sizes: tuple[int, ...]) -> NumbaSession:
+    def open(self, index: int, static_sizes: tuple[int, ...],
+             step_kinds: frozenset[str] | None = None) -> NumbaSession:
         return NumbaSession(index, static_sizes)
 
 
@@ -214,11 +157,8 @@ class NumbaSession:
         config.CUDA_LOW_OCCUPANCY_WARNINGS = 0  # single-block probes are small on purpose
         self.index = index
         cuda.select_device(index)
-        functions = kernel_functions(cuda, helpers_path(), static_sizes)
-        # Compiling the same function twice gives two kernels, so the default one is never opted in.
-        self._kernels = {(s, o): cuda.jit(PROBE_SIGNATURE)(functions[f"probe:{s}"])
-                         for s in static_sizes for o in (False, True)}
-        self._residency = cuda.jit(RESIDENCY_SIGNATURE)(functions["residency"])
+        self._kernels, self._residency = compile_kernels(cuda, tuple(cuda.get_current_device().compute_capability),
+                                                         static_sizes)
         import numpy as np
 
         self._np = np

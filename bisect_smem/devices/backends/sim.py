@@ -213,7 +213,8 @@ class SimBackend:
         """Only sticky and hanging faults need worker processes; a plain simulated device runs inline."""
         return any(spec.needs_isolation for spec in self.specs)
 
-    def open(self, index: int, static_sizes: tuple[int, ...]) -> SimSession:
+    def open(self, index: int, static_sizes: tuple[int, ...],
+             step_kinds: frozenset[str] | None = None) -> SimSession:
         spec = self.specs[index]
         if spec.replay is not None:
             from bisect_smem.devices.backends.replay import ReplaySession
