@@ -35,6 +35,7 @@ from bisect_smem.devices.kernel_abi import (
     probe_name,
     residency_name,
 )
+from bisect_smem.devices.nvrtc import CompileFailed, NvrtcUnavailable, cached_cubin
 from bisect_smem.devices.probes import (
     ClusterOutcome,
     ClusterResidencyOutcome,
@@ -154,9 +155,8 @@ class CupySession:
         self._device = cupy.cuda.Device(index)
         self._device.use()
         try:
-            self._module = cupy.RawModule(code=source, options=NVRTC_OPTIONS, name_expressions=names)
-            self._functions = {name: self._module.get_function(name) for name in names}
-        except cupy.cuda.compiler.CompileException as exc:
+            self._module, self._functions = self._load_module(source, names)
+        except (cupy.cuda.compiler.CompileException, CompileFailed) as exc:
             raise KernelCompileError(f"probe kernels failed to compile for device {index}", str(exc)) from exc
         except cupy.cuda.driver.CUDADriverError as exc:
             raise KernelCompileError(f"probe kernels failed to load on device {index}: {exc}", str(exc)) from exc
@@ -167,6 +167,19 @@ class CupySession:
         self._streams: list[Any] = []  # for launch_many, created as needed
         self.cuda_errors = CudaErrorFunnel((_DriverError, cupy.cuda.driver.CUDADriverError,
                                             cupy.cuda.runtime.CUDARuntimeError))
+
+    def _load_module(self, source: str, names: list[str]) -> tuple[Any, dict[str, Any]]:
+        """The probe module from bisect_smem's compiled-module cache (NVRTC once per source, driver and
+        architecture), else compiled by CuPy, which recompiles on every run when given name expressions."""
+        cupy = self._cupy
+        arch = f"sm_{self._device.compute_capability}"  # CuPy spells cc 9.0 as "90"
+        try:
+            path, lowered = cached_cubin(source, names, NVRTC_OPTIONS, arch)
+        except (NvrtcUnavailable, OSError):
+            module = cupy.RawModule(code=source, options=NVRTC_OPTIONS, name_expressions=names)
+            return module, {name: module.get_function(name) for name in names}
+        module = cupy.RawModule(path=str(path))
+        return module, {name: module.get_function(lowered[name]) for name in names}
 
     def _function(self, kernel: ProbeKernel) -> Any:
         return self._functions[probe_name(kernel.static_bytes, kernel.opt_in)]
