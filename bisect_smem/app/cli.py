@@ -180,7 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "profiles":
             return _cmd_profiles()
         if args.command == "merge":
-            return _cmd_merge([Path(p) for p in args.reports])
+            return _cmd_merge(list(args.reports))
         if args.command == "fit":
             from bisect_smem.app.fit_command import run_fit
 
@@ -219,7 +219,7 @@ def _cmd_profiles() -> int:
     return EXIT_OK
 
 
-def _cmd_merge(paths: list[Path]) -> int:
+def _cmd_merge(paths: list[str]) -> int:
     from bisect_smem.analysis.merge import group_reports, render
 
     groups = group_reports(paths)
@@ -228,7 +228,10 @@ def _cmd_merge(paths: list[Path]) -> int:
         for label, diffs in g.deviations.items():
             for line in diffs:
                 print(f"{label}: {line}")
-    return EXIT_MISMATCH if any(g.deviations for g in groups) else EXIT_OK
+        for name, values in g.ties.items():
+            print(f"{g.model} (driver {g.driver}): {name}: a tie between {', '.join(map(repr, values))}; "
+                  f"no majority, nobody blamed")
+    return EXIT_MISMATCH if any(g.deviations or g.ties for g in groups) else EXIT_OK
 
 
 def _dash(value: object) -> str:
