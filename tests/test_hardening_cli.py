@@ -217,7 +217,7 @@ def test_simulated_runs_honour_a_given_probe_timeout(capsys: pytest.CaptureFixtu
 
 def test_help_lists_the_simulate_keys(capsys: pytest.CaptureFixture[str]) -> None:
     text = build_parser().format_help()
-    for key in ("flaky=P", "hole=BYTES", "sticky=BYTES", "hang=BYTES", "seed=N", "optin=BYTES",
+    for key in ("flaky=P", "hole=BYTES", "sticky=BYTES", "hang=BYTES", "seed=N", "optin=BYTES", "fewer=N",
                 "smem_per_sm=BYTES", "reserved=BYTES"):
         assert key in text.replace("\n", " ").replace("  ", " "), key
 
