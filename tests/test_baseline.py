@@ -126,8 +126,8 @@ def test_merge_names_the_deviating_host(tmp_path: Path, capsys: pytest.CaptureFi
     out = capsys.readouterr().out
     assert code == 1
     h200 = next(line for line in out.splitlines() if line.startswith("Simulated sm_90"))
-    assert h200.split()[-11:-9] != [] and "node-c:0 (" in h200 and "node-a" not in h200
-    assert "node-c:0: measured.optin_dynamic_ceiling_bytes: 204800 (majority: 232448)" in out
+    assert h200.split()[-11:-9] != [] and "node-c.json:0 (" in h200 and "node-a" not in h200
+    assert "node-c.json:0: measured.optin_dynamic_ceiling_bytes: 204800 (majority: 232448)" in out
     a100 = next(line for line in out.splitlines() if line.startswith("Simulated sm_80"))
     assert a100.rstrip().endswith("none")
     assert cli.main(["merge", paths[0], paths[1]]) == 0

@@ -132,7 +132,7 @@ def test_sbatch_array_then_merge_names_the_deviating_task(slurm_cluster: dict[st
     code = cli.main(["merge", *map(str, reports)])
     out = capsys.readouterr().out
     assert code == 1
-    deviating = [line.split(":")[0] for line in out.splitlines() if "optin_dynamic_ceiling_bytes: 204800" in line]
+    deviating = [line.split(".json:")[0] for line in out.splitlines() if "optin_dynamic_ceiling_bytes: 204800" in line]
     assert deviating and all(label.endswith("-2") for label in deviating), out
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from bisect_smem.core.errors import BaselineError
 from bisect_smem.core.levels import DEFAULT_LEVEL, at_level, common_level
 from bisect_smem.core.model import DeviceReport, Report, dumps, to_jsonable
 from bisect_smem.core.quantities import checks_for, quantities
+from bisect_smem.core.schema import SchemaError, build
 
 BASELINE_SCHEMA = "bisect_smem/baseline/v1"
 
@@ -73,18 +75,27 @@ def baseline_path(directory: Path, dev: DeviceReport) -> Path:
 
 def baseline_documents(report: Report, directory: Path, force: bool = False) -> dict[Path, str]:
     """The baseline files to write, by path: one per GPU model and driver (the first device of each).
-    Refuses to overwrite without ``force``, checking every target before any is written, so a refusal
-    leaves DIR as it was."""
+    Refuses to overwrite, or to save from a device with ERROR rows, without ``force``, checking every
+    target before any is written, so a refusal leaves DIR as it was."""
     chosen: dict[Path, DeviceReport] = {}
     for dev in report.devices:
-        if dev.error is not None or dev.measured is None:
-            raise BaselineError(f"device {dev.index} was not measured completely ({dev.error}); no baseline saved")
+        if dev.measured is None:
+            raise BaselineError(f"device {dev.index} was not measured ({dev.error}); no baseline saved")
+        if dev.incomplete and not force:
+            errors = sum(v.verdict == "ERROR" for v in dev.verdicts)
+            raise BaselineError(f"device {dev.index} was not measured completely ({errors} ERROR rows"
+                                f"{'; ' + dev.error if dev.error else ''}); no baseline saved (--force saves it anyway)")
         chosen.setdefault(baseline_path(directory, dev), dev)
-    for path in chosen:
-        if path.exists() and not force:
-            raise BaselineError(f"baseline {path} exists; use --force to replace it")
+    refuse_existing(chosen, force)
     return {path: dumps({"schema": BASELINE_SCHEMA, "provenance": provenance(report, dev), "device": to_jsonable(dev)})
             for path, dev in chosen.items()}
+
+
+def refuse_existing(paths: Iterable[Path], force: bool) -> None:
+    """Raise BaselineError when a baseline to be saved exists already (and ``force`` is not given)."""
+    for path in paths:
+        if path.exists() and not force:
+            raise BaselineError(f"baseline {path} exists; use --force to replace it")
 
 
 @dataclass(frozen=True)
@@ -94,19 +105,34 @@ class Baseline:
     device: DeviceReport
 
 
-def load_baseline(path: Path) -> Baseline:
-    """Read one baseline file; anything corrupt, truncated or foreign is a BaselineError naming it."""
+def read_json(path: Path, what: str) -> Any:
+    """The parsed JSON of ``path``; unreadable or not JSON is a BaselineError naming it."""
     try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BaselineError(f"{path}: not a readable baseline ({exc})") from None
+        with open(path, "rb") as handle:
+            return json.load(handle)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise BaselineError(f"{path}: not a readable {what} ({exc})") from None
+
+
+def load_baseline(path: Path) -> Baseline:
+    """Read one baseline file; anything corrupt, truncated, foreign or wrongly typed is a BaselineError
+    naming the file (and the field)."""
+    data = read_json(path, "baseline")
     if not isinstance(data, dict) or data.get("schema") != BASELINE_SCHEMA:
         found = data.get("schema") if isinstance(data, dict) else type(data).__name__
         raise BaselineError(f"{path}: not a {BASELINE_SCHEMA} file (schema: {found!r})")
-    try:
-        return Baseline(Path(path), dict(data["provenance"]), DeviceReport.from_dict(data["device"]))
-    except (KeyError, TypeError, ValueError) as exc:
-        raise BaselineError(f"{path}: baseline is incomplete ({exc!r})") from None
+    missing = [name for name in ("provenance", "device") if name not in data]
+    missing += ["provenance.driver_version"] if isinstance(data.get("provenance"), dict) and \
+        "driver_version" not in data["provenance"] else []
+    if missing:
+        raise SchemaError(f"{path}: baseline is incomplete (missing {', '.join(missing)})")
+    prov = data["provenance"]
+    if not isinstance(prov, dict):
+        raise SchemaError(f"{path}: field provenance must be an object (got {type(prov).__name__})")
+    if not isinstance(prov.get("driver_version"), str):
+        raise SchemaError(f"{path}: field provenance.driver_version must be a string "
+                          f"(got {prov.get('driver_version')!r})")
+    return Baseline(Path(path), dict(prov), build(data["device"], DeviceReport, str(path), "device"))
 
 
 def find_baseline(directory: Path, dev: DeviceReport) -> tuple[Baseline, str] | None:

@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import os
 import platform
 import re
+import signal
 import sys
+import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
@@ -26,6 +30,8 @@ EXIT_CODES_HELP = """exit codes:
   2  bad usage or bad input
   3  no usable GPU or backend
   4  a measurement could not be completed
+  2  also: a file or stream that cannot be written (a full disk, a closed or broken stdout)
+  128+N  ended by signal N (130 Ctrl-C, 129 SIGHUP, 143 SIGTERM): workers ended, no report written
 """
 
 
@@ -78,9 +84,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"bisect-smem {__version__}")
     parser.add_argument("--device", type=_non_negative_int, action="append", metavar="N",
                         help="measure device N (repeatable; default: every visible device)")
-    parser.add_argument("--simulate", action="append", metavar="PROFILE",
-                        help="measure a simulated device built from the published table (repeatable; "
-                             "see `bisect-smem profiles`)")
+    parser.add_argument("--simulate", action="append", metavar="PROFILE[,KEY=VALUE...]",
+                        help="measure a simulated device built from the published table (repeatable; see "
+                             "`bisect-smem profiles`). Faults: flaky=P, hole=BYTES, sticky=BYTES, hang=BYTES, "
+                             "seed=N; overrides: optin=BYTES, smem_per_sm=BYTES, reserved=BYTES, fewer=N; or REPORT.json"
+                             "[,device=N,FAULT...] to replay a saved device")
     parser.add_argument("--backend", default=None, metavar="NAME",
                         help="cupy (default), numba, all (every available backend, cross-checked), or sim "
                              "(implied by --simulate)")
@@ -107,9 +115,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "shared memory itself (every SM and byte, every granule, leftovers between processes)")
     parser.add_argument("--confirm", type=_positive_int, default=2, metavar="N",
                         help="times the ceiling and ceiling+1 are each seen (default 2)")
-    parser.add_argument("--device-timeout", type=_positive_float, default=300.0, metavar="S",
+    parser.add_argument("--device-timeout", type=_positive_float, default=None, metavar="S",
                         help="give up on a device after S seconds (default 300)")
-    parser.add_argument("--probe-timeout", type=_positive_float, default=5.0, metavar="S",
+    parser.add_argument("--probe-timeout", type=_positive_float, default=None, metavar="S",
                         help="a probe that takes longer ends its worker and counts as a timeout (default 5)")
     parser.add_argument("--max-restarts", type=_non_negative_int, default=6, metavar="N",
                         help="restarts of a device's worker after faults before the device is given up (default 6)")
@@ -170,7 +178,58 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP: raised where the program is, like KeyboardInterrupt, so that the runner's
+    cleanup ends every worker."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_terminated(signum: int, _frame: object) -> None:
+    raise Terminated(signum)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command line: parse, run, and map every outcome to one line and an exit code."""
+    if sys.stderr is None:  # closed by the caller: errors go nowhere, never to stdout
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115
+    if sys.stdout is None:
+        return _fail(EXIT_USAGE, "stdout is closed; nothing could be reported")
+    previous = _install_signal_handlers()
+    try:
+        code = _main(argv)
+        sys.stdout.flush()
+        return code
+    except Terminated as exc:
+        return _fail(128 + exc.signum, f"{signal.Signals(exc.signum).name} received; workers ended, "
+                                       "no report was written")
+    except OSError as exc:  # stdout to a full device, a broken pipe
+        _silence_stdout()
+        return _fail(EXIT_USAGE, f"cannot write the output to stdout: {exc.strerror or exc}")
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _install_signal_handlers() -> dict[int, object]:
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {signum: signal.signal(signum, _raise_terminated) for signum in (signal.SIGTERM, signal.SIGHUP)}
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so that the interpreter's final flush cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -180,7 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "profiles":
             return _cmd_profiles()
         if args.command == "merge":
-            return _cmd_merge([Path(p) for p in args.reports])
+            return _cmd_merge(list(args.reports))
         if args.command == "fit":
             from bisect_smem.app.fit_command import run_fit
 
@@ -188,9 +247,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stdout.write(result.text)
             return result.code
         return _cmd_measure(args)
-    except UsageError as exc:
-        return _fail(EXIT_USAGE, str(exc))
-    except BaselineError as exc:
+    except (UsageError, BaselineError) as exc:
         return _fail(EXIT_USAGE, str(exc))
     except BackendUnavailable as exc:
         return _fail(EXIT_NO_GPU, f"no usable GPU: {exc}; try --simulate h200 to run on a simulated device")
@@ -201,7 +258,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _fail(code: int, message: str, stream: TextIO | None = None) -> int:
-    print(f"error: {message}", file=stream or sys.stderr)
+    try:
+        print(f"error: {message}", file=stream or sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass  # stderr itself is gone: the exit code still says what happened
     return code
 
 
@@ -219,7 +279,7 @@ def _cmd_profiles() -> int:
     return EXIT_OK
 
 
-def _cmd_merge(paths: list[Path]) -> int:
+def _cmd_merge(paths: list[str]) -> int:
     from bisect_smem.analysis.merge import group_reports, render
 
     groups = group_reports(paths)
@@ -228,7 +288,10 @@ def _cmd_merge(paths: list[Path]) -> int:
         for label, diffs in g.deviations.items():
             for line in diffs:
                 print(f"{label}: {line}")
-    return EXIT_MISMATCH if any(g.deviations for g in groups) else EXIT_OK
+        for name, values in g.ties.items():
+            print(f"{g.model} (driver {g.driver}): {name}: a tie between {', '.join(map(repr, values))}; "
+                  f"no majority, nobody blamed")
+    return EXIT_MISMATCH if any(g.deviations or g.ties for g in groups) else EXIT_OK
 
 
 def _dash(value: object) -> str:
@@ -245,62 +308,109 @@ def _cmd_measure(args: argparse.Namespace) -> int:
     if args.level == "full" and args.backend in ("numba", ALL_BACKENDS):
         raise UsageError(f"--level full needs the cupy backend (or --simulate), not {args.backend!r}: "
                          "the validation kernels run through CuPy")
+    timeouts_given = args.probe_timeout is not None or args.device_timeout is not None
+    # A simulated device runs in this process unless its faults need a worker; a timeout needs one too.
     requests, skipped = build_requests(
         args.backend, args.simulate, devices=tuple(args.device) if args.device else None,
-        config=MeasureConfig(confirm=args.confirm, level=args.level), isolate=False if args.inline else None,
-        device_timeout_s=args.device_timeout, probe_timeout_s=args.probe_timeout, max_restarts=args.max_restarts,
-        inject_fault=args.inject_fault)
+        config=MeasureConfig(confirm=args.confirm, level=args.level),
+        isolate=False if args.inline else (True if timeouts_given else None),
+        device_timeout_s=args.device_timeout or 300.0, probe_timeout_s=args.probe_timeout or 5.0,
+        max_restarts=args.max_restarts, inject_fault=args.inject_fault)
     backend = ALL_BACKENDS if args.backend == ALL_BACKENDS else requests[0].backend.name
     if args.json == "-" and args.format == "markdown":
         raise UsageError(f"--json - prints JSON on stdout; it cannot be combined with --format {args.format}")
+    _check_measure_options(args)
     json_path = output.output_path(args.json)
-
-    if args.compare and not Path(args.compare).is_dir():
-        raise UsageError(f"baseline folder {args.compare} does not exist")
-    if args.save_baseline:
-        target = Path(args.save_baseline)
-        if target.exists() and not target.is_dir():
-            raise UsageError(f"cannot save baselines in {target}: it is a file, not a folder")
     plot_path = Path(args.plot) if args.plot else None
     if plot_path is not None:
         from bisect_smem.app.plot import check_plot_path
 
         check_plot_path(plot_path)
         output.output_path(args.plot, "the plot")
+    if args.save_baseline and backend == "sim" and not args.force:
+        _refuse_existing_sim_baselines(requests[0], Path(args.save_baseline))
 
-    show_progress = not args.quiet and sys.stderr.isatty()
-    printer = _progress_printer() if show_progress else None
-    devices = _run_backends(requests, skipped, printer)
-    if show_progress:
-        print("\r\033[K", end="", file=sys.stderr)
+    printer = _ProgressPrinter(sys.stderr) if not args.quiet and sys.stderr.isatty() else None
+    try:
+        devices = _run_backends(requests, skipped, printer)
+    finally:
+        if printer is not None:
+            printer.close()
     report = Report(tool_version=__version__, created_utc=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
                     host=platform.node(), backend=backend, devices=devices,
                     host_context=host_context() if backend != "sim" else {}, level=args.level)
+    baselines = _baseline_documents(report, args)
     text = dumps(report.to_dict())
     _print_report(report, text, args)
     if json_path is not None:
-        try:
-            output.write_atomic(json_path, text)
-        except OSError as exc:
-            return _fail(EXIT_USAGE, f"cannot write the report to {json_path}: {exc.strerror or exc}")
-    if args.save_baseline:
-        from bisect_smem.analysis.baseline import baseline_documents
-
-        for path, text in baseline_documents(report, Path(args.save_baseline), force=args.force).items():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            output.write_atomic(path, text)
-            print(f"saved baseline {path}", file=sys.stderr)
+        output.write_atomic(json_path, text, what="the report")
+    for path, document in baselines.items():
+        output.make_folders(path, "the baseline")
+        output.write_atomic(path, document, exclusive=not args.force, what="the baseline")
+        print(f"saved baseline {path}", file=sys.stderr)
     compare_code = _compare(report, Path(args.compare), args.allow_missing,
                             args.json == "-" or args.format == "json") if args.compare \
         else None
     if plot_path is not None:
         from bisect_smem.app.plot import plot_staircase
 
-        try:
-            plot_staircase(devices, plot_path)
-        except OSError as exc:
-            return _fail(EXIT_USAGE, f"cannot write the plot to {plot_path}: {exc.strerror or exc}")
+        plot_staircase(devices, plot_path)
     return _exit_code(devices, compare_code, args.strict)
+
+
+def _check_measure_options(args: argparse.Namespace) -> None:
+    """Refuse, before any measuring, options that would be ignored or could not be honoured."""
+    from bisect_smem.app import output
+
+    for option in ("json", "plot", "save_baseline", "compare"):
+        value = getattr(args, option)
+        if value is not None and not value.strip():
+            raise UsageError(f"--{option.replace('_', '-')} was given an empty path (is a variable unset?)")
+    if args.force and not args.save_baseline:
+        raise UsageError("--force only applies to --save-baseline")
+    if args.allow_missing and not args.compare:
+        raise UsageError("--allow-missing only applies to --compare")
+    if args.inline and (args.probe_timeout is not None or args.device_timeout is not None):
+        raise UsageError("--inline measures in this process, which cannot end a hung probe: "
+                         "drop --probe-timeout/--device-timeout or drop --inline")
+    if args.compare:
+        folder = Path(args.compare)
+        if folder.exists() and not folder.is_dir():
+            raise UsageError(f"baseline folder {args.compare} is a file, not a folder")
+        if not folder.exists():
+            raise UsageError(f"baseline folder {args.compare} does not exist")
+    if args.save_baseline:
+        output.check_folder(args.save_baseline, "cannot save baselines in")
+
+
+def _baseline_documents(report, args: argparse.Namespace) -> dict:
+    """The baselines to save, refused (exit 2) before anything is written when one cannot be."""
+    if not args.save_baseline:
+        return {}
+    from bisect_smem.analysis.baseline import baseline_documents
+
+    return baseline_documents(report, Path(args.save_baseline), force=args.force)
+
+
+def _refuse_existing_sim_baselines(request, directory: Path) -> None:
+    """A simulated device's model and driver are known before it is measured, so an existing baseline
+    is refused before any work; for a real GPU the same check runs after measuring, before any write."""
+    from bisect_smem.analysis.baseline import baseline_path, refuse_existing
+    from bisect_smem.core.model import DeviceReport
+    from bisect_smem.devices.device_info import open_device
+
+    specs = request.backend.specs
+    paths = []
+    for index in request.devices or range(len(specs)):
+        if not 0 <= index < len(specs):
+            continue  # the runner names the device that does not exist
+        session, info = open_device(request.backend, index, request.config.static_sizes)
+        session.close()
+        cc = info.identity.compute_capability
+        stub = DeviceReport(index, info.identity.name, f"{cc[0]}.{cc[1]}", request.backend.name,
+                            context={f"nvml_{k}": v for k, v in info.nvml.items()})
+        paths.append(baseline_path(directory, stub))
+    refuse_existing(paths, force=False)
 
 
 def _print_report(report, text: str, args: argparse.Namespace) -> None:
@@ -401,20 +511,55 @@ def _compare(report, directory: Path, allow_missing: bool, quiet_stdout: bool) -
     return code
 
 
-def _progress_printer():
-    """One status line for all devices, redrawn a few times a second at most."""
-    state: dict[int, str] = {}
-    last = [0.0]
+class _ProgressPrinter:
+    """One status line for all devices, redrawn a few times a second at most. A device silent for more
+    than a second shows how long its current probe has been running, so a hang is visible as one.
+    Without a capable terminal (TERM=dumb) the line is cleared with spaces, not ESC[K."""
 
-    def show(index: int, text: str) -> None:
-        import time
+    def __init__(self, stream: TextIO, interval_s: float = 0.25) -> None:
+        self.stream, self.interval_s = stream, interval_s
+        self.fancy = os.environ.get("TERM", "") not in ("", "dumb")
+        self.state: dict[int, tuple[str, float]] = {}
+        self.width = 0
+        self.lock = threading.Lock()
+        self.stopped = threading.Event()
+        self.ticker = threading.Thread(target=self._tick, daemon=True)
+        self.ticker.start()
 
-        state[index] = text
-        now = time.monotonic()
-        if now - last[0] < 0.1:
-            return
-        last[0] = now
-        line = " | ".join(f"device {i}: {t}" for i, t in sorted(state.items()))
-        print(f"\r\033[K{line[:200]}", end="", file=sys.stderr, flush=True)
+    def __call__(self, index: int, text: str) -> None:
+        with self.lock:
+            self.state[index] = (text, time.monotonic())
 
-    return show
+    def line(self, now: float) -> str:
+        """The status line as it reads at ``now``."""
+        parts = []
+        for index, (text, since) in sorted(self.state.items()):
+            running = now - since
+            parts.append(f"device {index}: {text}" + (f" (running {running:.0f} s)" if running >= 1 else ""))
+        return " | ".join(parts)[:200]
+
+    def _tick(self) -> None:
+        while not self.stopped.wait(self.interval_s):
+            with self.lock:
+                self._draw(self.line(time.monotonic()))
+
+    def _draw(self, text: str) -> None:
+        try:
+            if self.fancy:
+                print(f"\r\033[K{text}", end="", file=self.stream, flush=True)
+            else:
+                print(f"\r{text.ljust(self.width)}", end="", file=self.stream, flush=True)
+            self.width = max(self.width, len(text))
+        except (OSError, ValueError):
+            self.stopped.set()
+
+    def close(self) -> None:
+        """Stop redrawing and leave the line empty."""
+        self.stopped.set()
+        self.ticker.join(timeout=1)
+        with self.lock:
+            self._draw("")
+            try:
+                print("\r", end="", file=self.stream, flush=True)
+            except (OSError, ValueError):
+                pass

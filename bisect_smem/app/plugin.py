@@ -23,6 +23,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--smem-allow-missing", action="store_true", help="skip devices that have no baseline")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Options that would be ignored without --smem-baseline are a usage error, not "no tests ran"."""
+    if config.getoption("smem_baseline") is not None and not config.getoption("smem_baseline").strip():
+        raise pytest.UsageError("--smem-baseline was given an empty path (is a variable unset?)")
+    if config.getoption("smem_baseline") is None:
+        for option in ("smem_simulate", "smem_allow_missing"):
+            if config.getoption(option):
+                raise pytest.UsageError(f"--{option.replace('_', '-')} needs --smem-baseline DIR")
+
+
 class SmemRegression(AssertionError):
     """A quantity that differs from its baseline."""
 

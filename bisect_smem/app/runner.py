@@ -210,6 +210,9 @@ class _Supervisor:
 
     def _failed(self, dev: _Device, what: str, detail: str) -> None:
         step = dev.step
+        if step is None and dev.info is not None:
+            # Between two steps (opened, the next not yet announced) the fault belongs to the next step.
+            step = next((s for s in self.request.steps if s not in dev.done), None)
         where = step.key if step is not None else "startup"
         dev.events.append({"what": what, "where": f"device {dev.index}, step {where}", "when": _now(),
                            "detail": detail})
@@ -220,7 +223,10 @@ class _Supervisor:
                                                             f"({what}: {detail})", 0.0)
         dev.restarts += 1
         if dev.restarts > self.request.max_restarts or (step is None and dev.attempts[where] >= 2):
-            dev.error = f"gave up after {dev.restarts} restarts; last: {what} in {where} ({detail})"
+            done = dev.restarts - 1  # the restart just counted is the one not made
+            dev.error = (f"gave up after {done} restart{'' if done == 1 else 's'}"
+                         f"{' (--max-restarts 0)' if self.request.max_restarts == 0 else ''}; "
+                         f"last: {what} in {where} ({detail})")
             dev.finished = True
             return
         self._start(dev)

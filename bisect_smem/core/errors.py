@@ -42,3 +42,7 @@ class ProbeFault(MeasurementError):
     def sticky(self) -> bool:
         """Faults after which the CUDA context is unusable: only a new process recovers."""
         return getattr(self.outcome, "value", None) in ("illegal_address", "timeout")
+
+
+class OutputError(UsageError):
+    """A file or stream the tool must write cannot be written: a full disk, a read-only folder (exit 2)."""

@@ -55,13 +55,15 @@ def quantities(dev: DeviceReport) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class ExactCheck:
-    """A regression check: the quantity must equal the baseline's, to the byte."""
+    """A regression check: the quantity must equal the baseline's, to the byte, and be present on both
+    sides (a quantity the baseline lacks or this run lacks is a difference, never a silent pass)."""
 
     name: str
 
     def fails(self, current: dict[str, Any], baseline: dict[str, Any]) -> str | None:
+        """The regression line, or None when the quantity is the same on both sides."""
         if self.name not in baseline:
-            return None  # new in this version of the tool: nothing to regress from
+            return f"{self.name}: not in the baseline, now {current.get(self.name)!r}"
         if self.name not in current:
             return f"{self.name}: baseline {baseline[self.name]!r}, not measured now"
         if current[self.name] != baseline[self.name]:
@@ -70,4 +72,5 @@ class ExactCheck:
 
 
 def checks_for(current: dict[str, Any], baseline: dict[str, Any]) -> list[ExactCheck]:
+    """One check per quantity named on either side: what only one side has is compared too."""
     return [ExactCheck(name) for name in sorted(set(current) | set(baseline))]

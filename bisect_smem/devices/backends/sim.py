@@ -114,6 +114,8 @@ class SimSpec:
             if not sep or key not in (*_SIZE_KEYS, *_VALIDATION_KEYS, "flaky", "seed", "fewer") or not value:
                 raise UsageError(f"bad --simulate value {text!r}: {pair!r} is not KEY=VALUE with KEY one of "
                                  f"flaky, seed, fewer, {', '.join((*_SIZE_KEYS, *_VALIDATION_KEYS))}")
+            if key in values:
+                raise UsageError(f"bad --simulate value {text!r}: {key} is given twice")
             values[key] = value
         sizes = {k: parse_size(v, f"--simulate {k}") for k, v in values.items() if k in _SIZE_KEYS}
         try:

@@ -1,0 +1,188 @@
+"""One shape check for every JSON file the tool reads back (reports, baselines): each field of the
+dataclass it becomes must be present where required and of its declared type, else a SchemaError
+naming the field, e.g. ``field devices[0].measured.residency[3].threads must be an integer (got '4')``.
+
+The check is compiled once per type into nested closures, and the field's path is assembled only
+when a check fails, so a fleet of reports is checked quickly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import types
+import typing
+from collections.abc import Callable
+from typing import Any
+
+from bisect_smem.core.errors import BaselineError
+
+Checker = Callable[[Any], None]
+_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
+
+
+class SchemaError(BaselineError):
+    """A field of a report or baseline is missing or of the wrong type (exit 2)."""
+
+
+class _Mismatch(Exception):
+    """Raised by a checker; containers prepend their key on the way out."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(problem)
+        self.problem, self.path = problem, []
+
+
+def check(data: Any, cls: type, where: str = "") -> None:
+    """Raise SchemaError when ``data`` is not the JSON form of dataclass ``cls``."""
+    try:
+        _checker(cls)(data)
+    except _Mismatch as exc:
+        path = "".join(reversed(exc.path))
+        path = (where + path) if where else path.lstrip(".")
+        raise SchemaError(f"field {path} {exc.problem}" if path else f"the document {exc.problem}") from None
+
+
+def build(data: Any, cls: type, source: str, where: str = "") -> Any:
+    """``cls.from_dict(data)`` after the shape check; any failure is a SchemaError naming ``source``."""
+    try:
+        check(data, cls, where)
+        return cls.from_dict(data)
+    except SchemaError as exc:
+        raise SchemaError(f"{source}: {exc}") from None
+    except (KeyError, TypeError, ValueError) as exc:
+        raise SchemaError(f"{source}: not a valid {cls.__name__} ({type(exc).__name__}: {exc})") from None
+
+
+def _is_union(tp: Any) -> bool:
+    return typing.get_origin(tp) in (typing.Union, types.UnionType)
+
+
+def _nullable(tp: Any) -> bool:
+    return tp is Any or tp is type(None) or (_is_union(tp) and type(None) in typing.get_args(tp))
+
+
+def _expected(tp: Any) -> str:
+    if tp in _NAMES:
+        return _NAMES[tp]
+    return "a list" if typing.get_origin(tp) in (tuple, list) else "an object"
+
+
+def _show(value: Any) -> str:
+    text = type(value).__name__ if isinstance(value, dict | list) else repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _fail(expected: str, value: Any) -> _Mismatch:
+    return _Mismatch(f"must be {expected} (got {_show(value)})")
+
+
+@functools.cache
+def _checker(tp: Any) -> Checker:
+    """A function that raises _Mismatch when a JSON value is not of type ``tp``."""
+    if tp is Any:
+        return lambda value: None
+    if dataclasses.is_dataclass(tp):
+        return _dataclass_checker(tp)
+    if _is_union(tp):
+        return _union_checker(tp)
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (tuple, list):
+        return _list_checker(args if origin is tuple else (args[0], Ellipsis))
+    if origin is dict:
+        return _dict_checker(_checker(args[1]))
+    return _plain_checker((tp,) if tp is not float else (int, float), _expected(tp), tp is bool)
+
+
+def _dataclass_checker(cls: type) -> Checker:
+    hints = typing.get_type_hints(cls)
+    fields = []
+    for f in dataclasses.fields(cls):
+        has_default = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+        fields.append((f.name, _checker(hints[f.name]), not has_default and not _nullable(hints[f.name])))
+
+    def check_object(value: Any) -> None:
+        if not isinstance(value, dict):
+            raise _fail("an object", value)
+        for name, item, required in fields:
+            if name in value:
+                try:
+                    item(value[name])
+                except _Mismatch as exc:
+                    exc.path.append(f".{name}")
+                    raise
+            elif required:
+                exc = _Mismatch("is missing")
+                exc.path.append(f".{name}")
+                raise exc
+    return check_object
+
+
+def _dict_checker(item: Checker) -> Checker:
+    def check_dict(value: Any) -> None:
+        if not isinstance(value, dict):
+            raise _fail("an object", value)
+        for key, entry in value.items():
+            try:
+                item(entry)
+            except _Mismatch as exc:
+                exc.path.append(f".{key}")
+                raise
+    return check_dict
+
+
+def _list_checker(args: tuple[Any, ...]) -> Checker:
+    if len(args) == 2 and args[1] is Ellipsis:
+        items = None
+        item = _checker(args[0])
+    else:
+        items = [_checker(a) for a in args]
+
+    def check_list(value: Any) -> None:
+        if not isinstance(value, list) or (items is not None and len(value) != len(items)):
+            raise _fail("a list" if items is None else f"a list of {len(items)}", value)
+        for i, entry in enumerate(value):
+            try:
+                (item if items is None else items[i])(entry)
+            except _Mismatch as exc:
+                exc.path.append(f"[{i}]")
+                raise
+    return check_list
+
+
+def _union_checker(tp: Any) -> Checker:
+    args = typing.get_args(tp)
+    nullable = type(None) in args
+    options = [a for a in args if a is not type(None)]
+    expected = " or ".join([*(_expected(a) for a in options), *(["null"] if nullable else [])])
+    if len(options) == 1:
+        only = _checker(options[0])
+
+        def check_optional(value: Any) -> None:
+            if value is not None:
+                only(value)
+        return check_optional
+    if all(a in _NAMES for a in options):
+        accepted = (*options, *((int,) if float in options else ()), *((type(None),) if nullable else ()))
+        return _plain_checker(accepted, expected, bool in options)
+    checkers = [_checker(a) for a in options]
+
+    def check_union(value: Any) -> None:
+        if value is None and nullable:
+            return
+        for item in checkers:
+            try:
+                item(value)
+                return
+            except _Mismatch:
+                continue
+        raise _fail(expected, value)
+    return check_union
+
+
+def _plain_checker(accepted: tuple[type, ...], expected: str, bool_ok: bool) -> Checker:
+    def check_plain(value: Any) -> None:
+        # bool is an int to Python but not to JSON: true is not a byte count.
+        if not isinstance(value, accepted) or (not bool_ok and isinstance(value, bool)):
+            raise _fail(expected, value)
+    return check_plain

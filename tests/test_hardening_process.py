@@ -1,0 +1,118 @@
+"""The tool as a process: signals end every worker, and a closed, full or broken stdout or stderr is
+one line and a documented exit code, never a traceback and never exit 0."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+CMD = [sys.executable, "-m", "bisect_smem"]
+
+
+def children(pid: int) -> set[int]:
+    found, todo = set(), [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            kids = Path(f"/proc/{current}/task/{current}/children").read_text().split()
+        except OSError:
+            continue
+        found.update(int(k) for k in kids)
+        todo.extend(int(k) for k in kids)
+    return found
+
+
+def semaphores(pid: int) -> set[str]:
+    """The /dev/shm semaphores a process has mapped."""
+    try:
+        maps = Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return set()
+    return {line.split()[-1] for line in maps.splitlines() if "/dev/shm/sem." in line}
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+def test_a_signal_mid_run_ends_every_worker(signum: int) -> None:
+    proc = subprocess.Popen([*CMD, "--simulate", "h200,hang=4096", "--simulate", "h200,hang=4096",
+                             "--probe-timeout", "120", "--quiet"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=ENV)
+    deadline = time.monotonic() + 60
+    workers: set[int] = set()
+    while time.monotonic() < deadline and len(workers) < 2:
+        workers = {p for p in children(proc.pid) if "spawn_main" in _cmdline(p)}
+        time.sleep(0.2)
+    sems = semaphores(proc.pid)
+    time.sleep(2)  # the workers reach the hanging probe
+    proc.send_signal(signum)
+    out, err = proc.communicate(timeout=60)
+    assert len(workers) == 2 and sems
+    assert proc.returncode == 128 + signum, err
+    assert out == "" and len(err.strip().splitlines()) == 1 and err.startswith("error: "), err
+    time.sleep(0.5)
+    assert not [p for p in workers if Path(f"/proc/{p}").exists() and _state(p) != "Z"]
+    assert not [s for s in sems if Path(s).exists()]
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ")
+    except OSError:
+        return ""
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"
+
+
+def run_shell(script: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=ENV, timeout=120)
+
+
+PY = f"{sys.executable} -m bisect_smem"
+
+
+@pytest.mark.parametrize(("script", "code", "fragment"), [
+    (f"{PY} --simulate h200 >&-", 2, "stdout is closed"),
+    (f"{PY} --simulate h200 --json - >&-", 2, "stdout is closed"),
+    (f"{PY} --simulate h200 > /dev/full", 2, "No space left on device"),
+    (f"{PY} profiles > /dev/full", 2, "No space left on device"),
+])
+def test_a_stdout_that_cannot_be_written_is_one_line_and_not_0(script: str, code: int, fragment: str) -> None:
+    done = run_shell(script)
+    assert done.returncode == code, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and fragment in done.stderr, done.stderr
+
+
+def test_a_broken_pipe_is_one_line() -> None:
+    # The reader is gone before the table is written (`true` exits at once; measuring takes longer).
+    done = run_shell(f"set -o pipefail; {PY} --simulate h200 --simulate a100 | true")
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.strip().splitlines() == ["error: cannot write the output to stdout: Broken pipe"]
+
+
+def test_head_takes_the_first_line_without_a_traceback() -> None:
+    done = run_shell(f"set -o pipefail; {PY} --simulate h200 --simulate a100 | head -1")
+    assert done.returncode in (0, 2) and done.stdout.count("\n") == 1 and "Traceback" not in done.stderr
+
+
+def test_with_stderr_closed_errors_do_not_go_to_stdout() -> None:
+    done = run_shell(f"{PY} --simulate nosuchgpu 2>&-")
+    assert done.returncode == 2 and "error" not in done.stdout
+
+
+def test_plugin_simulate_without_baseline_is_a_usage_error(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+                           "--smem-simulate", "h200", str(tmp_path)], capture_output=True, text=True, env=ENV,
+                          cwd=tmp_path, timeout=120)
+    assert done.returncode == 4 and "--smem-simulate needs --smem-baseline DIR" in done.stderr + done.stdout
