@@ -30,6 +30,7 @@ def model_slug(name: str | None) -> str:
 
 
 def driver_version(dev: DeviceReport) -> str:
+    """The driver version a baseline is filed under (NVML's, else 'unknown-driver')."""
     return str(dev.context.get("nvml_driver_version") or "unknown-driver")
 
 
@@ -38,6 +39,7 @@ def _version_key(version: str) -> tuple[int, ...]:
 
 
 def provenance(report: Report, dev: DeviceReport) -> dict[str, Any]:
+    """Who, where and with what the baseline was measured."""
     ctx = dev.context
     return {
         "tool_version": __version__,
@@ -70,6 +72,7 @@ def comparable(dev: DeviceReport, baseline: Baseline) -> tuple[dict[str, Any], d
 
 
 def baseline_path(directory: Path, dev: DeviceReport) -> Path:
+    """DIR/<gpu-model-slug>/<driver-version>.json."""
     return Path(directory) / model_slug(dev.name) / f"{driver_version(dev)}.json"
 
 
@@ -100,6 +103,7 @@ def refuse_existing(paths: Iterable[Path], force: bool) -> None:
 
 @dataclass(frozen=True)
 class Baseline:
+    """One saved baseline: where it is, its provenance and the device's report."""
     path: Path
     provenance: dict[str, Any]
     device: DeviceReport
@@ -167,6 +171,7 @@ class Comparison:
 
 
 def compare_device(directory: Path, dev: DeviceReport) -> Comparison:
+    """The device against its baseline in ``directory``: which one, how many quantities, what regressed."""
     found = find_baseline(directory, dev)
     if found is None:
         return Comparison(None, f"no baseline for {model_slug(dev.name)} cc {dev.compute_capability} "

@@ -97,6 +97,7 @@ def _plain(value: Any) -> Any:
 
 @dataclass(frozen=True)
 class Member:
+    """One device of the fleet: its label, host and error."""
     label: str  # "<report path as given>:<device index>"
     host: str
     error: str | None
@@ -104,6 +105,7 @@ class Member:
 
 @dataclass(frozen=True)
 class Group:
+    """The devices of one GPU model and driver, their majority values, deviations and ties."""
     model: str
     driver: str
     members: tuple[Member, ...]

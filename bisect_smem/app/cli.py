@@ -76,6 +76,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """Every option of the tool and its subcommands, with the exit codes in the epilog."""
     parser = _Parser(
         prog="bisect-smem",
         description="Measure how much shared memory a CUDA kernel can really get on each GPU, and check it "

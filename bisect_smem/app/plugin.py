@@ -16,6 +16,7 @@ import pytest
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    """The plugin's options: --smem-baseline, --smem-simulate, --smem-allow-missing."""
     group = parser.getgroup("bisect_smem", "shared memory baselines (bisect_smem)")
     group.addoption("--smem-baseline", metavar="DIR", help="compare this machine's GPUs with the baselines in DIR")
     group.addoption("--smem-simulate", action="append", metavar="PROFILE",
@@ -48,6 +49,7 @@ class QuantityItem(pytest.Item):
         self.problem, self.skip_reason = problem, skip
 
     def runtest(self) -> None:
+        """Fail with 'baseline X, now Y' when the quantity regressed; skip or fail for setup problems."""
         if self.skip_reason:
             pytest.skip(self.skip_reason)
         if self.problem:
@@ -57,11 +59,13 @@ class QuantityItem(pytest.Item):
             raise SmemRegression(message)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        """The regression line alone, without a traceback."""
         if isinstance(excinfo.value, SmemRegression):
             return str(excinfo.value)
         return super().repr_failure(excinfo)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
+        """Where the test lives, for pytest's report."""
         return self.path, None, self.name
 
 
@@ -73,6 +77,7 @@ class BaselineSuite(pytest.Collector):
         self.directory, self.simulate, self.allow_missing = directory, simulate, allow_missing
 
     def collect(self) -> list[pytest.Item]:
+        """Measure the devices once and yield a test per device and quantity."""
         from bisect_smem.analysis.baseline import comparable, find_baseline, model_slug
         from bisect_smem.core.errors import BisectSmemError
         from bisect_smem.core.quantities import checks_for
@@ -113,6 +118,7 @@ def measure(simulate: list[str]) -> tuple[Any, ...]:
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """With --smem-baseline, add the baseline suite's tests to the session."""
     directory = config.getoption("smem_baseline")
     if not directory:
         return

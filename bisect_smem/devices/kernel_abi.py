@@ -87,14 +87,17 @@ def module_source() -> str:
 
 
 def residency_name(variant: int) -> str:
+    """The residency kernel's name expression (staircase or carveout variant)."""
     return f"smem_residency<{variant}>"
 
 
 def cluster_dsm_name(nonportable: bool) -> str:
+    """The cluster distributed-shared-memory kernel, portable or not."""
     return f"smem_cluster_dsm<{int(nonportable)}>"
 
 
 def cluster_residency_name(nonportable: bool) -> str:
+    """The co-resident cluster counting kernel, portable or not."""
     return f"smem_cluster_residency<{int(nonportable)}>"
 
 
@@ -119,6 +122,7 @@ def probe_name(static_bytes: int, opt_in: bool) -> str:
 
 
 def probe_name_expressions(static_sizes: tuple[int, ...]) -> list[str]:
+    """A default and an opt-in probe per static size."""
     return [probe_name(s, o) for s in static_sizes for o in (False, True)]
 
 

@@ -58,6 +58,7 @@ def apply_numpy_compat() -> None:
 
 
 def import_cuda() -> Any:
+    """numba.cuda, after the NumPy compatibility alias it needs."""
     apply_numpy_compat()
     from numba import cuda
 
