@@ -246,7 +246,9 @@ class CupySession:
             api = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.kernel.ptr, threads, dynamic_bytes)
             self._counters.fill(0)
             fn((grid,), (threads,), (self._counters, cupy.uint64(hold_ns)), shared_mem=dynamic_bytes)
-            peaks = self._counters[ResidencyWord.PEAK::len(ResidencyWord)].get().tolist()
+            # Copied whole and sliced on the host: a strided device view would need CuPy to compile a
+            # copy kernel, which a cold node pays for.
+            peaks = self._counters.get()[ResidencyWord.PEAK::len(ResidencyWord)].tolist()
         if failed:
             return ResidencyOutcome(failed.outcome, failed.detail)
         return residency_from_peaks(peaks, int(api))
@@ -383,7 +385,7 @@ class CupySession:
                 apis.append(cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.kernel.ptr, threads,
                                                                                        dynamic_bytes))
                 fn((grid,), (threads,), (counters[row], cupy.uint64(hold_ns)), shared_mem=dynamic_bytes)
-            peaks = counters[:, ResidencyWord.PEAK::len(ResidencyWord)].get()
+            peaks = counters.get()[:, ResidencyWord.PEAK::len(ResidencyWord)]  # whole copy: see residency
         if failed:
             return [ResidencyOutcome(failed.outcome, failed.detail)]
         return [residency_from_peaks(row, int(api)) for row, api in zip(peaks.tolist(), apis, strict=True)]
