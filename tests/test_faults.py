@@ -197,3 +197,12 @@ def test_workers_start_for_the_likely_devices(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     assert likely_devices(build_request("cupy")) == (0,)
     assert likely_devices(build_request(None, ["h200"] * 3)) == (0, 1, 2)
+
+
+def test_cupys_cuda_major_is_read_from_its_dist_info_folder(tmp_path: Path) -> None:
+    from bisect_smem.devices.backends.cupy_backend import cupy_cuda_major
+
+    (tmp_path / "numpy-2.0.0.dist-info").mkdir()
+    assert cupy_cuda_major([str(tmp_path / "missing"), str(tmp_path)]) is None
+    (tmp_path / "cupy_cuda12x-13.6.0.dist-info").mkdir()
+    assert cupy_cuda_major([str(tmp_path)]) == 12

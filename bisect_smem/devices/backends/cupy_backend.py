@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
+import re
+import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -66,14 +68,18 @@ class _DriverError(Exception):
     """A cuda-bindings call that failed; the message is the CUDA error name."""
 
 
-def cupy_cuda_major() -> int | None:
-    """The CUDA major version the installed CuPy wheel was built for, from its name (no import)."""
-    from importlib import metadata
-
-    for dist in metadata.distributions():
-        name = (dist.metadata["Name"] or "").lower()
-        if name.startswith("cupy-cuda") and name[len("cupy-cuda"):len("cupy-cuda") + 2].isdigit():
-            return int(name[len("cupy-cuda"):len("cupy-cuda") + 2])
+def cupy_cuda_major(search_path: Sequence[str] | None = None) -> int | None:
+    """The CUDA major version the installed CuPy wheel was built for, from its ``cupy_cudaNNx-*.dist-info``
+    folder on the import path (no import, and no scan of every installed package's metadata, which
+    takes a fifth of a second on a well-stocked image)."""
+    for entry in sys.path if search_path is None else search_path:
+        folder = Path(entry or ".")
+        if not folder.is_dir():
+            continue
+        for info in folder.glob("cupy_cuda*.dist-info"):
+            found = re.match(r"cupy_cuda(\d\d)", info.name.lower())
+            if found:
+                return int(found.group(1))
     return None
 
 
