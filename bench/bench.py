@@ -71,8 +71,8 @@ def probe_latency(samples: int = 300) -> dict[str, float]:
 
 def batch_latency(samples: int = 300, width: int = 4) -> dict[str, float]:
     """``width`` probes at 200 KB launched together and read with one synchronisation, in this process."""
-    from bisect_smem.devices.backends.base import ProbeKernel
     from bisect_smem.devices.backends.cupy_backend import CupySession
+    from bisect_smem.devices.probes import ProbeKernel
 
     session = CupySession(0, (0,))
     kernel = ProbeKernel(0, True)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from bisect_smem import __version__
+from bisect_smem.app.argtypes import non_negative_int, parse_stages, positive_float, positive_int
 from bisect_smem.core.errors import BackendUnavailable, BaselineError, BisectSmemError, UsageError
 
 EXIT_OK, EXIT_MISMATCH, EXIT_USAGE, EXIT_NO_GPU, EXIT_INCOMPLETE = 0, 1, 2, 3, 4
@@ -33,39 +34,6 @@ EXIT_CODES_HELP = """exit codes:
   2  also: a file or stream that cannot be written (a full disk, a closed or broken stdout)
   128+N  ended by signal N (130 Ctrl-C, 129 SIGHUP, 143 SIGTERM): workers ended, no report written
 """
-
-
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text, 0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number (got {text!r})") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0 (got {value})")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    value = _non_negative_int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1 (got {value})")
-    return value
-
-
-def _fit_stages(text: str) -> int | str:
-    from bisect_smem.app.fit_command import parse_stages
-
-    return parse_stages(text)
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds (got {text!r})") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be > 0 (got {text})")
-    return value
 
 
 class _Parser(argparse.ArgumentParser):
@@ -83,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "against what the driver, the runtime, NVML and the published table report.",
         epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"bisect-smem {__version__}")
-    parser.add_argument("--device", type=_non_negative_int, action="append", metavar="N",
+    parser.add_argument("--device", type=non_negative_int, action="append", metavar="N",
                         help="measure device N (repeatable; default: every visible device)")
     parser.add_argument("--simulate", action="append", metavar="PROFILE[,KEY=VALUE...]",
                         help="measure a simulated device built from the published table (repeatable; see "
@@ -114,13 +82,13 @@ def build_parser() -> argparse.ArgumentParser:
                         help="quick: the limits only (default, attribute and opt-in ceilings, reserved, "
                              "granularity); standard (default): every measurement; full: standard plus the "
                              "shared memory itself (every SM and byte, every granule, leftovers between processes)")
-    parser.add_argument("--confirm", type=_positive_int, default=2, metavar="N",
+    parser.add_argument("--confirm", type=positive_int, default=2, metavar="N",
                         help="times the ceiling and ceiling+1 are each seen (default 2)")
-    parser.add_argument("--device-timeout", type=_positive_float, default=None, metavar="S",
+    parser.add_argument("--device-timeout", type=positive_float, default=None, metavar="S",
                         help="give up on a device after S seconds (default 300)")
-    parser.add_argument("--probe-timeout", type=_positive_float, default=None, metavar="S",
+    parser.add_argument("--probe-timeout", type=positive_float, default=None, metavar="S",
                         help="a probe that takes longer ends its worker and counts as a timeout (default 5)")
-    parser.add_argument("--max-restarts", type=_non_negative_int, default=6, metavar="N",
+    parser.add_argument("--max-restarts", type=non_negative_int, default=6, metavar="N",
                         help="restarts of a device's worker after faults before the device is given up (default 6)")
     parser.add_argument("--inject-fault", metavar="STEP", help=argparse.SUPPRESS)  # test only
     parser.add_argument("--inline", action="store_true",
@@ -145,14 +113,14 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("bytes", nargs="?", help="dynamic shared memory per block")
     fit.add_argument("--dynamic", metavar="BYTES", help="dynamic shared memory (with --cubin or --ptx)")
     fit.add_argument("--static", metavar="BYTES", help="static shared memory (default 0)")
-    fit.add_argument("--threads", type=_positive_int, default=128, metavar="N", help="threads per block (default 128)")
+    fit.add_argument("--threads", type=positive_int, default=128, metavar="N", help="threads per block (default 128)")
     fit.add_argument("--cubin", metavar="FILE", help="read the kernel's static shared memory from a cubin")
     fit.add_argument("--ptx", metavar="FILE", help="read the kernel's static shared memory from PTX")
     fit.add_argument("--kernel", metavar="NAME", help="the kernel in --cubin/--ptx (a unique part of its name)")
     fit.add_argument("--tile", action="append", metavar="MxNxK",
                      help="GEMM tile (repeatable: one table, tiles by targets); dynamic = stages * (M*K + N*K) * "
                           "dtype bytes, or with --stages auto the most stages that fit")
-    fit.add_argument("--stages", type=_fit_stages, metavar="S|auto",
+    fit.add_argument("--stages", type=parse_stages, metavar="S|auto",
                      help="pipeline stages of --tile (default 1), or auto: the most that fit per target by "
                           "CUTLASS's StageCountAutoCarveout rule (sm_90 or sm_100/sm_120)")
     fit.add_argument("--dtype", help="both operands' type with --tile: fp32, tf32, fp16, bf16, fp8, int8, fp6, fp4 "
@@ -161,7 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--dtype-b", metavar="DTYPE", help="B's type with --tile (overrides --dtype)")
     fit.add_argument("--epilogue", metavar="BYTES", help="with --tile: the epilogue's shared storage, carved out "
                                                          "before the stages (default 0)")
-    fit.add_argument("--align", type=_positive_int, metavar="BYTES",
+    fit.add_argument("--align", type=positive_int, metavar="BYTES",
                      help="with --tile: pad each operand tile to this alignment (1024 for block-scaled sm_120 "
                           "kernels' alignas(1024) buffers)")
     fit.add_argument("--explain", metavar="TEXT",

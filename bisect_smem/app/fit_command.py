@@ -56,18 +56,6 @@ class Gemm:
     specs: tuple[GemmSpec, ...]
     stages: int | None
 
-def parse_stages(text: str) -> int | str:
-    """argparse type of --stages: a whole number >= 1, or ``auto``."""
-    if text.strip().lower() == "auto":
-        return "auto"
-    try:
-        value = int(text, 0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number or 'auto' (got {text!r})") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1 (got {value})")
-    return value
-
 def build_gemm(args: argparse.Namespace) -> Gemm | None:
     """The tile pipelines from --tile and its options; the options without --tile are a usage error."""
     options = [name for name, value in (("--stages", args.stages), ("--dtype", args.dtype), ("--dtype-a", args.dtype_a),
