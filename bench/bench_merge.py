@@ -5,7 +5,9 @@
 The reports are a simulated H200 report (measured once, here) copied per host and device, with
 ``--deviating`` devices given a smaller opt-in ceiling. `bisect-smem merge` then runs as a fresh
 process; the peak resident memory of it and its children together is sampled from /proc. Prints the
-wall time, the peak and whether merge named exactly the planted devices.
+wall time, the peak, whether each met its target (3 s, 300 MB) and whether merge named exactly the
+planted devices: with orjson (the extra ``fast``) when it is installed, and with the standard parser.
+Exit 1 when merge's answer is wrong; a missed target is printed, not failed.
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+TARGET_S, TARGET_MB = 3.0, 300
+# merge as `python -m bisect_smem merge`, with orjson importable or not (its pool's workers inherit that)
+MERGE = "import sys; {block}from bisect_smem.app.cli import main; sys.exit(main(['merge', *sys.argv[1:]]))"
 
 
 def template() -> dict:
@@ -71,10 +76,11 @@ def _tree_rss_kib(pid: int) -> int:
     return total
 
 
-def timed_merge(paths: list[str]) -> tuple[float, int, int, str]:
+def timed_merge(paths: list[str], orjson: bool = True) -> tuple[float, int, int, str]:
     """Wall seconds, peak KiB, exit code and stdout of one `bisect-smem merge` process."""
+    code = MERGE.format(block="" if orjson else "sys.modules['orjson'] = None; ")
     start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "bisect_smem", "merge", *paths], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-c", code, *paths], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=_env())
     peak = 0
     while proc.poll() is None:
@@ -84,25 +90,44 @@ def timed_merge(paths: list[str]) -> tuple[float, int, int, str]:
     return time.perf_counter() - start, peak, proc.returncode, out + err
 
 
+def _orjson_installed() -> bool:
+    try:
+        import orjson  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _verdict(value: float, target: float) -> str:
+    return "met" if value < target else "MISSED"
+
+
 def main() -> int:
+    """Generate the fleet, merge it with each parser, print the figures; exit 1 when merge is wrong."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reports", type=int, default=1000)
     parser.add_argument("--devices", type=int, default=8)
     parser.add_argument("--deviating", type=int, default=3)
     args = parser.parse_args()
+    wrong = 0
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         planted = write_fleet(folder, template(), args.reports, args.devices, args.deviating)
         paths = sorted(str(p) for p in folder.glob("*.json"))
         size_mb = sum(os.path.getsize(p) for p in paths) / 1e6
-        seconds, peak_kib, code, out = timed_merge(paths)
-    named = sorted({line.split(": measured.", 1)[0] for line in out.splitlines()
-                    if line.startswith(str(folder)) and ": measured." in line})
-    print(f"merge of {args.reports} reports x {args.devices} devices ({size_mb:.0f} MB of JSON) "
-          f"on {os.cpu_count()} CPUs: {seconds:.2f} s, peak {peak_kib / 1024:.0f} MB, exit {code}")
-    print(f"planted {len(planted)} deviating devices; merge named {len(named)}: "
-          f"{'the same' if named == planted else 'DIFFERENT: ' + ', '.join(named)}")
-    return 0 if code == (1 if planted else 0) and named == planted else 1
+        print(f"merge of {args.reports} reports x {args.devices} devices ({size_mb:.0f} MB of JSON) "
+              f"on {os.cpu_count()} CPUs; targets {TARGET_S:g} s and {TARGET_MB} MB")
+        for orjson in ([True, False] if _orjson_installed() else [False]):
+            seconds, peak_kib, code, out = timed_merge(paths, orjson)
+            named = sorted({line.split(": measured.", 1)[0] for line in out.splitlines()
+                            if line.startswith(str(folder)) and ": measured." in line})
+            right = code == (1 if planted else 0) and named == planted
+            wrong += not right
+            print(f"  {'orjson' if orjson else 'json (standard library)':24} {seconds:6.2f} s "
+                  f"({_verdict(seconds, TARGET_S)}), peak {peak_kib / 1024:4.0f} MB "
+                  f"({_verdict(peak_kib / 1024, TARGET_MB)}), exit {code}; planted {len(planted)} deviating "
+                  f"devices, merge named {len(named)}: {'the same' if named == planted else 'DIFFERENT'}")
+    return 1 if wrong else 0
 
 
 if __name__ == "__main__":

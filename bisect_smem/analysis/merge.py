@@ -13,6 +13,8 @@ pool of processes.
 
 from __future__ import annotations
 
+import gc
+import json
 import os
 from collections import Counter, defaultdict
 from collections.abc import Iterator
@@ -21,39 +23,52 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bisect_smem.analysis.baseline import driver_version, read_json
+from bisect_smem.analysis.baseline import read_json
 from bisect_smem.core.errors import BaselineError
-from bisect_smem.core.model import REPORT_SCHEMA, DeviceReport, Report
-from bisect_smem.core.quantities import quantities
+from bisect_smem.core.model import REPORT_SCHEMA, DeviceReport, Report, StaticSplit
+from bisect_smem.core.quantities import json_quantities
 from bisect_smem.core.schema import SchemaError, check
+
+try:  # the optional extra "fast": the same values, parsed several times faster
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - exercised by monkeypatching _orjson away
+    _orjson = None
 
 SUMMARY = ("measured.default_dynamic_ceiling_bytes", "measured.optin_dynamic_ceiling_bytes",
            "measured.smem_per_sm_bytes")
 MISSING = "missing"  # how a quantity one device lacks is shown beside the others' values
+# What merge never reads, so neither checks: half of a report is verdicts, and run-to-run figures vary.
+_MEASURED_UNREAD = frozenset({"searches", "probes", "timings_s", "registers_at_ceiling"})
+DEVICE_UNREAD = frozenset({"verdicts", "events", *(f"measured.{name}" for name in _MEASURED_UNREAD)})
+UNREAD = frozenset({"host_context", *(f"devices.{name}" for name in DEVICE_UNREAD)})
+# The report without the devices' quantities, which are checked once per distinct content (_device_items).
+_FRAME = UNREAD | {"devices.reported", "devices.measured"}
 _POOL_FROM_FILES = 32
-_SCALARS = (int, str, float, type(None))
+_CHUNK_FILES = 16  # reports per task of the pool: few round trips, and the pickle shares repeated values
+_SCALARS = (int, str, type(None))
+_EXACT_FLOAT = 2.0 ** 63  # orjson parses an integer beyond 64 bits as a float at least this large
+
+
+class _Inexact(Exception):
+    """A value orjson may have parsed differently from the standard parser (an integer beyond 64 bits)."""
 
 
 def load_report(path: Path) -> Report:
     """Read one report; unreadable, foreign or wrongly typed is a BaselineError naming the file."""
-    data = _checked(path)
+    data = _checked(path, read_json(path, "bisect_smem report"))
     try:
         return Report.from_dict(data)
     except (KeyError, TypeError, ValueError) as exc:
         raise BaselineError(f"{path}: not a readable bisect_smem report ({exc})") from None
 
 
-def _checked(path: Path, compared_only: bool = False) -> dict[str, Any]:
-    """The report's JSON after the shape check; ``compared_only`` drops the verdicts first (merge
-    compares quantities, never verdicts, and they are half of a report)."""
-    data = read_json(path, "bisect_smem report")
+def _checked(path: Path, data: Any, skip: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """``data`` after the shape check of the fields not in ``skip``."""
     if not isinstance(data, dict) or data.get("schema") != REPORT_SCHEMA:
         found = data.get("schema") if isinstance(data, dict) else type(data).__name__
         raise BaselineError(f"{path}: not a readable bisect_smem report (schema: {found!r})")
-    if compared_only and isinstance(data.get("devices"), list):
-        data["devices"] = [{**d, "verdicts": []} if isinstance(d, dict) else d for d in data["devices"]]
     try:
-        check(data, Report)
+        check(data, Report, skip=skip)
     except SchemaError as exc:
         raise SchemaError(f"{path}: {exc}") from None
     return data
@@ -62,28 +77,83 @@ def _checked(path: Path, compared_only: bool = False) -> dict[str, Any]:
 DeviceRow = tuple[str, str, str, str, str | None, tuple[tuple[str, Any], ...]]
 
 
-def device_rows(path: str) -> list[DeviceRow]:
-    """(label, host, model, driver, error, quantities) per device of one report: what merge keeps."""
-    data = _checked(Path(path), compared_only=True)
-    rows = []
-    for raw in data["devices"]:
+def device_rows(path: str, interned: dict[Any, Any] | None = None) -> list[DeviceRow]:
+    """(label, host, model, driver, error, quantities) per device of one report: what merge keeps. Equal
+    quantity tuples are one object through ``interned``, so a pickle of many rows holds each once."""
+    interned = {} if interned is None else interned
+    if _orjson is not None:
         try:
-            dev = DeviceReport.from_dict(raw)
-        except (KeyError, TypeError, ValueError) as exc:
+            with open(path, "rb") as handle:
+                return _rows_of(path, _orjson.loads(handle.read()), interned, exact=False)
+        except (OSError, _orjson.JSONDecodeError, BaselineError, _Inexact):
+            pass  # the standard parser decides: it reads NaN, UTF-16 and integers beyond 64 bits, and words errors
+    return _rows_of(path, read_json(Path(path), "bisect_smem report"), interned, exact=True)
+
+
+def _rows_of(path: str, data: Any, table: dict[Any, Any], exact: bool) -> list[DeviceRow]:
+    data = _checked(Path(path), data, skip=_FRAME)
+    rows = []
+    for i, dev in enumerate(data["devices"]):
+        try:
+            items = _device_items(path, i, dev, table, exact)
+        except (KeyError, TypeError, ValueError, RecursionError) as exc:
             raise BaselineError(f"{path}: not a readable bisect_smem report ({exc})") from None
-        items = tuple((name, _hashable(value)) for name, value in quantities(dev).items())
-        rows.append((f"{path}:{dev.index}", data["host"], dev.name or "unknown", driver_version(dev), dev.error,
-                     items))
+        driver = _hashable(dev.get("context", {}).get("nvml_driver_version"), exact)
+        rows.append((f"{path}:{dev['index']}", data["host"], dev.get("name") or "unknown",
+                     str(driver or "unknown-driver"), dev.get("error"), items))
     return rows
 
 
-def _hashable(value: Any) -> Any:
+def _device_items(path: str, i: int, dev: dict[str, Any], table: dict[Any, Any],
+                  exact: bool) -> tuple[tuple[str, Any], ...]:
+    """The device's quantities, checked and reduced once per distinct ``reported`` and read ``measured``
+    content in ``table``: the fleet's devices mostly hold the same. The key is their JSON text, which
+    tells 1 from 1.0 and true where Python's ``==`` does not."""
+    measured = dev.get("measured")
+    if isinstance(measured, dict):
+        measured = {k: v for k, v in measured.items() if k not in _MEASURED_UNREAD}
+    key = _orjson.dumps([dev.get("reported"), measured]) if not exact else json.dumps([dev.get("reported"), measured])
+    found = table.get(key)
+    if found is None:
+        try:
+            check(dev, DeviceReport, where=f"devices[{i}]", skip=DEVICE_UNREAD)
+        except SchemaError as exc:
+            raise SchemaError(f"{path}: {exc}") from None
+        for split in (dev.get("measured") or {}).get("static_splits", ()):
+            StaticSplit.from_dict(split)  # the bounds its constructor holds, as when a report is rebuilt
+        found = table[key] = _intern(tuple((name, value if type(value) in _SCALARS else _hashable(value, exact))
+                                           for name, value in json_quantities(dev).items()), table)
+    return found
+
+
+def _intern(items: tuple[tuple[str, Any], ...], table: dict[Any, Any]) -> tuple[tuple[str, Any], ...]:
+    """The one object in ``table`` equal to ``items``; a new one shares its (name, value) pairs with the
+    tuples before it, so devices that differ in one value cost one pair, in memory and in a pickle."""
+    found = table.get(items)
+    if found is None:
+        found = tuple(table.setdefault(pair, pair) for pair in items)
+        table[found] = found
+    return found
+
+
+def _chunk_rows(paths: list[str]) -> list[DeviceRow]:
+    """``device_rows`` of several reports, sharing one table of interned quantities."""
+    interned: dict[Any, Any] = {}
+    return [row for path in paths for row in device_rows(path, interned)]
+
+
+def _hashable(value: Any, exact: bool = True) -> Any:
+    """``value`` as a hashable key; with ``exact`` False, _Inexact for a float orjson may have made."""
     if type(value) in _SCALARS:
         return value
+    if type(value) is float:
+        if not exact and not abs(value) < _EXACT_FLOAT:
+            raise _Inexact(value)
+        return value
     if isinstance(value, list):
-        return tuple(_hashable(v) for v in value)
+        return tuple(_hashable(v, exact) for v in value)
     if isinstance(value, dict):
-        return tuple(sorted((k, _hashable(v)) for k, v in value.items()))
+        return tuple(sorted((k, _hashable(v, exact)) for k, v in value.items()))
     if isinstance(value, bool):
         return ("bool", value)  # True == 1 to Python; not to a report
     return value
@@ -124,46 +194,63 @@ def refuse_duplicates(paths: list[str]) -> None:
         seen[key] = path
 
 
-def _rows(paths: list[str]) -> Iterator[DeviceRow]:
+def _rows(paths: list[str], table: dict[Any, Any]) -> Iterator[DeviceRow]:
+    """Every device's row, its quantities the one object in ``table`` equal to them."""
     if len(paths) < _POOL_FROM_FILES or (os.cpu_count() or 1) < 2:
         for path in paths:
-            yield from device_rows(path)
+            yield from device_rows(path, table)
         return
-    with ProcessPoolExecutor(max_workers=min(os.cpu_count() or 1, 8)) as pool:
-        for rows in pool.map(device_rows, paths, chunksize=8):
-            yield from rows
+    chunks = [paths[i:i + _CHUNK_FILES] for i in range(0, len(paths), _CHUNK_FILES)]
+    # A parsed report is a tree (no cycles to collect), yet its tens of thousands of containers would set
+    # off the cycle collector many times a report: a fifth of the parsing time.
+    with ProcessPoolExecutor(max_workers=min(os.cpu_count() or 1, 8), initializer=gc.disable) as pool:
+        for rows in pool.map(_chunk_rows, chunks):
+            # equal quantities arrive as one object per chunk (interned there): look each up once
+            canonical: dict[int, tuple[tuple[str, Any], ...]] = {}
+            for row in rows:
+                items = canonical.get(id(row[5]))
+                if items is None:
+                    items = canonical[id(row[5])] = _intern(row[5], table)
+                yield (*row[:5], items)
 
 
 class _Collector:
-    """One group's members and their quantities, each distinct value stored once for all devices."""
+    """One group's members, each holding one of the fleet's distinct quantity tuples: the majorities and
+    deviations are worked out once per distinct tuple, weighted by how many devices hold it."""
 
-    def __init__(self, interned: dict[Any, Any]) -> None:
+    def __init__(self) -> None:
         self.members: list[Member] = []
-        self.values: list[dict[str, Any]] = []
-        self.interned = interned
+        self.held: list[tuple[tuple[str, Any], ...]] = []  # interned: equal tuples are one object
 
     def add(self, member: Member, items: tuple[tuple[str, Any], ...]) -> None:
-        intern = self.interned.setdefault
         self.members.append(member)
-        self.values.append({intern(name, name): intern(value, value) for name, value in items})
+        self.held.append(items)
 
     def group(self, model: str, driver: str) -> Group:
-        names = sorted({n for q in self.values for n in q})
+        weights = Counter(map(id, self.held))
+        distinct: dict[int, dict[str, Any]] = {}  # in order of first holder
+        for items in self.held:
+            if id(items) not in distinct:
+                distinct[id(items)] = dict(items)
+        names = sorted({n for q in distinct.values() for n in q})
         majority: dict[str, Any] = {}
         ties: dict[str, list[Any]] = {}
         for name in names:
-            counts = Counter(q.get(name, MISSING) for q in self.values).most_common()
-            if len(counts) > 1 and counts[0][1] == counts[1][1]:
-                ties[name] = [_plain(v) for v, n in counts if n == counts[0][1]]
+            counts: Counter[Any] = Counter()
+            for key, q in distinct.items():
+                counts[q.get(name, MISSING)] += weights[key]
+            ranked = counts.most_common()
+            if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
+                ties[name] = [_plain(v) for v, n in ranked if n == ranked[0][1]]
             else:
-                majority[name] = counts[0][0]
+                majority[name] = ranked[0][0]
+        diffs = {key: [f"{n}: {_plain(q.get(n, MISSING))!r} (majority: {_plain(v)!r})"
+                       for n, v in majority.items() if q.get(n, MISSING) != v] for key, q in distinct.items()}
         deviations: dict[str, list[str]] = {}
-        for member, q in zip(self.members, self.values, strict=True):
-            diffs = [f"{n}: {_plain(q.get(n, MISSING))!r} (majority: {_plain(v)!r})"
-                     for n, v in majority.items() if q.get(n, MISSING) != v]
+        for member, items in zip(self.members, self.held, strict=True):
             errors = [f"error: {member.error}"] if member.error else []
-            if diffs or errors:
-                deviations[member.label] = errors + diffs
+            if diffs[id(items)] or errors:
+                deviations[member.label] = errors + diffs[id(items)]
         return Group(model, driver, tuple(self.members), {n: _plain(v) for n, v in majority.items()},
                      deviations, ties)
 
@@ -172,9 +259,8 @@ def group_reports(paths: list[Path] | list[str]) -> list[Group]:
     """Every device of every report, grouped by GPU model and driver, against its group's majority."""
     texts = [str(p) for p in paths]
     refuse_duplicates(texts)
-    interned: dict[Any, Any] = {}
-    collectors: dict[tuple[str, str], _Collector] = defaultdict(lambda: _Collector(interned))
-    for label, host, model, driver, error, items in _rows(texts):
+    collectors: dict[tuple[str, str], _Collector] = defaultdict(_Collector)
+    for label, host, model, driver, error, items in _rows(texts, {}):
         collectors[(model, driver)].add(Member(label, host, error), items)
     return [c.group(model, driver) for (model, driver), c in sorted(collectors.items())]
 

@@ -120,18 +120,3 @@ class Leftovers:
         return cls(d["dynamic_bytes"], d["within_process_words_read"], d["within_process_words_matching"],
                    d["across_processes_words_read"], d["across_processes_words_matching"], d["writer_sms"],
                    d["reader_sms"])
-
-
-def validation_quantities(measured: Any) -> dict[str, Any]:
-    """The validation's comparable quantities (None where not validated): which SMs ran and failed, which
-    sizes failed, and what was visible. Counts of words and launches vary from run to run and are left out."""
-    march, sweep, left = measured.march, measured.granule_sweep, measured.leftovers
-    prefix = "measured.validation."
-    return {
-        f"{prefix}march.sms_covered": len(march.sms_seen) if march else None,
-        f"{prefix}march.failed_sms": [f.sm_id for f in march.failures] if march else None,
-        f"{prefix}granule_sweep.failing_bytes": list(sweep.failing_bytes) if sweep else None,
-        f"{prefix}granule_sweep.over_ceiling_failed": sweep.over_ceiling_failed if sweep else None,
-        f"{prefix}leftovers.across_processes_visible": left.across_processes_visible if left else None,
-        f"{prefix}leftovers.within_process_visible": left.within_process_visible if left else None,
-    }

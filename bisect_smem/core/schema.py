@@ -3,7 +3,8 @@ dataclass it becomes must be present where required and of its declared type, el
 naming the field, e.g. ``field devices[0].measured.residency[3].threads must be an integer (got '4')``.
 
 The check is compiled once per type into nested closures, and the field's path is assembled only
-when a check fails, so a fleet of reports is checked quickly.
+when a check fails, so a fleet of reports is checked quickly. A reader that uses only part of a file
+(merge) names the fields it leaves unread in ``skip``: they are neither required nor checked.
 """
 
 from __future__ import annotations
@@ -33,10 +34,11 @@ class _Mismatch(Exception):
         self.problem, self.path = problem, []
 
 
-def check(data: Any, cls: type, where: str = "") -> None:
-    """Raise SchemaError when ``data`` is not the JSON form of dataclass ``cls``."""
+def check(data: Any, cls: type, where: str = "", skip: frozenset[str] = frozenset()) -> None:
+    """Raise SchemaError when ``data`` is not the JSON form of dataclass ``cls``; the fields named in
+    ``skip`` by dotted path without indexes (``devices.verdicts``) are left unchecked."""
     try:
-        _checker(cls)(data)
+        _checker(cls, skip)(data)
     except _Mismatch as exc:
         path = "".join(reversed(exc.path))
         path = (where + path) if where else path.lstrip(".")
@@ -78,28 +80,32 @@ def _fail(expected: str, value: Any) -> _Mismatch:
 
 
 @functools.cache
-def _checker(tp: Any) -> Checker:
-    """A function that raises _Mismatch when a JSON value is not of type ``tp``."""
+def _checker(tp: Any, skip: frozenset[str] = frozenset()) -> Checker:
+    """A function that raises _Mismatch when a JSON value is not of type ``tp`` (``skip``: unchecked fields
+    of the dataclasses inside ``tp``, by dotted path)."""
     if tp is Any:
         return lambda value: None
     if dataclasses.is_dataclass(tp):
-        return _dataclass_checker(tp)
+        return _dataclass_checker(tp, skip)
     if _is_union(tp):
-        return _union_checker(tp)
+        return _union_checker(tp, skip)
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin in (tuple, list):
-        return _list_checker(args if origin is tuple else (args[0], Ellipsis))
+        return _list_checker(args if origin is tuple else (args[0], Ellipsis), skip)
     if origin is dict:
-        return _dict_checker(_checker(args[1]))
+        return _dict_checker(_checker(args[1], skip))
     return _plain_checker((tp,) if tp is not float else (int, float), _expected(tp), tp is bool)
 
 
-def _dataclass_checker(cls: type) -> Checker:
+def _dataclass_checker(cls: type, skip: frozenset[str]) -> Checker:
     hints = typing.get_type_hints(cls)
     fields = []
     for f in dataclasses.fields(cls):
+        if f.name in skip:
+            continue
+        inner = frozenset(p.removeprefix(f"{f.name}.") for p in skip if p.startswith(f"{f.name}."))
         has_default = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
-        fields.append((f.name, _checker(hints[f.name]), not has_default and not _nullable(hints[f.name])))
+        fields.append((f.name, _checker(hints[f.name], inner), not has_default and not _nullable(hints[f.name])))
 
     def check_object(value: Any) -> None:
         if not isinstance(value, dict):
@@ -131,12 +137,12 @@ def _dict_checker(item: Checker) -> Checker:
     return check_dict
 
 
-def _list_checker(args: tuple[Any, ...]) -> Checker:
+def _list_checker(args: tuple[Any, ...], skip: frozenset[str]) -> Checker:
     if len(args) == 2 and args[1] is Ellipsis:
         items = None
-        item = _checker(args[0])
+        item = _checker(args[0], skip)
     else:
-        items = [_checker(a) for a in args]
+        items = [_checker(a, skip) for a in args]
 
     def check_list(value: Any) -> None:
         if not isinstance(value, list) or (items is not None and len(value) != len(items)):
@@ -150,13 +156,13 @@ def _list_checker(args: tuple[Any, ...]) -> Checker:
     return check_list
 
 
-def _union_checker(tp: Any) -> Checker:
+def _union_checker(tp: Any, skip: frozenset[str]) -> Checker:
     args = typing.get_args(tp)
     nullable = type(None) in args
     options = [a for a in args if a is not type(None)]
     expected = " or ".join([*(_expected(a) for a in options), *(["null"] if nullable else [])])
     if len(options) == 1:
-        only = _checker(options[0])
+        only = _checker(options[0], skip)
 
         def check_optional(value: Any) -> None:
             if value is not None:
@@ -165,7 +171,7 @@ def _union_checker(tp: Any) -> Checker:
     if all(a in _NAMES for a in options):
         accepted = (*options, *((int,) if float in options else ()), *((type(None),) if nullable else ()))
         return _plain_checker(accepted, expected, bool in options)
-    checkers = [_checker(a) for a in options]
+    checkers = [_checker(a, skip) for a in options]
 
     def check_union(value: Any) -> None:
         if value is None and nullable:
