@@ -129,8 +129,14 @@ def test_orjson_and_the_standard_parser_merge_alike(h200: dict, tmp_path: Path, 
     assert all(f"{label}: measured.optin_dynamic_ceiling_bytes" in out for label in planted)
 
 
-def test_devices_equal_to_python_but_not_in_json_are_each_read(h200: dict, tmp_path: Path,
+@pytest.mark.parametrize("parser", ["orjson", "json"])
+def test_devices_equal_to_python_but_not_in_json_are_each_read(h200: dict, tmp_path: Path, parser: str,
+                                                               monkeypatch: pytest.MonkeyPatch,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    if parser == "json":
+        monkeypatch.setattr(merge, "_orjson", None)
+    elif merge._orjson is None:
+        pytest.skip("orjson is not installed (the extra fast)")
     doc = with_reported(h200, 1, devices=3)
     doc["devices"][2]["reported"]["driver"]["vendor_field"] = True
     code, out, _ = run_merge([write(tmp_path / "x.json", doc)], capsys)
