@@ -6,9 +6,13 @@ no majority and nobody blamed. Devices are labelled by the report's path as give
 (``reports/node-a.json:0``), so files of the same name in different folders stay apart; the same file
 given twice is refused.
 
-Reports are read one at a time and reduced to their quantities, each distinct value stored once, so
+Reports are read one at a time and reduced to their quantities, each distinct set stored once, so
 memory stays flat however many reports are merged; with more than a few files they are read by a
-pool of processes.
+pool of processes, in chunks. Only what merge compares is read and shape-checked (core/schema.py with
+the unread fields skipped), straight from the parsed JSON (core/quantities.py, the same lines as for a
+DeviceReport), and a device whose compared content is, byte for byte, that of a device read before it
+in the chunk is checked and reduced once. orjson parses when installed; the standard parser wherever
+orjson could read differently (NaN, integers beyond 64 bits) or finds an error, so the result is the same.
 """
 
 from __future__ import annotations
