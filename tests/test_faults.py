@@ -206,27 +206,3 @@ def test_cupys_cuda_major_is_read_from_its_dist_info_folder(tmp_path: Path) -> N
     assert cupy_cuda_major([str(tmp_path / "missing"), str(tmp_path)]) is None
     (tmp_path / "cupy_cuda12x-13.6.0.dist-info").mkdir()
     assert cupy_cuda_major([str(tmp_path)]) == 12
-
-
-@pytest.mark.parametrize(("writable", "preset", "expected"), [
-    (False, None, "pycache"), (True, None, None), (False, "/elsewhere", "/elsewhere")])
-def test_workers_keep_bytecode_of_a_read_only_cupy(writable: bool, preset: str | None, expected: str | None,
-                                                   tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import importlib.machinery
-    import types
-
-    from bisect_smem.app import worker as runner
-
-    spec = importlib.machinery.ModuleSpec("cupy", None, is_package=True)
-    spec.submodule_search_locations = [str(tmp_path / "cupy")]
-    monkeypatch.setattr(runner.importlib.util, "find_spec", lambda name: spec)
-    monkeypatch.setattr(runner.os, "access", lambda path, mode: writable)
-    monkeypatch.setattr(runner, "sys", types.SimpleNamespace(flags=types.SimpleNamespace(dont_write_bytecode=False),
-                                                             pycache_prefix=None))
-    if preset is None:
-        monkeypatch.delenv("PYTHONPYCACHEPREFIX", raising=False)
-    else:
-        monkeypatch.setenv("PYTHONPYCACHEPREFIX", preset)
-    runner.keep_worker_bytecode(tmp_path / "cache")
-    got = runner.os.environ.get("PYTHONPYCACHEPREFIX")
-    assert got == (str(tmp_path / "cache" / "pycache") if expected == "pycache" else expected)

@@ -34,7 +34,6 @@ from bisect_smem.app.worker import (
     StepFaulted,
     StepStarted,
     WorkerCrashed,
-    keep_worker_bytecode,
     measure_in_process,
     worker_main,
 )
@@ -80,7 +79,6 @@ def run(request: RunRequest, progress: ProgressSink | None = None) -> tuple[Devi
     if not request.isolated:
         indices = resolve_devices(request)
         return tuple(measure_in_process(request, i, lambda text, i=i: sink(i, text)) for i in indices)
-    keep_worker_bytecode()
     supervisor = _Supervisor(request, sink)
     # The first workers start while this process initialises the driver to count the devices: a
     # worker spends that time starting Python anyway. A device that turns out not to exist is dropped.

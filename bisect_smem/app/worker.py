@@ -7,15 +7,12 @@ before the worker ends. Workers leave without CUDA's teardown: the parent has al
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import signal
-import sys
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bisect_smem.analysis.device_report import build_report
@@ -141,20 +138,6 @@ def worker_main(out: Any, request: RunRequest, index: int, done: Done, steps: li
     nvml.join(timeout=30)
     out.put(Finished(index))
     leave(out, 0)
-
-
-def keep_worker_bytecode(cache_root: Path | None = None) -> None:
-    """Let workers keep the bytecode of a read-only CuPy/NumPy install (container images): without it
-    every worker compiles some 170 modules from source, 0.3 s on the H200 host. Only where CuPy's folder
-    cannot be written and nobody chose a bytecode setting already."""
-    if sys.flags.dont_write_bytecode or sys.pycache_prefix or os.environ.get("PYTHONPYCACHEPREFIX"):
-        return
-    spec = importlib.util.find_spec("cupy")  # finds the folder without importing CuPy
-    folders = list(spec.submodule_search_locations or ()) if spec is not None else []
-    if not folders or os.access(folders[0], os.W_OK):
-        return
-    root = cache_root or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "bisect_smem"
-    os.environ["PYTHONPYCACHEPREFIX"] = str(root / "pycache")
 
 
 def measure_in_process(request: RunRequest, index: int, progress: Callable[[str], None]) -> DeviceReport:
