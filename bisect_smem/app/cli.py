@@ -28,10 +28,10 @@ EXIT_OK, EXIT_MISMATCH, EXIT_USAGE, EXIT_NO_GPU, EXIT_INCOMPLETE = 0, 1, 2, 3, 4
 EXIT_CODES_HELP = """exit codes:
   0  no limit or source disagrees (rows that differ from a prediction or hint allowed, unless --strict)
   1  a mismatch or regression was found (or, with --strict, a row that differs)
-  2  bad usage or bad input
+  2  bad usage or bad input, or a file or stream that cannot be written (a full disk, a closed or
+     broken stdout)
   3  no usable GPU or backend
   4  a measurement could not be completed
-  2  also: a file or stream that cannot be written (a full disk, a closed or broken stdout)
   128+N  ended by signal N (130 Ctrl-C, 129 SIGHUP, 143 SIGTERM): workers ended, no report written
 """
 
