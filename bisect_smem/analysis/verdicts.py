@@ -293,6 +293,6 @@ def carveout_verdicts(points: tuple[CarveoutPoint, ...], published_kib: tuple[in
         seen = ", ".join([*map(str, used), *(f"{_kib(lo)}..{_kib(hi)}" for lo, hi in unmatched)])
         verdict = "info" if not published_kib else ("differs" if unmatched else "match")
         rows.append(Verdict("carveout sizes seen (KB)", published, "published" if published else None, seen, verdict,
-                            "ranges: what residency proves, no published size inside" if unmatched else "",
+                            "no published size in any measured range" if unmatched else "",
                             "reference"))
     return rows
