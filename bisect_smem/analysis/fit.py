@@ -6,9 +6,8 @@ pipeline stages fit (the stage rules live in stages.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from fractions import Fraction
 
-from bisect_smem.analysis.stages import DTYPE_BITS, GemmSpec, Tile, auto_stages, dtype_bits, rule_for
+from bisect_smem.analysis.stages import GemmSpec, Tile, auto_stages, dtype_bits, rule_for
 from bisect_smem.core.errors import UsageError
 from bisect_smem.core.hardware import (
     DEFAULT_SMEM_PER_BLOCK_BYTES,
@@ -23,7 +22,6 @@ from bisect_smem.core.hardware import (
 from bisect_smem.core.model import DeviceReport
 from bisect_smem.core.profiles import ArchProfile
 
-DTYPE_BYTES = {name: Fraction(bits, 8) for name, bits in DTYPE_BITS.items()}
 GRANULE_BYTES = 128  # the allocation unit where a report did not measure one
 # Far above any GPU's shared memory, and small enough that every byte count printed is an ordinary integer.
 MAX_FIT_BYTES = 1 << 32

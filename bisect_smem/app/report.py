@@ -75,11 +75,6 @@ def header_lines(dev: DeviceReport) -> list[str]:
     return [first, second]
 
 
-def device_header(dev: DeviceReport) -> str:
-    """The header as one line (Markdown headings, merge tables)."""
-    return " | ".join(header_lines(dev))
-
-
 def _static_cost(dev: DeviceReport) -> str:
     splits = [s for s in (dev.measured.static_splits if dev.measured else ()) if s.static_bytes]
     known = sorted({(s.static_bytes, s.static_footprint_bytes) for s in splits if s.static_footprint_bytes is not None})
