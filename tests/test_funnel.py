@@ -44,3 +44,14 @@ def test_describe_names_the_error_for_classification() -> None:
     with funnel() as failed:
         raise FakeDriverError("code 6")
     assert failed.outcome is Outcome.TIMEOUT
+
+
+def test_driver_results_become_values_or_error_names() -> None:
+    from bisect_smem.devices.backends.base import driver_failure, driver_value
+
+    cu = pytest.importorskip("cuda.bindings.driver")
+    assert driver_value((cu.CUresult.CUDA_SUCCESS, 7)) == 7
+    assert driver_value((cu.CUresult.CUDA_SUCCESS, 1, 2)) == (1, 2)
+    assert driver_value((cu.CUresult.CUDA_ERROR_INVALID_VALUE, 7)) is None
+    assert driver_failure(cu.CUresult.CUDA_SUCCESS) is None
+    assert driver_failure(cu.CUresult.CUDA_ERROR_INVALID_VALUE) == "CUDA_ERROR_INVALID_VALUE"

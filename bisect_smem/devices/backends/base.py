@@ -21,6 +21,20 @@ from bisect_smem.devices.probes import (
 from bisect_smem.devices.validation_abi import DeviceAddress, LeftoverOutcome, MarchOutcome
 
 
+def driver_failure(err: Any) -> str | None:
+    """The CUDA error name of a failed cuda-bindings driver call (its ``CUresult``); None on success."""
+    return None if int(err) == 0 else err.name
+
+
+def driver_value(result: tuple[Any, ...]) -> Any | None:
+    """The value a cuda-bindings driver call returned, or None when the call failed. For the API's
+    predictions, recorded beside what the GPU did: an unanswered prediction is unknown, not a fault."""
+    err, *values = result
+    if driver_failure(err) is not None:
+        return None
+    return values[0] if len(values) == 1 else tuple(values)
+
+
 @dataclass
 class CudaFailure:
     """What ``CudaErrorFunnel`` caught in its block: the error's Outcome class and text (falsy if none)."""

@@ -17,7 +17,7 @@ from typing import Any
 from bisect_smem.core.errors import BackendUnavailable, KernelCompileError
 from bisect_smem.core.hardware import NONPORTABLE_CLUSTER_SIZE, DriverAttribute
 from bisect_smem.devices import attributes
-from bisect_smem.devices.backends.base import CudaErrorFunnel, DeviceIdentity, RealDevices
+from bisect_smem.devices.backends.base import CudaErrorFunnel, DeviceIdentity, RealDevices, driver_failure, driver_value
 from bisect_smem.devices.backends.libcuda import libcuda
 from bisect_smem.devices.kernel_abi import (
     CLUSTER_RESULT_WORDS,
@@ -236,8 +236,8 @@ class CupySession:
         except ImportError:
             return None
         handle = cu.CUfunction(self._function(kernel).kernel.ptr)
-        err, size = cu.cuOccupancyAvailableDynamicSMemPerBlock(handle, 1, threads)
-        return int(size) if err == cu.CUresult.CUDA_SUCCESS else None
+        size = driver_value(cu.cuOccupancyAvailableDynamicSMemPerBlock(handle, 1, threads))
+        return None if size is None else int(size)
 
     def residency(self, dynamic_bytes: int, threads: int, hold_ns: int,
                   carveout_percent: int | None = None) -> ResidencyOutcome:
@@ -286,8 +286,9 @@ class CupySession:
         if nonportable:
             (err,) = cu.cuFuncSetAttribute(
                 handle, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1)
-            if err != cu.CUresult.CUDA_SUCCESS:
-                raise _DriverError(err.name)
+            refused = driver_failure(err)
+            if refused:
+                raise _DriverError(refused)
         return handle
 
     @staticmethod
@@ -314,7 +315,7 @@ class CupySession:
         from cuda.bindings import driver as cu
 
         (err,) = cu.cuLaunchKernelEx(config, handle, (args, types), 0)
-        return None if err == cu.CUresult.CUDA_SUCCESS else err.name
+        return driver_failure(err)
 
     def cluster_launches(self, dynamic_bytes: int, sizes: tuple[int, ...], nonportable: bool,
                          threads: int) -> list[ClusterOutcome]:
@@ -354,8 +355,8 @@ class CupySession:
         with self.cuda_errors() as failed:
             handle = self._cluster_function(cluster_residency_name(nonportable), nonportable, dynamic_bytes)
             config = self._launch_config(clusters * cluster_size, threads, dynamic_bytes, cluster_size)
-            err, api = cu.cuOccupancyMaxActiveClusters(handle, config)
-            api_count = int(api) if err == cu.CUresult.CUDA_SUCCESS else None
+            api = driver_value(cu.cuOccupancyMaxActiveClusters(handle, config))
+            api_count = None if api is None else int(api)
             counters = cupy.zeros(len(ResidencyWord), dtype=cupy.uint32)
             refused = self._launch_ex(handle, config, (counters.data.ptr, hold_ns), (ctypes.c_void_p, ctypes.c_ulonglong))
             if refused:
@@ -372,8 +373,9 @@ class CupySession:
             handle = self._cluster_function(cluster_dsm_name(True), True, dynamic_bytes)
         if failed:
             return None
-        err, size = cu.cuOccupancyMaxPotentialClusterSize(handle, self._launch_config(NONPORTABLE_CLUSTER_SIZE, threads, dynamic_bytes, None))
-        return int(size) if err == cu.CUresult.CUDA_SUCCESS else None
+        config = self._launch_config(NONPORTABLE_CLUSTER_SIZE, threads, dynamic_bytes, None)
+        size = driver_value(cu.cuOccupancyMaxPotentialClusterSize(handle, config))
+        return None if size is None else int(size)
 
     def carveout_sweep(self, dynamic_bytes: int, threads: int, hold_ns: int,
                        percents: tuple[int, ...]) -> list[ResidencyOutcome]:

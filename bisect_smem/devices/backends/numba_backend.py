@@ -17,7 +17,14 @@ from typing import Any
 
 from bisect_smem.core.errors import BackendUnavailable, UsageError
 from bisect_smem.devices import attributes
-from bisect_smem.devices.backends.base import CudaErrorFunnel, DeviceIdentity, RealDevices, launch_each
+from bisect_smem.devices.backends.base import (
+    CudaErrorFunnel,
+    DeviceIdentity,
+    RealDevices,
+    driver_failure,
+    driver_value,
+    launch_each,
+)
 from bisect_smem.devices.backends.libcuda import libcuda
 from bisect_smem.devices.kernel_abi import (
     RESIDENCY_COUNTER_WORDS,
@@ -89,7 +96,7 @@ def set_kernel_max_dynamic_smem(dispatcher: Any, nbytes: int, device: int) -> st
     (err,) = cu.cuKernelSetAttribute(attr, nbytes, cu.CUkernel(handle), cu.CUdevice(device))
     if err == cu.CUresult.CUDA_ERROR_INVALID_HANDLE:
         (err,) = cu.cuFuncSetAttribute(cu.CUfunction(handle), attr, nbytes)
-    return None if err == cu.CUresult.CUDA_SUCCESS else err.name
+    return driver_failure(err)
 
 
 def cuda_error_text(exc: BaseException) -> str:
@@ -231,11 +238,10 @@ class NumbaSession:
             refused = set_kernel_max_dynamic_smem(self._residency, dynamic_bytes, self.index)
             if refused:
                 return ResidencyOutcome(classify_cuda_error(refused), refused)
-            err, function = cu.cuKernelGetFunction(cu.CUkernel(kernel_handle(self._residency)))
-            api = None
-            if err == cu.CUresult.CUDA_SUCCESS:
-                err, blocks = cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(function, threads, dynamic_bytes)
-                api = int(blocks) if err == cu.CUresult.CUDA_SUCCESS else None
+            function = driver_value(cu.cuKernelGetFunction(cu.CUkernel(kernel_handle(self._residency))))
+            blocks = None if function is None else driver_value(
+                cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(function, threads, dynamic_bytes))
+            api = None if blocks is None else int(blocks)
             self._counters.copy_to_device(np.zeros(RESIDENCY_COUNTER_WORDS, dtype=np.uint32))
             self._residency[self._residency_grid, threads, 0, dynamic_bytes](self._counters, np.uint64(hold_ns))
             peaks = self._counters.copy_to_host()[W_PEAK::COUNTER_STRIDE].tolist()
