@@ -10,6 +10,7 @@ search is an ERROR row, never a match.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from bisect_smem.analysis.integrity_verdicts import validation_verdicts
@@ -224,8 +225,8 @@ def published_verdicts(measured: Measured, profile: ArchProfile | None, cc: str 
                  measured.reserved_bytes, kind="reference"),
     ]
     if not profile.confirmed:
-        rows = [Verdict(r.quantity, r.reported, r.source, r.measured, "info", r.note or "unconfirmed row", r.kind)
-                if r.verdict == "MISMATCH" else r for r in rows]
+        rows = [replace(r, verdict="info", note=r.note or "unconfirmed row") if r.verdict == "MISMATCH" else r
+                for r in rows]
     return rows
 
 
@@ -241,9 +242,8 @@ def residency_verdicts(steps: tuple[ResidencyStep, ...]) -> list[Verdict]:
                          step.api_blocks_per_sm, "occupancy API", step.blocks_per_sm_min, step.blocks_per_sm_max,
                          "; ".join(notes))
         if row.verdict in ("match", "differs") and step.formula_blocks_per_sm != step.api_blocks_per_sm:
-            row = Verdict(row.quantity, row.reported, row.source, row.measured, "MISMATCH",
-                          f"the formula says {step.formula_blocks_per_sm}, the API {step.api_blocks_per_sm}; "
-                          + row.note, row.kind)
+            row = replace(row, verdict="MISMATCH", note=f"the formula says {step.formula_blocks_per_sm}, the API "
+                                                             f"{step.api_blocks_per_sm}; {row.note}")
         rows.append(row)
     return rows
 
@@ -284,7 +284,7 @@ def carveout_verdicts(points: tuple[CarveoutPoint, ...], published_kib: tuple[in
         row = _predicted(f"blocks/SM at carveout {label}", first.api_blocks_per_sm, "occupancy API",
                          first.blocks_per_sm, note=note)
         if row.verdict == "match" and published_kib is not None and first.carveout_bytes is None:
-            row = Verdict(row.quantity, row.reported, row.source, row.measured, "differs", row.note, row.kind)
+            row = replace(row, verdict="differs")
         rows.append(row)
     used = sorted({p.carveout_bytes // 1024 for p in points if p.carveout_bytes is not None})
     unmatched = sorted({p.carveout_range_bytes for p in points if p.carveout_bytes is None and p.carveout_range_bytes})
