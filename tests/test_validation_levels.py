@@ -92,7 +92,7 @@ def test_a_hole_below_the_ceiling_is_caught_by_full(granules: int, tmp_path: Pat
 def test_every_granule_multiple_is_swept(start: int, width: int) -> None:
     low = start * H200_GRANULE
     high = min(low + width * H200_GRANULE, H200_CEILING - 1)
-    sweep = Validation(session(f"h200,holes={low}-{high}"), H200_SMS, (0,), lambda _t: None).granule_sweep(
+    sweep = Validation(session(f"h200,holes={low}-{high}"), H200_SMS, lambda _t: None).granule_sweep(
         H200_CEILING, H200_GRANULE)
     assert sweep.failing_bytes == tuple(range(low, high + 1, H200_GRANULE))
     assert sweep.over_ceiling_failed is True
@@ -255,14 +255,14 @@ class _MissingSms:
 
 def test_a_launch_that_misses_sms_is_repeated() -> None:
     fake = _MissingSms(misses=1)
-    result = Validation(fake, 8, (0,), lambda _t: None).march(4096)  # type: ignore[arg-type]
+    result = Validation(fake, 8, lambda _t: None).march(4096)  # type: ignore[arg-type]
     assert result.launches == 2 and result.covered and result.sms_seen == tuple(range(8))
 
 
 def test_sms_never_reached_are_named(tmp_path: Path) -> None:
     from bisect_smem.analysis.integrity_verdicts import march_verdicts
 
-    result = Validation(_MissingSms(misses=99), 8, (0,), lambda _t: None).march(4096)  # type: ignore[arg-type]
+    result = Validation(_MissingSms(misses=99), 8, lambda _t: None).march(4096)  # type: ignore[arg-type]
     assert result.launches == 4 and result.sms_missing == (3, 4)
     row = march_verdicts(result)[0]
     assert row.verdict == "ERROR" and row.note == "never ran: SM 3, 4 after 4 launches"

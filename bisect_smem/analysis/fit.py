@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from bisect_smem.analysis.stages import GemmSpec, Tile, auto_stages, dtype_bits, rule_for
 from bisect_smem.core.errors import UsageError
 from bisect_smem.core.hardware import (
+    DEFAULT_GRANULE_BYTES,
     DEFAULT_SMEM_PER_BLOCK_BYTES,
     MAX_THREADS_PER_BLOCK,
     STATIC_SMEM_COMPILE_CAP_BYTES,
@@ -22,7 +23,6 @@ from bisect_smem.core.hardware import (
 from bisect_smem.core.model import DeviceReport
 from bisect_smem.core.profiles import ArchProfile
 
-GRANULE_BYTES = 128  # the allocation unit where a report did not measure one
 # Far above any GPU's shared memory, and small enough that every byte count printed is an ordinary integer.
 MAX_FIT_BYTES = 1 << 32
 UNKNOWN, DOES_NOT_FIT = "unknown", "does not fit"
@@ -125,7 +125,7 @@ class Target:
             m.default_dynamic_ceiling_bytes if m else None, optin,
             (m.smem_per_sm_bytes if m and m.smem_per_sm_bytes else driver.get("max_shared_memory_per_multiprocessor_bytes")),
             (m.reserved_bytes if m and m.reserved_bytes is not None else 0),
-            (m.allocation_granularity_bytes if m and m.allocation_granularity_bytes else GRANULE_BYTES),
+            (m.allocation_granularity_bytes if m and m.allocation_granularity_bytes else DEFAULT_GRANULE_BYTES),
             driver.get("max_blocks_per_multiprocessor"), driver.get("max_threads_per_multiprocessor"),
             parse_cc(dev.compute_capability), dev.context.get("nvml_driver_version"), error, source)
 

@@ -32,6 +32,7 @@ from bisect_smem.core.errors import BaselineError
 from bisect_smem.core.model import REPORT_SCHEMA, DeviceReport, Report, StaticSplit
 from bisect_smem.core.quantities import json_quantities
 from bisect_smem.core.schema import SchemaError, check
+from bisect_smem.core.text import dash
 
 try:  # the optional extra "fast": the same values, parsed several times faster
     import orjson as _orjson
@@ -285,6 +286,4 @@ def render(groups: list[Group]) -> str:
 
 
 def _fmt(value: Any, tie: bool = False) -> str:
-    if tie:
-        return "tie"
-    return "-" if value is None else str(value)
+    return "tie" if tie else dash(value)

@@ -15,6 +15,7 @@ from typing import Any
 
 from bisect_smem.analysis.integrity_verdicts import validation_verdicts
 from bisect_smem.core.hardware import PORTABLE_CLUSTER_SIZE, portable_cluster_limit, static_footprint
+from bisect_smem.core.levels import split_search_name
 from bisect_smem.core.model import CarveoutPoint, Ceiling, Measured, ResidencyStep, StaticSplit, Verdict
 from bisect_smem.core.profiles import ArchProfile
 from bisect_smem.devices.attributes import best_value, disagreements
@@ -107,7 +108,7 @@ def split_verdicts(splits: tuple[StaticSplit, ...], measured: Measured, optin: i
             footprint = static_footprint(split.static_bytes)
             note = "footprint not readable on this backend; 16-B alignment of the dynamic array assumed"
         expected: int | str | None = optin - footprint if optin is not None else None
-        search = measured.searches.get(f"optin_dynamic_ceiling/static={split.static_bytes}/threads={split.threads}")
+        search = measured.searches.get(split_search_name(split.static_bytes, split.threads))
         source = f"{optin_src} - footprint" if optin_src else None
         if isinstance(expected, int) and expected < 0:
             # No dynamic size launches at all: an expected ceiling below 0 is "nothing", not a number.

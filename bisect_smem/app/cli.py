@@ -22,6 +22,9 @@ from typing import Any, TextIO
 from bisect_smem import __version__
 from bisect_smem.app.argtypes import non_negative_int, parse_stages, positive_float, positive_int
 from bisect_smem.core.errors import BackendUnavailable, BaselineError, BisectSmemError, UsageError
+from bisect_smem.core.levels import DEFAULT_LEVEL, LEVELS
+from bisect_smem.core.search import DEFAULT_CONFIRM
+from bisect_smem.core.text import dash
 
 EXIT_OK, EXIT_MISMATCH, EXIT_USAGE, EXIT_NO_GPU, EXIT_INCOMPLETE = 0, 1, 2, 3, 4
 
@@ -78,12 +81,13 @@ def build_parser() -> argparse.ArgumentParser:
                         help="compare with the saved baseline for each GPU model; exit 1 on any regression")
     parser.add_argument("--allow-missing", action="store_true",
                         help="with --compare: a missing baseline is reported, not an error")
-    parser.add_argument("--level", choices=("quick", "standard", "full"), default="standard",
+    parser.add_argument("--level", choices=LEVELS, default=DEFAULT_LEVEL,
                         help="quick: the limits only (default, attribute and opt-in ceilings, reserved, "
-                             "granularity); standard (default): every measurement; full: standard plus the "
-                             "shared memory itself (every SM and byte, every granule, leftovers between processes)")
-    parser.add_argument("--confirm", type=positive_int, default=2, metavar="N",
-                        help="times the ceiling and ceiling+1 are each seen (default 2)")
+                             "granularity); standard: every measurement; full: standard plus the shared memory "
+                             "itself (every SM and byte, every granule, leftovers between processes); "
+                             f"default {DEFAULT_LEVEL}")
+    parser.add_argument("--confirm", type=positive_int, default=DEFAULT_CONFIRM, metavar="N",
+                        help=f"times the ceiling and ceiling+1 are each seen (default {DEFAULT_CONFIRM})")
     parser.add_argument("--device-timeout", type=positive_float, default=None, metavar="S",
                         help="give up on a device after S seconds (default 300)")
     parser.add_argument("--probe-timeout", type=positive_float, default=None, metavar="S",
@@ -240,7 +244,7 @@ def _cmd_profiles() -> int:
     from bisect_smem.core.profiles import PROFILES
 
     rows = [(p.key, p.cc_string, ", ".join(p.aliases), p.example_parts, p.smem_per_sm_bytes,
-             p.max_smem_per_block_optin_bytes, _dash(p.reserved_smem_per_block_bytes),
+             p.max_smem_per_block_optin_bytes, dash(p.reserved_smem_per_block_bytes),
              ", ".join(map(str, p.carveout_kib)) if p.carveout_kib else "-", "yes" if p.confirmed else "no")
             for p in PROFILES]
     print(tabulate(rows, headers=("profile", "cc", "aliases", "parts", "smem/SM B", "opt-in/block B",
@@ -261,10 +265,6 @@ def _cmd_merge(paths: list[str]) -> int:
             print(f"{g.model} (driver {g.driver}): {name}: a tie between {', '.join(map(repr, values))}; "
                   f"no majority, nobody blamed")
     return EXIT_MISMATCH if any(g.deviations or g.ties for g in groups) else EXIT_OK
-
-
-def _dash(value: object) -> str:
-    return "-" if value is None else str(value)
 
 
 def _cmd_measure(args: argparse.Namespace) -> int:
@@ -294,8 +294,8 @@ def _cmd_measure(args: argparse.Namespace) -> int:
     if plot_path is not None:
         from bisect_smem.app.plot import check_plot_path
 
-        check_plot_path(plot_path)
-        output.output_path(args.plot, "the plot")
+        check_plot_path(plot_path)  # a plot's name has a suffix, so it is a path, never '-' or empty
+        plot_path = output.output_path(args.plot, "the plot")
     if args.save_baseline and backend == "sim" and not args.force:
         _refuse_existing_sim_baselines(requests[0], Path(args.save_baseline))
 

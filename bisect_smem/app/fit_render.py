@@ -8,13 +8,10 @@ from typing import TYPE_CHECKING
 from tabulate import tabulate
 
 from bisect_smem.analysis.fit import DOES_NOT_FIT, UNKNOWN, FitRequest, FitResult
+from bisect_smem.core.text import dash
 
 if TYPE_CHECKING:
     from bisect_smem.app.fit_command import Explained
-
-
-def _dash(value: object) -> str:
-    return "-" if value is None else str(value)
 
 
 def margin(r: FitResult) -> str:
@@ -31,7 +28,7 @@ def _head(request: FitRequest, source: str) -> str:
 
 def render(request: FitRequest, source: str, results: list[FitResult]) -> str:
     """One size against every target: verdict, margin, blocks per SM."""
-    rows = [(r.target, r.kind, r.verdict, _dash(r.optin_limit_bytes), margin(r), _dash(r.blocks_per_sm))
+    rows = [(r.target, r.kind, r.verdict, dash(r.optin_limit_bytes), margin(r), dash(r.blocks_per_sm))
             for r in results]
     table = tabulate(rows, headers=("target", "limits", "verdict", "opt-in limit B", "margin B", "blocks/SM"),
                      disable_numparse=True)
@@ -50,8 +47,8 @@ def render_stages(request: FitRequest, source: str, results: list[FitResult]) ->
     rows = []
     for r in results:
         left = "-" if r.left_bytes is None else (str(r.left_bytes) if r.left_bytes >= 0 else f"over by {-r.left_bytes}")
-        rows.append((r.target, r.kind, _dash(r.optin_limit_bytes), _dash(r.stage_rule), stages_cell(r),
-                     _dash(r.stage_bytes), _dash(r.used_bytes), left, _dash(r.blocks_per_sm)))
+        rows.append((r.target, r.kind, dash(r.optin_limit_bytes), dash(r.stage_rule), stages_cell(r),
+                     dash(r.stage_bytes), dash(r.used_bytes), left, dash(r.blocks_per_sm)))
     head = (f"kernel: {request.static_bytes} B static, {request.threads} threads"
             + (f" ({source})" if source else ""))
     table = tabulate(rows, headers=("target", "limits", "opt-in limit B", "rule", "stages", "B/stage", "used B",
@@ -112,7 +109,7 @@ def render_explain(request: FitRequest, explained: Explained, results: list[FitR
     rows = []
     for r in results:
         extra = [stages_cell(by_target[(r.target, t)]) for t in tiles]
-        rows.append((r.target, r.kind, _dash(r.optin_limit_bytes), r.verdict, margin(r), *extra))
+        rows.append((r.target, r.kind, dash(r.optin_limit_bytes), r.verdict, margin(r), *extra))
     headers = ("target", "limits", "opt-in limit B", "verdict", "margin B", *(f"{t} stages that fit" for t in tiles))
     lines.append(tabulate(rows, headers=headers, disable_numparse=True))
     if request.static_bytes:

@@ -11,12 +11,12 @@ import re
 import textwrap
 from collections import Counter
 from collections.abc import Callable
-from typing import Any
 
 from tabulate import tabulate
 
 from bisect_smem.core.hardware import KIB
 from bisect_smem.core.model import DeviceReport, Report, Verdict
+from bisect_smem.core.text import dash
 
 TABLE_HEADERS = ("quantity", "reported", "source", "measured", "verdict", "note")
 COMPACT_HEADERS = ("quantity", "reported", "measured", "verdict", "note")
@@ -47,10 +47,6 @@ def size_text(nbytes: int | None) -> str:
         return f"{nbytes} B"
     kib = f"{nbytes // KIB}" if nbytes % KIB == 0 else f"{nbytes / KIB:.2f}"
     return f"{kib} KiB ({nbytes} B)"
-
-
-def _fmt(value: Any) -> str:
-    return "-" if value is None else str(value)
 
 
 def device_verdict(dev: DeviceReport) -> str:
@@ -228,8 +224,8 @@ def compact_rows(dev: DeviceReport) -> list[Verdict]:
 
 
 def _table_rows(rows: list[Verdict], headers: tuple[str, ...] = TABLE_HEADERS) -> list[tuple[str, ...]]:
-    cells = {"quantity": lambda v: v.quantity, "reported": lambda v: _fmt(v.reported),
-             "source": lambda v: _fmt(v.source), "measured": lambda v: _fmt(v.measured),
+    cells = {"quantity": lambda v: v.quantity, "reported": lambda v: dash(v.reported),
+             "source": lambda v: dash(v.source), "measured": lambda v: dash(v.measured),
              "verdict": lambda v: v.verdict, "note": lambda v: v.note}
     return [tuple(cells[h](v) for h in headers) for v in rows]
 

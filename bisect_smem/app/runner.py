@@ -212,7 +212,7 @@ class _Supervisor:
         step = dev.step
         if step is None and dev.info is not None:
             # Between two steps (opened, the next not yet announced) the fault belongs to the next step.
-            step = next((s for s in self.request.steps if s not in dev.done), None)
+            step = next((s for s in self.steps if s not in dev.done), None)
         where = step.key if step is not None else "startup"
         dev.events.append({"what": what, "where": f"device {dev.index}, step {where}", "when": _now(),
                            "detail": detail})
@@ -222,7 +222,7 @@ class _Supervisor:
             dev.done[step] = StepResult(step, None, {}, {}, f"{where}: gave up after {dev.attempts[where]} faults "
                                                             f"({what}: {detail})", 0.0)
         dev.restarts += 1
-        if dev.restarts > self.request.max_restarts or (step is None and dev.attempts[where] >= 2):
+        if dev.restarts > self.request.max_restarts or (step is None and dev.attempts[where] >= GIVE_UP_AFTER_FAULTS):
             done = dev.restarts - 1  # the restart just counted is the one not made
             dev.error = (f"gave up after {done} restart{'' if done == 1 else 's'}"
                          f"{' (--max-restarts 0)' if self.request.max_restarts == 0 else ''}; "

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from bisect_smem.analysis.device_report import build_report
+from bisect_smem.app.leftover_writer import write_elsewhere
 from bisect_smem.core.errors import BisectSmemError, ProbeFault
 from bisect_smem.core.model import DeviceReport
 from bisect_smem.devices.device_info import DeviceInfo, open_device
@@ -116,25 +117,26 @@ def worker_main(out: Any, request: RunRequest, index: int, done: Done, steps: li
     # NVML answers slowly on some systems; it runs beside the measurement and reports when done.
     nvml = threading.Thread(target=lambda: out.put(NvmlRead(index, session.nvml_info())), daemon=True)
     nvml.start()
-    measurement = DeviceMeasurement.for_device(session, info, request.config,
-                                               lambda text: out.put(Progress(index, text)))
-    done = dict(done)
-    for step in steps:
-        if step in done:
-            continue
+    progress = lambda text: out.put(Progress(index, text))  # noqa: E731
+    measurement = DeviceMeasurement.for_device(session, info, request.config, progress,
+                                               write_elsewhere(session, request.config.static_sizes, progress))
+    started: list[Step] = []
+
+    def starting(step: Step) -> None:
+        started.append(step)
         out.put(StepStarted(index, step))
-        try:
-            if step.key == inject:
-                session.inject_illegal_access()
-            result = measurement.run_step(step, done)
-        except ProbeFault as fault:
-            out.put(StepFaulted(index, step, str(fault)))
-            leave(out, 3)  # the context is poisoned
-        except Exception as exc:  # a bug, not a GPU fault: say what it was before the worker ends
-            out.put(WorkerCrashed(index, step, f"{type(exc).__name__}: {exc}"))
-            leave(out, 1)
-        done[step] = result
-        out.put(StepDone(index, result))
+        if step.key == inject:
+            session.inject_illegal_access()
+
+    try:
+        for _step, result in measurement.each_step(steps, dict(done), starting):
+            out.put(StepDone(index, result))
+    except ProbeFault as fault:
+        out.put(StepFaulted(index, started[-1], str(fault)))
+        leave(out, 3)  # the context is poisoned
+    except Exception as exc:  # a bug, not a GPU fault: say what it was before the worker ends
+        out.put(WorkerCrashed(index, started[-1], f"{type(exc).__name__}: {exc}"))
+        leave(out, 1)
     nvml.join(timeout=30)
     out.put(Finished(index))
     leave(out, 0)
@@ -144,14 +146,15 @@ def measure_in_process(request: RunRequest, index: int, progress: Callable[[str]
     """The whole device in this process, with no restarts: a sticky fault ends the measurement."""
     start = time.perf_counter()
     name = request.backend.name
-    try:
-        session, info = open_device(request.backend, index, request.config.static_sizes,
-                                    step_kinds=frozenset(step.kind for step in request.steps))
-    except BisectSmemError as exc:
-        return build_report(index, name, None, {}, [], str(exc), time.perf_counter() - start)
     steps = request.steps
     try:
-        done, error = DeviceMeasurement.for_device(session, info, request.config, progress).run(steps)
+        session, info = open_device(request.backend, index, request.config.static_sizes,
+                                    step_kinds=frozenset(step.kind for step in steps))
+    except BisectSmemError as exc:
+        return build_report(index, name, None, {}, [], str(exc), time.perf_counter() - start)
+    writer = write_elsewhere(session, request.config.static_sizes, progress)
+    try:
+        done, error = DeviceMeasurement.for_device(session, info, request.config, progress, writer).run(steps)
     finally:
         session.close()
     return build_report(index, name, info, done, [], error, time.perf_counter() - start, steps,

@@ -21,6 +21,9 @@ PORTABLE_CLUSTER_SIZE = 8  # the largest cluster every cc 9.0+ device must launc
 NONPORTABLE_CLUSTER_SIZE = 16  # the largest with cudaFuncAttributeNonPortableClusterSizeAllowed
 RESERVED_FROM_CC = (8, 0)  # the reserved per-block window and the PTX registers that show it
 DEFAULT_RESERVED_BYTES = KIB  # the reserved window from cc 8.0 on, where a table leaves it unconfirmed
+# The occupancy calculator's shared memory allocation unit: the granule where neither a measurement nor
+# the published table gives one.
+DEFAULT_GRANULE_BYTES = 128
 
 
 class DriverAttribute(enum.IntEnum):

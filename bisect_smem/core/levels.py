@@ -4,6 +4,9 @@ quick: the limits only (default, attribute-accept and opt-in ceilings, reserved 
 for a boot-time check. standard: every ceiling, residency, carveout and clusters. full: standard plus
 the shared memory itself (every SM, every byte; every granule; nothing left behind).
 A quantity belongs to the lowest level that measures it; two runs compare at the lower of their levels.
+
+The reference split (no static data, REFERENCE_THREADS threads) is the opt-in ceiling: quick measures
+it, and residency, carveout, clusters and validation build on it. Its names are built here, once.
 """
 
 from __future__ import annotations
@@ -12,11 +15,30 @@ from typing import Any
 
 LEVELS = ("quick", "standard", "full")
 DEFAULT_LEVEL = "standard"
-REFERENCE_SPLIT_PREFIX = "measured.static_split.static=0.threads=128."  # the opt-in ceiling (quick)
+REFERENCE_STATIC_BYTES = 0
+REFERENCE_THREADS = 128  # the block size of the reference opt-in ceiling that later steps build on
 QUICK_MEASURED = frozenset({
     "measured.default_dynamic_ceiling_bytes", "measured.optin_dynamic_ceiling_bytes",
     "measured.attribute_accept_ceiling_bytes", "measured.reserved_bytes", "measured.allocation_granularity_bytes"})
 FULL_PREFIX = "measured.validation."
+
+
+def is_reference_split(static_bytes: int, threads: int) -> bool:
+    """True for the split whose ceiling is the opt-in ceiling."""
+    return static_bytes == REFERENCE_STATIC_BYTES and threads == REFERENCE_THREADS
+
+
+def split_search_name(static_bytes: int, threads: int) -> str:
+    """The name of a static split's ceiling search (a key of ``Measured.searches``)."""
+    return f"optin_dynamic_ceiling/static={static_bytes}/threads={threads}"
+
+
+def split_quantity_prefix(static_bytes: int, threads: int) -> str:
+    """The prefix of a static split's quantities (keys of quantities.quantities), without the final dot."""
+    return f"measured.static_split.static={static_bytes}.threads={threads}"
+
+
+REFERENCE_SPLIT_PREFIX = split_quantity_prefix(REFERENCE_STATIC_BYTES, REFERENCE_THREADS) + "."
 
 
 def level_rank(level: str) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from bisect_smem.core.levels import split_quantity_prefix
 from bisect_smem.core.model import DeviceReport, to_jsonable
 
 CEILINGS = ("default_dynamic_ceiling_bytes", "optin_dynamic_ceiling_bytes", "attribute_accept_ceiling_bytes",
@@ -34,7 +35,7 @@ def json_quantities(dev: dict[str, Any]) -> dict[str, Any]:
     for name in CEILINGS:
         q[f"measured.{name}"] = m.get(name)
     for s in m.get("static_splits", ()):
-        prefix = f"measured.static_split.static={s['static_bytes']}.threads={s['threads']}"
+        prefix = split_quantity_prefix(s["static_bytes"], s["threads"])
         q[f"{prefix}.dynamic_ceiling_bytes"] = s["dynamic_ceiling_bytes"]
         q[f"{prefix}.static_footprint_bytes"] = s.get("static_footprint_bytes")
     for r in m.get("residency", ()):

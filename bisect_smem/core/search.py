@@ -26,9 +26,10 @@ BatchPredicate = Callable[[Sequence[int]], Sequence[bool]]
 GALLOP_START_BYTES = 4096
 EXTRA_PROBES = 6  # beyond ceil(log2(cap)): three gallop points, two confirmations, one spot check
 DEFAULT_WIDTH = 4  # the most sizes one bisection round may put in flight
+DEFAULT_CONFIRM = 2  # times the ceiling and ceiling + 1 are each seen
 
 
-def probe_bound(cap_bytes: int, confirm: int = 2) -> int:
+def probe_bound(cap_bytes: int, confirm: int = DEFAULT_CONFIRM) -> int:
     """The most probes one ceiling may take: ceil(log2(cap)) + 6, plus 2 per confirmation beyond two."""
     return math.ceil(math.log2(max(cap_bytes, 2))) + EXTRA_PROBES + 2 * max(confirm - 2, 0)
 
@@ -46,7 +47,7 @@ class SearchResult:
     ceiling_bytes: int | None
     probes: int
     cap_bytes: int
-    confirm: int = 2
+    confirm: int = DEFAULT_CONFIRM
     at_cap: bool = False
     unstable_range: tuple[int, int] | None = None
     non_monotone_at: tuple[int, ...] = ()
@@ -64,7 +65,7 @@ class SearchResult:
         return self.probes <= probe_bound(self.cap_bytes, self.confirm)
 
 
-def find_ceiling(fits: Predicate, *, cap_bytes: int, floor_bytes: int = 0, confirm: int = 2,
+def find_ceiling(fits: Predicate, *, cap_bytes: int, floor_bytes: int = 0, confirm: int = DEFAULT_CONFIRM,
                  start_bytes: int = GALLOP_START_BYTES, spot_check: bool = True) -> SearchResult:
     """Find the largest n in [floor_bytes, cap_bytes] with ``fits(n)``, assuming monotonicity and checking it.
 
@@ -141,7 +142,7 @@ def _summarise(seen: dict[int, list[bool]], ceiling: int | None, hi: int | None,
     )
 
 
-def find_ceiling_batched(fits_many: BatchPredicate, *, cap_bytes: int, floor_bytes: int = 0, confirm: int = 2,
+def find_ceiling_batched(fits_many: BatchPredicate, *, cap_bytes: int, floor_bytes: int = 0, confirm: int = DEFAULT_CONFIRM,
                          start_bytes: int = GALLOP_START_BYTES, spot_check: bool = True,
                          width: int = DEFAULT_WIDTH) -> SearchResult:
     """``find_ceiling`` with several sizes per round, within the same probe bound and the same confirmations.

@@ -7,23 +7,22 @@ later compared with. A probe passes only when the kernel read back every byte it
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
 from bisect_smem.core.errors import MeasurementError, ProbeFault
 from bisect_smem.core.hardware import MAX_THREADS_PER_BLOCK, STATIC_SMEM_COMPILE_CAP_BYTES
-from bisect_smem.core.levels import DEFAULT_LEVEL, level_rank
+from bisect_smem.core.levels import DEFAULT_LEVEL, REFERENCE_THREADS, level_rank, split_search_name
 from bisect_smem.core.model import Ceiling, StaticSplit
 from bisect_smem.core.profiles import ArchProfile, profile_for_cc
-from bisect_smem.core.search import find_ceiling_batched, probe_bound
+from bisect_smem.core.search import DEFAULT_CONFIRM, find_ceiling_batched, probe_bound
 from bisect_smem.devices.backends.base import DeviceSession
 from bisect_smem.devices.device_info import DeviceInfo
 from bisect_smem.devices.probes import TOO_BIG, LaunchOutcome, ProbeKernel
 from bisect_smem.experiments.clusters import ClusterExperiments
 from bisect_smem.experiments.residency import Limits, ResidencyMeasurement
 from bisect_smem.experiments.steps import (
-    REFERENCE_THREADS,
     BlockRegisters,
     CarveoutResult,
     ClusterResult,
@@ -33,8 +32,9 @@ from bisect_smem.experiments.steps import (
     StepResult,
     StepValue,
     block_registers,
+    granule_bytes,
 )
-from bisect_smem.experiments.validation import Validation
+from bisect_smem.experiments.validation import Validation, WriteElsewhere
 
 Progress = Callable[[str], None]
 
@@ -50,7 +50,7 @@ class MeasureConfig:
     static_sizes: tuple[int, ...] = DEFAULT_STATIC_SIZES
     threads: tuple[int, ...] = DEFAULT_THREADS
     cap_bytes: int = HARD_CAP_BYTES
-    confirm: int = 2
+    confirm: int = DEFAULT_CONFIRM
     residency: bool = True
     carveout: bool = True
     clusters: bool = True
@@ -87,26 +87,28 @@ class DeviceMeasurement:
     """The experiments on one device. Each ``measure_*`` returns its result and records its probes."""
 
     def __init__(self, session: DeviceSession, config: MeasureConfig, progress: Progress | None = None,
-                 reported: dict[str, Any] | None = None, profile: ArchProfile | None = None) -> None:
-        """``reported`` (driver attributes by key) and ``profile`` only feed formulas and labels."""
+                 reported: dict[str, Any] | None = None, profile: ArchProfile | None = None,
+                 write_elsewhere: WriteElsewhere | None = None) -> None:
+        """``reported`` (driver attributes by key) and ``profile`` only feed formulas and labels;
+        ``write_elsewhere`` runs the leftover writer in another process (validation.py)."""
         self.session = session
         self.config = config
         self.reported = reported or {}
         self.profile = profile
         self.progress = progress or (lambda _text: None)
         self.searches: dict[str, Ceiling] = {}
-        placeholder = Limits(None, None, None, 1, 0)  # replaced from the block-register step before use
-        self.residency_runs = ResidencyMeasurement(session, placeholder, self.progress)
-        self.validation = Validation(session, self.reported.get("multiprocessor_count"), config.static_sizes,
-                                     self.progress)
+        self.residency_runs = ResidencyMeasurement(session, self.progress)
+        self.validation = Validation(session, self.reported.get("multiprocessor_count"), self.progress,
+                                     write_elsewhere)
         self.cluster_runs = ClusterExperiments(session, self.reported.get("multiprocessor_count") or 1,
                                                self.reported.get("max_blocks_per_multiprocessor") or 32, self.progress)
 
     @classmethod
     def for_device(cls, session: DeviceSession, info: DeviceInfo, config: MeasureConfig,
-                   progress: Progress | None = None) -> DeviceMeasurement:
+                   progress: Progress | None = None, write_elsewhere: WriteElsewhere | None = None) -> DeviceMeasurement:
         """The experiments on an opened device, fed by what it reports and its published row."""
-        return cls(session, config, progress, info.reported["driver"], profile_for_cc(info.identity.compute_capability))
+        return cls(session, config, progress, info.reported["driver"], profile_for_cc(info.identity.compute_capability),
+                   write_elsewhere)
 
     def _search(self, name: str, predicate: Callable[[list[int]], list[bool]]) -> Ceiling:
         """Run one ceiling search, several sizes per round; an unexpected probe class becomes the
@@ -139,9 +141,8 @@ class DeviceMeasurement:
         ceiling = self._search("default_dynamic_ceiling", lambda sizes: [
             fits(got, f"default launch of {n} B")
             for n, got in zip(sizes, self.session.launch_many(kernel, sizes, REFERENCE_THREADS), strict=True)])
-        ask = getattr(self.session, "available_dynamic_smem", None)
         # The default function's attribute is never raised, so this is the API's answer before opt-in.
-        return replace(ceiling, api_available_dynamic_bytes=ask(kernel, REFERENCE_THREADS) if ask else None)
+        return replace(ceiling, api_available_dynamic_bytes=self.session.available_dynamic_smem(kernel, REFERENCE_THREADS))
 
     def measure_attribute_accept_ceiling(self) -> Ceiling:
         """The largest value cudaFuncSetAttribute(MaxDynamicSharedMemorySize) accepts."""
@@ -160,19 +161,18 @@ class DeviceMeasurement:
             return [fits(got, f"attribute set to and opt-in launch of {n} B + {static_bytes} B static, "
                               f"{threads} threads") for n, got in zip(sizes, launched, strict=True)]
 
-        ceiling = self._search(f"optin_dynamic_ceiling/static={static_bytes}/threads={threads}", predicate)
+        ceiling = self._search(split_search_name(static_bytes, threads), predicate)
         return StaticSplit(static_bytes, threads, ceiling.ceiling_bytes, ceiling.probes, footprint,
                            self.available_after_optin(kernel, threads, ceiling.ceiling_bytes))
 
     def available_after_optin(self, kernel: ProbeKernel, threads: int, ceiling_bytes: int | None) -> int | None:
         """cuOccupancyAvailableDynamicSMemPerBlock at one block per SM with the attribute raised to the
         measured ceiling: the answer is capped by the attribute, so it is asked after opt-in."""
-        ask = getattr(self.session, "available_dynamic_smem", None)
-        if ask is None or ceiling_bytes is None:
+        if ceiling_bytes is None:
             return None
         if not self.session.set_max_dynamic(kernel, ceiling_bytes).ok:
             return None
-        return ask(kernel, threads)
+        return self.session.available_dynamic_smem(kernel, threads)
 
     def static_footprint(self, kernel: ProbeKernel, threads: int) -> int | None:
         """How many bytes the static data takes before the dynamic array, as the kernel sees addresses."""
@@ -215,28 +215,21 @@ class DeviceMeasurement:
 
     def measure_residency(self, optin: int, done: Done) -> ResidencyResult:
         """The blocks-per-SM staircase up to the opt-in ceiling, and the per-SM capacity it proves."""
-        limits = self._limits_for_residency(done)
-        steps = self.residency_runs.staircase(optin)
+        limits = self.limits(done)
+        steps = self.residency_runs.staircase(optin, limits)
         return ResidencyResult(tuple(steps), ResidencyMeasurement.smem_per_sm(steps, limits))
 
     def measure_carveout(self, optin: int, done: Done) -> CarveoutResult:
         """Residency under every carveout preference, and the carveout each gives."""
-        self._limits_for_residency(done)
-        return CarveoutResult(tuple(self.residency_runs.carveout(optin, self.profile.carveout_kib
-                                                                 if self.profile else None)))
+        published = self.profile.carveout_kib if self.profile else None
+        return CarveoutResult(tuple(self.residency_runs.carveout(optin, published, self.limits(done))))
 
     def measure_clusters(self, optin: int, done: Done) -> ClusterResult:
         """Thread block clusters, or why they cannot be measured here."""
-        limits = self._limits_for_residency(done)
         reason = self.session.cluster_support()
         if reason is not None:
             return ClusterResult(skipped=reason)
-        return ClusterResult(tuple(self.cluster_runs.measure(optin, limits.granule_bytes)))
-
-    def _limits_for_residency(self, done: Done) -> Limits:
-        limits = self.limits(done)
-        self.residency_runs.limits = limits
-        return limits
+        return ClusterResult(tuple(self.cluster_runs.measure(optin, granule_bytes(done, self.profile))))
 
     def run_step(self, step: Step, done: Done) -> StepResult:
         """Run one step. A sticky fault propagates (only a new process recovers); any other error becomes
@@ -264,24 +257,34 @@ class DeviceMeasurement:
 
     def limits(self, done: Done) -> Limits:
         """The residency formula's inputs: reported per-SM limits and the measured block footprint."""
-        registers = block_registers(done)
-        granule = registers.granule_bytes or (self.profile.allocation_granularity_bytes if self.profile else 1)
-        reserved = registers.reserved_bytes
+        reserved = block_registers(done).reserved_bytes
         if reserved is None:
             reserved = self.reported.get("reserved_shared_memory_per_block_bytes") or 0
         return Limits(
             smem_per_sm_bytes=self.reported.get("max_shared_memory_per_multiprocessor_bytes"),
             max_blocks_per_sm=self.reported.get("max_blocks_per_multiprocessor"),
             max_threads_per_sm=self.reported.get("max_threads_per_multiprocessor"),
-            granule_bytes=granule, reserved_bytes=reserved)
+            granule_bytes=granule_bytes(done, self.profile), reserved_bytes=reserved)
+
+    def each_step(self, steps: list[Step], done: Done,
+                  starting: Callable[[Step], None] = lambda _step: None) -> Iterator[tuple[Step, StepResult]]:
+        """Run the steps not in ``done``, in order, each after ``starting(step)``; each result is added to
+        ``done`` and yielded. A sticky fault propagates: the caller decides what a lost context ends."""
+        for step in steps:
+            if step in done:
+                continue
+            starting(step)
+            done[step] = result = self.run_step(step, done)
+            yield step, result
 
     def run(self, steps: list[Step]) -> tuple[Done, str | None]:
         """Every step in this process, in order, with no restarts: a sticky fault ends the run, and is
         returned as the error beside the steps done before it."""
         done: Done = {}
-        for step in steps:
-            try:
-                done[step] = self.run_step(step, done)
-            except ProbeFault as fault:
-                return done, f"{step.key}: {fault}; the context is lost, and an inline run cannot restart (drop --inline)"
+        started: list[Step] = []
+        try:
+            for _step_and_result in self.each_step(steps, done, started.append):
+                pass
+        except ProbeFault as fault:
+            return done, f"{started[-1].key}: {fault}; the context is lost, and an inline run cannot restart (drop --inline)"
         return done, None

@@ -68,10 +68,8 @@ def split_point(lo: int, hi: int, granule: int) -> int:
 class ResidencyMeasurement:
     """The residency experiments on one device."""
 
-    def __init__(self, session: DeviceSession, limits: Limits, progress: Callable[[str], None],
-                 hold_ns: int = HOLD_NS) -> None:
+    def __init__(self, session: DeviceSession, progress: Callable[[str], None], hold_ns: int = HOLD_NS) -> None:
         self.session = session
-        self.limits = limits
         self.progress = progress
         self.hold_ns = hold_ns
         self.probes = 0
@@ -89,13 +87,15 @@ class ResidencyMeasurement:
             raise ProbeFault(what, got.outcome, got.detail)
         return got
 
-    def _entry(self, dynamic_bytes: int, threads: int, got: ResidencyOutcome) -> ResidencyStep:
-        formula, limited_by = self.limits.formula(dynamic_bytes, threads)
+    @staticmethod
+    def _entry(dynamic_bytes: int, threads: int, got: ResidencyOutcome, limits: Limits) -> ResidencyStep:
+        formula, limited_by = limits.formula(dynamic_bytes, threads)
         return ResidencyStep(dynamic_bytes, threads, got.blocks_per_sm_min, got.blocks_per_sm_max,
                              got.api_blocks_per_sm, formula, limited_by)
 
-    def staircase(self, ceiling_bytes: int) -> list[ResidencyStep]:
-        """Every size in [0, ceiling] where the blocks per SM drop, with the plateau that starts there."""
+    def staircase(self, ceiling_bytes: int, limits: Limits) -> list[ResidencyStep]:
+        """Every size in [0, ceiling] where the blocks per SM drop, with the plateau that starts there;
+        ``limits`` give each step's formula and the granule its search tries first."""
         seen: dict[int, ResidencyOutcome] = {}
 
         def at(n: int) -> tuple[int, int]:
@@ -112,12 +112,12 @@ class ResidencyMeasurement:
             if hi - lo == 1:
                 steps.append(hi)
                 continue
-            mid = split_point(lo, hi, self.limits.granule_bytes)
+            mid = split_point(lo, hi, limits.granule_bytes)
             at(mid)
             stack += [(lo, mid), (mid, hi)]
-        entries = [self._entry(n, STAIRCASE_THREADS, seen[n]) for n in [0, *sorted(steps)]]
+        entries = [self._entry(n, STAIRCASE_THREADS, seen[n], limits) for n in [0, *sorted(steps)]]
         for threads in THREAD_LIMIT_THREADS:
-            entries.append(self._entry(0, threads, self.blocks(0, threads)))
+            entries.append(self._entry(0, threads, self.blocks(0, threads), limits))
         return entries
 
     @staticmethod
@@ -129,9 +129,10 @@ class ResidencyMeasurement:
                 return 2 * limits.footprint(step.dynamic_bytes - 1)
         return None
 
-    def carveout(self, ceiling_bytes: int, published_kib: tuple[int, ...] | None) -> list[CarveoutPoint]:
+    def carveout(self, ceiling_bytes: int, published_kib: tuple[int, ...] | None,
+                 limits: Limits) -> list[CarveoutPoint]:
         """Residency of fixed-size blocks under each carveout preference, and the size it proves."""
-        size = self.limits.carveout_probe_bytes()
+        size = limits.carveout_probe_bytes()
         self.probes += len(CARVEOUT_PERCENTS)
         self.progress(f"carveout sweep at {size} B ({len(CARVEOUT_PERCENTS)} settings)")
         sweep = self.session.carveout_sweep(size, STAIRCASE_THREADS, self.hold_ns, CARVEOUT_PERCENTS)
@@ -145,7 +146,7 @@ class ResidencyMeasurement:
         for percent, got in results.items():
             key = (got.blocks_per_sm_min, got.api_blocks_per_sm)
             if key not in ranges:
-                ranges[key] = self._capacity_range(key[0], percent, size, ceiling_bytes)
+                ranges[key] = self._capacity_range(key[0], percent, size, ceiling_bytes, limits)
         published = sorted(k * 1024 for k in published_kib) if published_kib else []
         points = []
         for percent, got in results.items():
@@ -155,15 +156,16 @@ class ResidencyMeasurement:
                                         inside[0] if len(inside) == 1 else None, (lo, hi)))
         return points
 
-    def _capacity_range(self, n: int, percent: int, size: int, ceiling_bytes: int) -> tuple[int, int]:
+    def _capacity_range(self, n: int, percent: int, size: int, ceiling_bytes: int,
+                        limits: Limits) -> tuple[int, int]:
         """[low, high) for the carveout that holds ``n`` blocks: the largest size at which ``n`` still fit
         bounds it. One block only proves that one fit, since the driver grows a carveout to fit one."""
-        fp = self.limits.footprint
+        fp = limits.footprint
         if n <= 1:
             return fp(size), 2 * fp(size)
         lo, hi = size, ceiling_bytes + 1  # n blocks fit at lo; hi stands for "does not"
         while hi - lo > 1:
-            mid = split_point(lo, hi, self.limits.granule_bytes)
+            mid = split_point(lo, hi, limits.granule_bytes)
             if self.blocks(mid, STAIRCASE_THREADS, percent).blocks_per_sm_min >= n:
                 lo = mid
             else:

@@ -12,12 +12,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from bisect_smem.core.errors import MeasurementError
+from bisect_smem.core.hardware import DEFAULT_GRANULE_BYTES
+from bisect_smem.core.levels import is_reference_split
 from bisect_smem.core.model import CarveoutPoint, Ceiling, ClusterMeasurement, Measured, ResidencyStep, StaticSplit
+from bisect_smem.core.profiles import ArchProfile
 
 if TYPE_CHECKING:
     from bisect_smem.experiments.measure import DeviceMeasurement
-
-REFERENCE_THREADS = 128  # the block size of the reference opt-in ceiling that later steps build on
 
 
 @dataclass(frozen=True)
@@ -136,8 +137,8 @@ class StaticSplitStep(Step):
 
     @property
     def is_reference(self) -> bool:
-        """The 0-byte static, 128-thread split is the opt-in ceiling the later steps build on."""
-        return self.static_bytes == 0 and self.threads == REFERENCE_THREADS
+        """The reference split (core/levels.py) is the opt-in ceiling the later steps build on."""
+        return is_reference_split(self.static_bytes, self.threads)
 
     def run(self, m: DeviceMeasurement, done: Done) -> StaticSplit:
         """Search the opt-in ceiling beside the static data."""
@@ -234,6 +235,14 @@ def block_registers(done: Done) -> BlockRegisters:
         if isinstance(result.value, BlockRegisters):
             return result.value
     return BlockRegisters(None, None, None)
+
+
+def granule_bytes(done: Done, profile: ArchProfile | None) -> int:
+    """The allocation granularity: measured (cc 8.0+), else published, else the occupancy calculator's unit."""
+    measured = block_registers(done).granule_bytes
+    if measured:
+        return measured
+    return profile.allocation_granularity_bytes if profile else DEFAULT_GRANULE_BYTES
 
 
 def assemble(done: Done) -> tuple[Measured, list[str]]:

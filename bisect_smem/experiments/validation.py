@@ -8,24 +8,17 @@ Coverage is proven, not assumed: each block reads %smid, and a launch that misse
 
 from __future__ import annotations
 
-import json
-import os
 import secrets
-import subprocess
-import sys
-import tempfile
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from bisect_smem.core.errors import MeasurementError, ProbeFault
 from bisect_smem.core.integrity import GranuleSweep, Leftovers, MarchResult, SmMarch
 from bisect_smem.devices.backends.base import DeviceSession
 from bisect_smem.devices.probes import TOO_BIG, LaunchOutcome, Outcome, ProbeKernel
-from bisect_smem.devices.validation_abi import DeviceAddress, LeftoverOutcome
-from bisect_smem.experiments.steps import Done, Step, block_registers, require_optin
+from bisect_smem.devices.validation_abi import LeftoverOutcome
+from bisect_smem.experiments.steps import Done, Step, granule_bytes, require_optin
 
 if TYPE_CHECKING:
     from bisect_smem.experiments.measure import DeviceMeasurement
@@ -34,8 +27,11 @@ MAX_MARCH_LAUNCHES = 4
 MARCH_THREADS = 512
 SWEEP_THREADS = 1024
 LEFTOVER_THREADS = 512
-WRITER_TIMEOUT_S = 120.0
-WRITER_MODULE = "bisect_smem.experiments.leftover_writer"
+
+WriteElsewhere = Callable[[int, int, int], LeftoverOutcome]
+"""``(dynamic_bytes, blocks, nonce)``: another process, with a CUDA context of its own, fills one block
+per SM with ``nonce``'s pattern (LEFTOVER_THREADS threads each) and ends; what it ran comes back. A
+failure to run it at all is a MeasurementError."""
 
 
 def _ok(outcome: LaunchOutcome | LeftoverOutcome, what: str) -> None:
@@ -62,12 +58,13 @@ def sweep_sizes(ceiling_bytes: int, granule_bytes: int) -> tuple[int, ...]:
 class Validation:
     """The validation experiments on one device, with one block per SM."""
 
-    def __init__(self, session: DeviceSession, sm_count: int | None, static_sizes: tuple[int, ...],
-                 progress: Callable[[str], None]) -> None:
+    def __init__(self, session: DeviceSession, sm_count: int | None, progress: Callable[[str], None],
+                 write_elsewhere: WriteElsewhere | None = None) -> None:
+        """``write_elsewhere`` runs the leftover writer in another process (None: leftovers not measurable)."""
         self.session = session
         self.sm_count = sm_count
-        self.static_sizes = static_sizes
         self.progress = progress
+        self.write_elsewhere = write_elsewhere
 
     def _blocks(self) -> int:
         if not self.sm_count:
@@ -123,9 +120,12 @@ class Validation:
     def leftovers(self, ceiling_bytes: int) -> Leftovers:
         """What an earlier process, then an earlier kernel of this one, left in shared memory for a kernel
         that reads it without writing it."""
+        if self.write_elsewhere is None:
+            raise MeasurementError("needs a writer in another process, which this run was not given")
         blocks, dynamic = self._blocks(), word_bytes(ceiling_bytes)
         nonce = secrets.randbits(64)
-        written = self._write_in_another_process(dynamic, blocks, nonce)
+        written = self.write_elsewhere(dynamic, blocks, nonce)
+        _ok(written, "another process writing the leftover pattern")
         across = self.session.leftover_read(dynamic, LEFTOVER_THREADS, blocks, nonce)
         _ok(across, "reading what another process left")
         own = secrets.randbits(64)
@@ -134,49 +134,6 @@ class Validation:
         _ok(within, "reading what this process left")
         return Leftovers(dynamic, within.words, within.matching_words, across.words, across.matching_words,
                          writer_sms=len(set(written.sm_ids)), reader_sms=len(set(across.sm_ids)))
-
-    def _write_in_another_process(self, dynamic: int, blocks: int, nonce: int) -> LeftoverOutcome:
-        """Run the leftover writer as a fresh process (a new CUDA context) and wait for it to exit."""
-        address = self.session.address()
-        with tempfile.TemporaryDirectory(prefix="bisect-smem-") as work:
-            result = Path(work, "written.json")
-            request = {"backend": address.backend, "index": address.index, "sim_spec": address.sim_spec,
-                       "static_sizes": list(self.static_sizes), "dynamic_bytes": dynamic, "threads": LEFTOVER_THREADS,
-                       "blocks": blocks, "nonce": nonce, "out": str(result)}
-            package_root = str(Path(__file__).resolve().parents[2])
-            env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_root,
-                                                                             os.environ.get("PYTHONPATH")]))}
-            with Path(work, "stderr").open("w") as stderr:
-                proc = subprocess.Popen([sys.executable, "-m", WRITER_MODULE, json.dumps(request)], env=env,
-                                        stdout=subprocess.DEVNULL, stderr=stderr)
-            start = time.monotonic()
-            while proc.poll() is None:
-                # Progress keeps the supervisor from taking the wait for a hung probe.
-                self.progress(f"leftovers: another process writes {blocks} SMs")
-                if time.monotonic() - start > WRITER_TIMEOUT_S:
-                    proc.kill()
-                    proc.wait()
-                    raise MeasurementError(f"the writer process did not finish within {WRITER_TIMEOUT_S:g} s")
-                time.sleep(0.05)
-            errors = Path(work, "stderr").read_text().strip()
-            if proc.returncode != 0 or not result.is_file():
-                last = errors.splitlines()[-1] if errors else "no output"
-                raise MeasurementError(f"the writer process failed (exit {proc.returncode}): {last}")
-            data = json.loads(result.read_text())
-        outcome = LeftoverOutcome(Outcome(data["outcome"]), data["detail"], tuple(data["sm_ids"]), data["words"])
-        _ok(outcome, "another process writing the leftover pattern")
-        return outcome
-
-
-def write_leftovers(request: dict) -> LeftoverOutcome:
-    """The writer process's work: open the device anew, fill every SM's shared memory, close it."""
-    address = DeviceAddress(request["backend"], request["index"], request["sim_spec"])
-    session = address.open(tuple(request["static_sizes"]))
-    try:
-        return session.leftover_write(request["dynamic_bytes"], request["threads"], request["blocks"],
-                                      request["nonce"])
-    finally:
-        session.close()
 
 
 # The steps of --level full (plan.py appends them after the standard steps).
@@ -205,10 +162,7 @@ class GranuleSweepStep(Step):
 
     def run(self, m: DeviceMeasurement, done: Done) -> GranuleSweep:  # type: ignore[override]
         """Sweep with the measured granularity (the published one below cc 8.0)."""
-        granule = block_registers(done).granule_bytes or (m.profile.allocation_granularity_bytes if m.profile else None)
-        if not granule:
-            raise MeasurementError("needs the allocation granularity, which was neither measured nor published")
-        return m.validation.granule_sweep(require_optin(done), granule)
+        return m.validation.granule_sweep(require_optin(done), granule_bytes(done, m.profile))
 
     def contribute(self, value: GranuleSweep) -> dict[str, Any]:
         """The sweep."""
