@@ -1,12 +1,12 @@
 """Saved baselines per GPU model and driver version, and exact comparison against them.
 
 Layout: ``DIR/<gpu-model-slug>/<driver-version>.json``. A baseline is one device's report plus
-provenance, written atomically with sorted keys. Comparing never writes anything in DIR.
+provenance, written atomically with sorted keys, and read back by core/saved.py. Comparing never
+writes anything in DIR.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -16,11 +16,9 @@ from typing import Any
 from bisect_smem import __version__
 from bisect_smem.core.errors import BaselineError
 from bisect_smem.core.levels import DEFAULT_LEVEL, at_level, common_level
-from bisect_smem.core.model import DeviceReport, Report, dumps, to_jsonable
+from bisect_smem.core.model import BASELINE_SCHEMA, DeviceReport, Report, dumps, to_jsonable
 from bisect_smem.core.quantities import checks_for, quantities
-from bisect_smem.core.schema import SchemaError, build
-
-BASELINE_SCHEMA = "bisect_smem/baseline/v1"
+from bisect_smem.core.saved import Baseline, load_baseline
 
 
 def model_slug(name: str | None) -> str:
@@ -99,44 +97,6 @@ def refuse_existing(paths: Iterable[Path], force: bool) -> None:
     for path in paths:
         if path.exists() and not force:
             raise BaselineError(f"baseline {path} exists; use --force to replace it")
-
-
-@dataclass(frozen=True)
-class Baseline:
-    """One saved baseline: where it is, its provenance and the device's report."""
-    path: Path
-    provenance: dict[str, Any]
-    device: DeviceReport
-
-
-def read_json(path: Path, what: str) -> Any:
-    """The parsed JSON of ``path``; unreadable or not JSON is a BaselineError naming it."""
-    try:
-        with open(path, "rb") as handle:
-            return json.load(handle)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise BaselineError(f"{path}: not a readable {what} ({exc})") from None
-
-
-def load_baseline(path: Path) -> Baseline:
-    """Read one baseline file; anything corrupt, truncated, foreign or wrongly typed is a BaselineError
-    naming the file (and the field)."""
-    data = read_json(path, "baseline")
-    if not isinstance(data, dict) or data.get("schema") != BASELINE_SCHEMA:
-        found = data.get("schema") if isinstance(data, dict) else type(data).__name__
-        raise BaselineError(f"{path}: not a {BASELINE_SCHEMA} file (schema: {found!r})")
-    missing = [name for name in ("provenance", "device") if name not in data]
-    missing += ["provenance.driver_version"] if isinstance(data.get("provenance"), dict) and \
-        "driver_version" not in data["provenance"] else []
-    if missing:
-        raise SchemaError(f"{path}: baseline is incomplete (missing {', '.join(missing)})")
-    prov = data["provenance"]
-    if not isinstance(prov, dict):
-        raise SchemaError(f"{path}: field provenance must be an object (got {type(prov).__name__})")
-    if not isinstance(prov.get("driver_version"), str):
-        raise SchemaError(f"{path}: field provenance.driver_version must be a string "
-                          f"(got {prov.get('driver_version')!r})")
-    return Baseline(Path(path), dict(prov), build(data["device"], DeviceReport, str(path), "device"))
 
 
 def find_baseline(directory: Path, dev: DeviceReport) -> tuple[Baseline, str] | None:

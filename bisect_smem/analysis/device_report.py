@@ -11,7 +11,7 @@ from typing import Any
 from bisect_smem.analysis.verdicts import build_verdicts
 from bisect_smem.core.levels import DEFAULT_LEVEL
 from bisect_smem.core.model import DeviceReport, Verdict
-from bisect_smem.core.profiles import profile_for_cc
+from bisect_smem.core.profiles import cc_text, profile_for_cc
 from bisect_smem.devices.device_info import DeviceInfo
 from bisect_smem.experiments.steps import Done, Step, assemble
 
@@ -27,14 +27,13 @@ def build_report(index: int, backend: str, info: DeviceInfo | None, done: Done, 
     measured, errors = assemble(done)
     measured = replace(measured, timings_s={"open": info.open_s, **measured.timings_s}, level=level)
     cc = info.identity.compute_capability
-    cc_text = f"{cc[0]}.{cc[1]}"
-    verdicts = build_verdicts(info.reported, measured, profile_for_cc(cc), cc_text)
+    verdicts = build_verdicts(info.reported, measured, profile_for_cc(cc), cc_text(cc))
     failed = [Verdict(f"step {r.step.key}", None, None, None, "ERROR", r.error) for r in done.values() if r.error]
     missing = [Verdict(f"step {step.key}", None, None, None, "ERROR", "not measured: the device was given up")
                for step in planned or () if step not in done]
     context = {"pci_bus_id": info.identity.pci_bus_id, **{f"nvml_{k}": v for k, v in info.nvml.items()},
                **info.identity.extra}
-    return DeviceReport(index=index, name=info.identity.name, compute_capability=cc_text, backend=backend,
+    return DeviceReport(index=index, name=info.identity.name, compute_capability=cc_text(cc), backend=backend,
                         context=context, reported=info.reported, measured=measured,
                         verdicts=(*verdicts, *failed, *missing), events=tuple(events),
                         error="; ".join([*errors, *([error] if error else [])]) or None,

@@ -21,7 +21,7 @@ from bisect_smem.core.hardware import (
     static_footprint,
 )
 from bisect_smem.core.model import DeviceReport
-from bisect_smem.core.profiles import ArchProfile
+from bisect_smem.core.profiles import ArchProfile, cc_text, parse_cc
 
 # Far above any GPU's shared memory, and small enough that every byte count printed is an ordinary integer.
 MAX_FIT_BYTES = 1 << 32
@@ -39,15 +39,6 @@ def tile_smem_bytes(tile: str, stages: int, dtype: str) -> int:
     """Shared memory of a multi-stage A/B tile pipeline: stages * (M*K + N*K) * bytes per element."""
     dtype_bits(dtype, "--dtype")
     return GemmSpec(Tile.parse(tile), dtype, dtype).fixed_bytes(stages)
-
-
-def parse_cc(text: str | None) -> tuple[int, int] | None:
-    """``"9.0"`` -> (9, 0); None for anything else."""
-    try:
-        major, minor = str(text).split(".")
-        return int(major), int(minor)
-    except ValueError:
-        return None
 
 
 @dataclass(frozen=True)
@@ -120,6 +111,8 @@ class Target:
         error = dev.error
         if optin is None and error is None:
             error = "the opt-in ceiling was not measured"
+        where = f"{source}: device {dev.index}" if source else f"device {dev.index}"
+        cc = None if dev.compute_capability is None else parse_cc(dev.compute_capability, f"{where} compute capability")
         return cls(
             name or f"device {dev.index}: {dev.name} (cc {dev.compute_capability})", "measured",
             m.default_dynamic_ceiling_bytes if m else None, optin,
@@ -127,7 +120,7 @@ class Target:
             (m.reserved_bytes if m and m.reserved_bytes is not None else 0),
             (m.allocation_granularity_bytes if m and m.allocation_granularity_bytes else DEFAULT_GRANULE_BYTES),
             driver.get("max_blocks_per_multiprocessor"), driver.get("max_threads_per_multiprocessor"),
-            parse_cc(dev.compute_capability), dev.context.get("nvml_driver_version"), error, source)
+            cc, dev.context.get("nvml_driver_version"), error, source)
 
 
 @dataclass(frozen=True)
@@ -164,7 +157,7 @@ class FitResult:
 def evaluate(request: FitRequest, target: Target) -> FitResult:
     """Does ``request`` fit ``target``, with or without opt-in, and how many such blocks share an SM."""
     total = request.total_bytes
-    cc = f"{target.compute_capability[0]}.{target.compute_capability[1]}" if target.compute_capability else None
+    cc = cc_text(target.compute_capability) if target.compute_capability else None
     about = {"compute_capability": cc, "driver_version": target.driver_version, "source": target.source,
              "dynamic_bytes": request.dynamic_bytes}
     if target.optin_limit_bytes is None:

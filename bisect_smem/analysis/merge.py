@@ -27,10 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bisect_smem.analysis.baseline import read_json
 from bisect_smem.core.errors import BaselineError
 from bisect_smem.core.model import REPORT_SCHEMA, DeviceReport, Report, StaticSplit
 from bisect_smem.core.quantities import json_quantities
+from bisect_smem.core.saved import read_bytes, read_json, schema_of
 from bisect_smem.core.schema import SchemaError, check
 from bisect_smem.core.text import dash
 
@@ -58,20 +58,9 @@ class _Inexact(Exception):
     """A value orjson may have parsed differently from the standard parser (an integer beyond 64 bits)."""
 
 
-def load_report(path: Path) -> Report:
-    """Read one report; unreadable, foreign or wrongly typed is a BaselineError naming the file."""
-    data = _checked(path, read_json(path, "bisect_smem report"))
-    try:
-        return Report.from_dict(data)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise BaselineError(f"{path}: not a readable bisect_smem report ({exc})") from None
-
-
 def _checked(path: Path, data: Any, skip: frozenset[str] = frozenset()) -> dict[str, Any]:
     """``data`` after the shape check of the fields not in ``skip``."""
-    if not isinstance(data, dict) or data.get("schema") != REPORT_SCHEMA:
-        found = data.get("schema") if isinstance(data, dict) else type(data).__name__
-        raise BaselineError(f"{path}: not a readable bisect_smem report (schema: {found!r})")
+    schema_of(data, (REPORT_SCHEMA,), str(path))
     try:
         check(data, Report, skip=skip)
     except SchemaError as exc:
@@ -88,11 +77,10 @@ def device_rows(path: str, interned: dict[Any, Any] | None = None) -> list[Devic
     interned = {} if interned is None else interned
     if _orjson is not None:
         try:
-            with open(path, "rb") as handle:
-                return _rows_of(path, _orjson.loads(handle.read()), interned, exact=False)
-        except (OSError, _orjson.JSONDecodeError, BaselineError, _Inexact):
+            return _rows_of(path, _orjson.loads(read_bytes(Path(path), (REPORT_SCHEMA,))), interned, exact=False)
+        except (_orjson.JSONDecodeError, BaselineError, _Inexact):
             pass  # the standard parser decides: it reads NaN, UTF-16 and integers beyond 64 bits, and words errors
-    return _rows_of(path, read_json(Path(path), "bisect_smem report"), interned, exact=True)
+    return _rows_of(path, read_json(Path(path), (REPORT_SCHEMA,)), interned, exact=True)
 
 
 def _rows_of(path: str, data: Any, table: dict[Any, Any], exact: bool) -> list[DeviceRow]:

@@ -14,10 +14,11 @@ from dataclasses import replace
 from typing import Any
 
 from bisect_smem.analysis.integrity_verdicts import validation_verdicts
+from bisect_smem.core.errors import UsageError
 from bisect_smem.core.hardware import PORTABLE_CLUSTER_SIZE, portable_cluster_limit, static_footprint
 from bisect_smem.core.levels import split_search_name
 from bisect_smem.core.model import CarveoutPoint, Ceiling, Measured, ResidencyStep, StaticSplit, Verdict
-from bisect_smem.core.profiles import ArchProfile
+from bisect_smem.core.profiles import ArchProfile, parse_cc
 from bisect_smem.devices.attributes import best_value, disagreements
 
 AVAILABLE_API = "cuOccupancyAvailableDynamicSMemPerBlock"
@@ -86,8 +87,8 @@ def _predicted(quantity: str, api: int | None, source: str, low: int | None, hig
 def _not_measured_note(cc: str | None) -> str:
     """Why the PTX registers gave nothing: the cc lacks them, or the step did not complete."""
     try:
-        version = tuple(int(part) for part in (cc or "").split("."))
-    except ValueError:
+        version = parse_cc(cc) if cc is not None else ()
+    except UsageError:
         version = ()
     if version and version < REGISTERS_SINCE_CC:
         return f"PTX registers need cc 8.0+ (this device: cc {cc})"

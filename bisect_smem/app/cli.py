@@ -366,6 +366,7 @@ def _refuse_existing_sim_baselines(request, directory: Path) -> None:
     is refused before any work; for a real GPU the same check runs after measuring, before any write."""
     from bisect_smem.analysis.baseline import baseline_path, refuse_existing
     from bisect_smem.core.model import DeviceReport
+    from bisect_smem.core.profiles import cc_text
     from bisect_smem.devices.device_info import open_device
 
     specs = request.backend.specs
@@ -376,7 +377,7 @@ def _refuse_existing_sim_baselines(request, directory: Path) -> None:
         session, info = open_device(request.backend, index, request.config.static_sizes)
         session.close()
         cc = info.identity.compute_capability
-        stub = DeviceReport(index, info.identity.name, f"{cc[0]}.{cc[1]}", request.backend.name,
+        stub = DeviceReport(index, info.identity.name, cc_text(cc), request.backend.name,
                             context={f"nvml_{k}": v for k, v in info.nvml.items()})
         paths.append(baseline_path(directory, stub))
     refuse_existing(paths, force=False)

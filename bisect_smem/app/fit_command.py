@@ -23,15 +23,15 @@ from bisect_smem.analysis.fit import (
 from bisect_smem.analysis.stages import GemmSpec, Tile, dtype_bits
 from bisect_smem.app import output
 from bisect_smem.app.fit_render import render, render_explain, render_matrix, render_stages
-from bisect_smem.core.errors import BackendUnavailable, BaselineError, UsageError
-from bisect_smem.core.model import REPORT_SCHEMA, Report, to_jsonable
+from bisect_smem.core.errors import BackendUnavailable, UsageError
+from bisect_smem.core.model import Report, to_jsonable
 from bisect_smem.core.profiles import PROFILES, ArchProfile, find_profile, profile_names
+from bisect_smem.core.saved import Baseline, load_baseline, load_saved
 from bisect_smem.core.sizes import parse_size
 
 FIT_SCHEMA = "bisect_smem/fit/v1"
 EXIT_FITS, EXIT_DOES_NOT_FIT, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 4
 TRITON_MESSAGE = re.compile(r"Required:\s*(\d+)\s*,\s*Hardware limit:\s*(\d+)", re.IGNORECASE)
-MAX_REPORT_BYTES = 256 << 20
 
 @dataclass(frozen=True)
 class FitOutput:
@@ -184,48 +184,29 @@ def _local(args: argparse.Namespace) -> bool:
 
 def file_targets(text: str) -> list[Target]:
     """Every device of a saved report, or every baseline of a folder laid out DIR/<gpu-model>/<driver>.json."""
-    from bisect_smem.analysis.baseline import BASELINE_SCHEMA, load_baseline
-
     path = Path(text)
     if path.is_dir():
         files = sorted(path.glob("*/*.json"))
         if not files:
             raise UsageError(f"--target {text}: no baselines in it (expected {text}/<gpu-model>/<driver>.json)")
         return [_baseline_target(load_baseline(f)) for f in files]
-    data = _read_json(path)
-    if isinstance(data, dict) and data.get("schema") == BASELINE_SCHEMA:
-        return [_baseline_target(load_baseline(path))]
-    try:
-        report = Report.from_dict(data)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise BaselineError(f"--target {text}: not a {REPORT_SCHEMA} report or a baseline ({exc})") from None
-    if not report.devices:
+    saved = load_saved(path, name=f"--target {path}")
+    if not isinstance(saved, Report):
+        return [_baseline_target(saved)]
+    if not saved.devices:
         raise UsageError(f"--target {text}: the report has no devices")
     return [Target.from_report(dev, f"{dev.name} (cc {dev.compute_capability}), driver "
                                     f"{dev.context.get('nvml_driver_version') or 'unknown'} "
                                     f"[{path.name} device {dev.index}]", str(path))
-            for dev in report.devices]
+            for dev in saved.devices]
 
-def _baseline_target(baseline: Any) -> Target:
+def _baseline_target(baseline: Baseline) -> Target:
     dev = baseline.device
     driver = str(baseline.provenance.get("driver_version") or dev.context.get("nvml_driver_version") or "unknown")
     where = f"{baseline.path.parent.name}/{baseline.path.name}"
     target = Target.from_report(dev, f"{dev.name} (cc {dev.compute_capability}), driver {driver} [baseline {where}]",
                                 str(baseline.path))
     return replace(target, driver_version=driver)
-
-def _read_json(path: Path) -> Any:
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read(MAX_REPORT_BYTES + 1)
-    except OSError as exc:
-        raise UsageError(f"--target {path}: cannot read it: {exc.strerror or exc}") from None
-    if len(raw) > MAX_REPORT_BYTES:
-        raise UsageError(f"--target {path}: larger than {MAX_REPORT_BYTES} B, not a report")
-    try:
-        return json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BaselineError(f"--target {path}: not a readable JSON report ({exc})") from None
 
 def local_devices(args: argparse.Namespace) -> tuple[list[Any], str | None]:
     """Local devices measured now: simulated ones (--simulate), else the real ones unless --no-local or --target."""

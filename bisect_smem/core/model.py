@@ -1,6 +1,7 @@
 """The results: frozen dataclasses with units in their field names, and their JSON form.
 
-``REPORT_SCHEMA`` names the JSON layout; fields are only ever added within one schema version.
+``REPORT_SCHEMA`` names the JSON layout of a report, ``BASELINE_SCHEMA`` that of a baseline (one device of a
+report plus provenance); fields are only ever added within one schema version.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from bisect_smem.core.integrity import GranuleSweep, Leftovers, MarchResult
 from bisect_smem.core.levels import DEFAULT_LEVEL
 
 REPORT_SCHEMA = "bisect_smem/report/v1"
+BASELINE_SCHEMA = "bisect_smem/baseline/v1"
 VERDICTS = ("match", "MISMATCH", "differs", "info", "ERROR")
 # limit: a launch contract (any difference fails); prediction: an occupancy API count the device may beat
 # (``differs``) but not fall short of; reference: the published table.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bisect_smem.core.errors import UsageError
 from bisect_smem.core.hardware import KIB
 
 
@@ -37,7 +38,7 @@ class ArchProfile:
     @property
     def cc_string(self) -> str:
         """``9.0``."""
-        return f"{self.compute_capability[0]}.{self.compute_capability[1]}"
+        return cc_text(self.compute_capability)
 
     @property
     def arch(self) -> str:
@@ -48,6 +49,19 @@ class ArchProfile:
     def cluster_launch(self) -> bool:
         """Thread block clusters exist from cc 9.0 on."""
         return self.compute_capability >= (9, 0)
+
+
+def cc_text(cc: tuple[int, int]) -> str:
+    """(9, 0) -> ``"9.0"``: how reports and tables spell a compute capability."""
+    return f"{cc[0]}.{cc[1]}"
+
+
+def parse_cc(text: str, what: str = "compute capability") -> tuple[int, int]:
+    """``"9.0"`` -> (9, 0); anything else is a UsageError saying what (``what``) was received."""
+    major, sep, minor = text.partition(".") if isinstance(text, str) else ("", "", "")
+    if not (sep and major.isdigit() and minor.isdigit() and major.isascii() and minor.isascii()):
+        raise UsageError(f"{what} must be MAJOR.MINOR, like 9.0 (got {text!r})")
+    return int(major), int(minor)
 
 
 _AMPERE_CARVEOUTS = (0, 8, 16, 32, 64, 100, 132, 164)

@@ -9,7 +9,6 @@ residency proved there, and clusters launch and co-reside as they did. Where the
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,11 +20,12 @@ from bisect_smem.core.hardware import (
     blocks_per_sm,
     static_footprint,
 )
-from bisect_smem.core.model import REPORT_SCHEMA, ClusterMeasurement, DeviceReport, Report, ResidencyStep
-from bisect_smem.core.profiles import ArchProfile, profile_for_cc
+from bisect_smem.core.model import ClusterMeasurement, DeviceReport, Report, ResidencyStep
+from bisect_smem.core.profiles import ArchProfile, parse_cc, profile_for_cc
+from bisect_smem.core.saved import load_saved
 from bisect_smem.devices import attributes
 from bisect_smem.devices.backends.base import DeviceIdentity
-from bisect_smem.devices.backends.sim import SimSession, SimSpec
+from bisect_smem.devices.backends.sim import FAULT_KEYS, SimSession, SimSpec, launch_faults, spec_values
 from bisect_smem.devices.probes import (
     ClusterOutcome,
     ClusterResidencyOutcome,
@@ -35,9 +35,7 @@ from bisect_smem.devices.probes import (
     ResidencyOutcome,
 )
 
-BASELINE_SCHEMA_PREFIX = "bisect_smem/baseline/"
 STAIRCASE_THREADS = 32  # the block size of the recorded staircase
-_FAULT_KEYS = ("flaky", "seed", "hole", "sticky", "hang")
 
 
 @dataclass(frozen=True)
@@ -49,27 +47,16 @@ class ReplayData:
 
 
 def load_replay(path: str, device: int = 0) -> ReplayData:
-    """Read device ``device`` of a report or baseline file; anything unusable is a UsageError naming it."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UsageError(f"--simulate {path}: not a readable report ({exc})") from None
-    schema = data.get("schema") if isinstance(data, dict) else None
-    try:
-        if schema == REPORT_SCHEMA:
-            devices = Report.from_dict(data).devices
-        elif isinstance(schema, str) and schema.startswith(BASELINE_SCHEMA_PREFIX):
-            devices = (DeviceReport.from_dict(data["device"]),)
-        else:
-            raise UsageError(f"--simulate {path}: not a {REPORT_SCHEMA} report or baseline (schema: {schema!r})")
-    except (KeyError, TypeError, ValueError) as exc:
-        raise UsageError(f"--simulate {path}: report is incomplete ({exc!r})") from None
+    """Read device ``device`` of a report or baseline file; anything unusable is an error (exit 2) naming it."""
+    saved = load_saved(Path(path), name=f"--simulate {path}")
+    devices = saved.devices if isinstance(saved, Report) else (saved.device,)
     chosen = next((d for d in devices if d.index == device), None)
     if chosen is None:
         raise UsageError(f"--simulate {path}: no device {device} in it (devices: "
                          f"{', '.join(str(d.index) for d in devices) or 'none'})")
     if chosen.measured is None or chosen.compute_capability is None:
         raise UsageError(f"--simulate {path}: device {device} was not measured, so there is nothing to replay")
+    parse_cc(chosen.compute_capability, f"--simulate {path}: the compute_capability of device {device}")
     return ReplayData(str(path), chosen)
 
 
@@ -79,14 +66,14 @@ def replay_profile(dev: DeviceReport) -> ArchProfile:
     if m is None:
         raise UsageError(f"device {dev.index} was not measured, so there is nothing to replay")
     driver = dev.reported.get("driver", {})
-    major, minor = (int(part) for part in str(dev.compute_capability).split("."))
-    table = profile_for_cc((major, minor))
+    cc = parse_cc(str(dev.compute_capability))
+    table = profile_for_cc(cc)
 
     def pick(*values: int | None) -> int:
         return next((v for v in values if v is not None), 0)
 
     return ArchProfile(
-        key="replay", compute_capability=(major, minor), example_parts=dev.name or "replayed device", aliases=(),
+        key="replay", compute_capability=cc, example_parts=dev.name or "replayed device", aliases=(),
         smem_per_sm_bytes=pick(m.smem_per_sm_bytes, driver.get("max_shared_memory_per_multiprocessor_bytes")),
         max_smem_per_block_optin_bytes=pick(m.optin_dynamic_ceiling_bytes,
                                             driver.get("max_shared_memory_per_block_optin_bytes")),
@@ -102,27 +89,15 @@ def replay_profile(dev: DeviceReport) -> ArchProfile:
 
 def parse_replay_spec(text: str) -> SimSpec:
     """``REPORT.json[,device=N,flaky=P,...]``: a SimSpec that replays a saved device (faults allowed)."""
-    from bisect_smem.core.sizes import parse_size
-
     path, *pairs = [part.strip() for part in text.split(",")]
-    values: dict[str, str] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or key not in ("device", *_FAULT_KEYS) or not value:
-            raise UsageError(f"bad --simulate value {text!r}: a replayed report takes device=N and the faults "
-                             f"{', '.join(_FAULT_KEYS)} (got {pair!r})")
-        values[key] = value
-    try:
-        device, seed, flaky = int(values.get("device", 0)), int(values.get("seed", 0)), float(values.get("flaky", 0))
-    except ValueError:
-        raise UsageError(f"bad --simulate value {text!r}: device and seed take whole numbers, flaky a "
-                         f"probability") from None
-    if not 0 <= flaky <= 1:
-        raise UsageError(f"bad --simulate value {text!r}: flaky must be in 0..1 (got {flaky})")
-    sizes = {k: parse_size(values[k], f"--simulate {k}") for k in ("hole", "sticky", "hang") if k in values}
-    data = load_replay(path, device)
-    return SimSpec(replay_profile(data.device), flaky, sizes.get("hole"), sizes.get("sticky"), sizes.get("hang"),
-                   seed, None, text, 0, data)
+    values = spec_values(text, pairs, ("device", *FAULT_KEYS),
+                         f"a replayed report takes device=N and the faults {', '.join(FAULT_KEYS)}")
+    device = values.get("device", "0")
+    if not device.isdigit():
+        raise UsageError(f"bad --simulate value {text!r}: device takes a whole number (got {device!r})")
+    faults = launch_faults(values, text)
+    data = load_replay(path, int(device))
+    return SimSpec(replay_profile(data.device), text=text, replay=data, **faults)
 
 
 class ReplaySession(SimSession):

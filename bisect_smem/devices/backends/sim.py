@@ -71,7 +71,10 @@ SPEC_HELP = """--simulate PROFILE[,KEY=VALUE...]: a simulated device from the pu
              fewer=N       every SM holds N fewer blocks than the occupancy API predicts
 --simulate REPORT.json[,device=N,FAULT...]: replay device N (default 0) of a saved report or baseline."""
 
-_SIZE_KEYS = ("hole", "sticky", "hang", "optin", "smem_per_sm", "reserved")
+FAULT_KEYS = ("flaky", "seed", "hole", "sticky", "hang")  # the faults a replayed report takes too
+_FAULT_SIZE_KEYS = ("hole", "sticky", "hang")
+_OVERRIDE_KEYS = ("optin", "smem_per_sm", "reserved")
+_PROFILE_KEYS = (*FAULT_KEYS, *_OVERRIDE_KEYS)
 _VALIDATION_KEYS = ("bitflip", "holes", "leak")
 
 
@@ -108,34 +111,20 @@ class SimSpec:
         profile = find_profile(name)
         if profile is None:
             raise UsageError(f"unknown profile {name!r}; valid: {', '.join(profile_names())}")
-        values: dict[str, str] = {}
-        for pair in pairs:
-            key, sep, value = pair.partition("=")
-            if not sep or key not in (*_SIZE_KEYS, *_VALIDATION_KEYS, "flaky", "seed", "fewer") or not value:
-                raise UsageError(f"bad --simulate value {text!r}: {pair!r} is not KEY=VALUE with KEY one of "
-                                 f"flaky, seed, fewer, {', '.join((*_SIZE_KEYS, *_VALIDATION_KEYS))}")
-            if key in values:
-                raise UsageError(f"bad --simulate value {text!r}: {key} is given twice")
-            values[key] = value
-        sizes = {k: parse_size(v, f"--simulate {k}") for k, v in values.items() if k in _SIZE_KEYS}
-        try:
-            flaky = float(values.get("flaky", 0))
-            seed = int(values.get("seed", 0))
-        except ValueError:
-            raise UsageError(f"bad --simulate value {text!r}: flaky takes a probability, seed a whole number") from None
+        keys = (*_PROFILE_KEYS, "fewer", *_VALIDATION_KEYS)
+        values = spec_values(text, pairs, keys, f"a profile takes {', '.join(keys)}")
+        sizes = {k: parse_size(v, f"--simulate {k}") for k, v in values.items() if k in _OVERRIDE_KEYS}
         fewer_text = values.get("fewer", "0")
         if not fewer_text.isdigit():
             raise UsageError(f"bad --simulate value {text!r}: fewer takes a whole number of blocks "
                              f"(got {fewer_text!r})")
-        fewer = int(fewer_text)
-        if not 0 <= flaky <= 1:
-            raise UsageError(f"bad --simulate value {text!r}: flaky must be in 0..1 (got {flaky})")
+        faults = launch_faults(values, text)
         if "optin" in sizes:
             profile = replace(profile, max_smem_per_block_optin_bytes=sizes["optin"])
         if "smem_per_sm" in sizes:
             profile = replace(profile, smem_per_sm_bytes=sizes["smem_per_sm"])
-        return cls(profile, flaky, sizes.get("hole"), sizes.get("sticky"), sizes.get("hang"), seed,
-                   sizes.get("reserved"), text, fewer, **_validation_faults(values, text))
+        return cls(profile, reserved_override=sizes.get("reserved"), text=text, fewer_blocks=int(fewer_text),
+                   **faults, **_validation_faults(values, text))
 
     def loaded_static_smem(self, path: Path, kernel: str) -> int | None:
         """A simulated device loads no compiled files."""
@@ -153,6 +142,36 @@ class SimSpec:
         if self.profile.reserved_smem_per_block_bytes is not None:
             return self.profile.reserved_smem_per_block_bytes
         return default_reserved_bytes(self.profile.compute_capability)
+
+
+def spec_values(text: str, pairs: Sequence[str], keys: Sequence[str], takes: str) -> dict[str, str]:
+    """The KEY=VALUE pairs of a ``--simulate`` value by key; a pair that is not KEY=VALUE with a KEY in
+    ``keys``, or a key given twice, is a UsageError (``takes`` says what is accepted)."""
+    values: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or key not in keys or not value:
+            raise UsageError(f"bad --simulate value {text!r}: {pair!r} is not KEY=VALUE: {takes}")
+        if key in values:
+            raise UsageError(f"bad --simulate value {text!r}: {key} is given twice")
+        values[key] = value
+    return values
+
+
+def launch_faults(values: dict[str, str], text: str) -> dict[str, Any]:
+    """The flaky=, seed=, hole=, sticky= and hang= faults of a ``--simulate`` value, as SimSpec fields."""
+    from bisect_smem.core.sizes import parse_size
+
+    sizes = {k: parse_size(values[k], f"--simulate {k}") for k in _FAULT_SIZE_KEYS if k in values}
+    try:
+        flaky = float(values.get("flaky", 0))
+        seed = int(values.get("seed", 0))
+    except ValueError:
+        raise UsageError(f"bad --simulate value {text!r}: flaky takes a probability, seed a whole number") from None
+    if not 0 <= flaky <= 1:
+        raise UsageError(f"bad --simulate value {text!r}: flaky must be in 0..1 (got {flaky})")
+    return {"flaky": flaky, "seed": seed, "hole_bytes": sizes.get("hole"), "sticky_bytes": sizes.get("sticky"),
+            "hang_bytes": sizes.get("hang")}
 
 
 def leftover_file(nonce: int) -> Path:
