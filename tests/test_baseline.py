@@ -98,7 +98,8 @@ def test_a_bad_file_is_exit_2_naming_it(saved: Path, content: str, message: str,
 
 
 def test_compare_takes_the_newest_older_driver(saved: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from bisect_smem.analysis.baseline import find_baseline, load_baseline
+    from bisect_smem.analysis.baseline import find_baseline
+    from bisect_smem.core.saved import load_baseline
 
     original = json.loads((saved / H200_DIR / "simulated.json").read_text())
     for version in ("535.1", "550.54.15", "600.1"):
@@ -137,7 +138,7 @@ def test_merge_rejects_a_file_that_is_not_a_report(tmp_path: Path, capsys: pytes
     bad = tmp_path / "bad.json"
     bad.write_text("{}")
     assert cli.main(["merge", str(bad)]) == 2
-    assert f"{bad}: not a readable bisect_smem report" in capsys.readouterr().err
+    assert f"{bad}: not a bisect_smem/report/v1 file (schema: None)" in capsys.readouterr().err
 
 
 def test_plugin_gives_a_junit_test_per_quantity(saved: Path, pytester: pytest.Pytester) -> None:

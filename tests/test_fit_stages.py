@@ -204,7 +204,7 @@ def test_target_device_without_a_limit_is_named(fleet: Path, tmp_path: Path,
     (lambda p: p / "missing.json", "cannot read it"),
     (lambda p: (p / "empty").mkdir() or p / "empty", "no baselines in it"),
     (lambda p: (p / "x.json").write_text("{\"schema\": \"other\"}") and p / "x.json", "not a bisect_smem/report/v1"),
-    (lambda p: (p / "y.json").write_text("{\"devi") and p / "y.json", "not a readable JSON report"),
+    (lambda p: (p / "y.json").write_text("{\"devi") and p / "y.json", "not a readable report or baseline"),
 ])
 def test_bad_targets_are_exit_2(make, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = fit(["1000", "--target", str(make(tmp_path))], capsys)

@@ -19,6 +19,7 @@ from bisect_smem.app.cli import main
 from bisect_smem.core.model import DeviceReport
 from bisect_smem.core.profiles import PROFILES
 from bisect_smem.core.quantities import json_quantities, quantities
+from bisect_smem.core.saved import load_report
 
 H200_REPORT = Path(__file__).parent / "data" / "h200_report.json"
 
@@ -82,7 +83,7 @@ def test_merge_rows_are_those_of_the_loaded_report(reports: list[dict], tmp_path
     for n, doc in enumerate(reports):
         path = tmp_path / f"r{n}.json"
         path.write_text(json.dumps(doc))
-        report = merge.load_report(path)
+        report = load_report(path)
         expected = [(f"{path}:{d.index}", report.host, d.name or "unknown", driver_version(d), d.error,
                      tuple((k, merge._hashable(v)) for k, v in quantities(d).items())) for d in report.devices]
         assert merge.device_rows(str(path)) == expected

@@ -82,7 +82,7 @@ def test_a_baseline_file_replays_too(tmp_path: Path, capsys: pytest.CaptureFixtu
 
 @pytest.mark.parametrize(("spec", "fragment"), [
     ("missing.json", "not a readable report"),
-    ("{tmp}/foreign.json", "not a bisect_smem/report/v1 report or baseline"),
+    ("{tmp}/foreign.json", "not a bisect_smem/report/v1 or bisect_smem/baseline/v1 file (schema: 'other')"),
     (f"{H200_REPORT},device=3", "no device 3 in it"),
     (f"{H200_REPORT},optin=1K", "a replayed report takes device=N"),
     (f"{H200_REPORT},flaky=2", "flaky must be in 0..1"),
