@@ -69,7 +69,8 @@ SPEC_HELP = """--simulate PROFILE[,KEY=VALUE...]: a simulated device from the pu
              leak=yes|no   shared memory keeps its data when a CUDA context ends (default no)
   overrides: optin=BYTES, smem_per_sm=BYTES, reserved=BYTES (a device that differs from its table row),
              fewer=N       every SM holds N fewer blocks than the occupancy API predicts
---simulate REPORT.json[,device=N,FAULT...]: replay device N (default 0) of a saved report or baseline."""
+--simulate REPORT.json[,device=N,FAULT...]: replay device N (default 0) of a saved report or baseline;
+  it takes the faults flaky, seed, hole, sticky and hang."""
 
 FAULT_KEYS = ("flaky", "seed", "hole", "sticky", "hang")  # the faults a replayed report takes too
 _FAULT_SIZE_KEYS = ("hole", "sticky", "hang")
