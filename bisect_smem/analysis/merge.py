@@ -32,7 +32,6 @@ from bisect_smem.core.model import REPORT_SCHEMA, DeviceReport, Report, StaticSp
 from bisect_smem.core.quantities import json_quantities
 from bisect_smem.core.saved import read_bytes, read_json, schema_of
 from bisect_smem.core.schema import SchemaError, check
-from bisect_smem.core.text import dash
 
 try:  # the optional extra "fast": the same values, parsed several times faster
     import orjson as _orjson
@@ -258,20 +257,3 @@ def group_reports(paths: list[Path] | list[str]) -> list[Group]:
     for label, host, model, driver, error, items in _rows(texts, {}):
         collectors[(model, driver)].add(Member(label, host, error), items)
     return [c.group(model, driver) for (model, driver), c in sorted(collectors.items())]
-
-
-def render(groups: list[Group]) -> str:
-    """The merged table: one row per GPU model and driver, with the devices that deviate."""
-    from tabulate import tabulate
-
-    rows = []
-    for g in groups:
-        deviating = "; ".join(f"{label} ({len(d)} differ: {d[0]})" for label, d in g.deviations.items()) or "none"
-        rows.append((g.model, g.driver, len(g.members), *(_fmt(g.majority.get(n), n in g.ties) for n in SUMMARY),
-                     deviating))
-    return tabulate(rows, headers=("GPU model", "driver", "devices", "default B", "opt-in B", "smem/SM B",
-                                   "deviating from the majority"), disable_numparse=True)
-
-
-def _fmt(value: Any, tie: bool = False) -> str:
-    return "tie" if tie else dash(value)

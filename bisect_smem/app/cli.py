@@ -253,10 +253,11 @@ def _cmd_profiles() -> int:
 
 
 def _cmd_merge(paths: list[str]) -> int:
-    from bisect_smem.analysis.merge import group_reports, render
+    from bisect_smem.analysis.merge import group_reports
+    from bisect_smem.app.report import merge_table
 
     groups = group_reports(paths)
-    print(render(groups))
+    print(merge_table(groups))
     for g in groups:
         for label, diffs in g.deviations.items():
             for line in diffs:

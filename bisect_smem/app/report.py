@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from tabulate import tabulate
 
+from bisect_smem.analysis.merge import SUMMARY, Group
 from bisect_smem.core.hardware import KIB
 from bisect_smem.core.model import DeviceReport, Report, Verdict
 from bisect_smem.core.text import dash
@@ -324,3 +325,14 @@ def render_markdown(report: Report, verbose: bool = False, strict: bool = False)
         out += ["", *(f"- {line}" for line in closing_lines(report, strict))]
     return "\n".join(out)
 
+
+def merge_table(groups: list[Group]) -> str:
+    """The merged fleet: one row per GPU model and driver, with the devices that deviate (``tie`` where
+    the most common values are equally common)."""
+    rows = []
+    for g in groups:
+        deviating = "; ".join(f"{label} ({len(d)} differ: {d[0]})" for label, d in g.deviations.items()) or "none"
+        summary = ("tie" if name in g.ties else dash(g.majority.get(name)) for name in SUMMARY)
+        rows.append((g.model, g.driver, len(g.members), *summary, deviating))
+    return tabulate(rows, headers=("GPU model", "driver", "devices", "default B", "opt-in B", "smem/SM B",
+                                   "deviating from the majority"), disable_numparse=True)

@@ -15,6 +15,7 @@ from typing import Any
 
 from bisect_smem.core.errors import UsageError
 from bisect_smem.core.hardware import (
+    DEFAULT_GRANULE_BYTES,
     DEFAULT_SMEM_PER_BLOCK_BYTES,
     MAX_THREADS_PER_BLOCK,
     blocks_per_sm,
@@ -83,7 +84,7 @@ def replay_profile(dev: DeviceReport) -> ArchProfile:
         max_blocks_per_sm=pick(driver.get("max_blocks_per_multiprocessor"), table and table.max_blocks_per_sm),
         multiprocessor_count=pick(driver.get("multiprocessor_count"), table and table.multiprocessor_count),
         allocation_granularity_bytes=pick(m.allocation_granularity_bytes,
-                                          table and table.allocation_granularity_bytes, 128),
+                                          table and table.allocation_granularity_bytes, DEFAULT_GRANULE_BYTES),
     )
 
 
