@@ -51,36 +51,38 @@ def summary(samples: list[float]) -> dict[str, float]:
             "max_s": round(max(samples), 4), "n": len(samples)}
 
 
-def probe_latency(samples: int = 300) -> dict[str, float]:
-    """Launch + verify + synchronize of one probe at 200 KB, in this process."""
+LATENCY_BYTES = 200_000
+
+
+def latency_session() -> tuple[object, object]:
+    """One device opened in this process, its opt-in probe raised to LATENCY_BYTES: both latencies use it."""
     from bisect_smem.devices.backends.cupy_backend import CupySession
     from bisect_smem.devices.probes import ProbeKernel
 
     session = CupySession(0, (0,))
     kernel = ProbeKernel(0, True)
-    session.set_max_dynamic(kernel, 200_000)
+    session.set_max_dynamic(kernel, LATENCY_BYTES)
+    return session, kernel
+
+
+def probe_latency(session: object, kernel: object, samples: int = 300) -> dict[str, float]:
+    """Launch + verify + synchronize of one probe at 200 KB."""
     times = []
     for _ in range(samples):
         start = time.perf_counter()
-        assert session.launch(kernel, 200_000, 128).ok
+        assert session.launch(kernel, LATENCY_BYTES, 128).ok
         times.append(time.perf_counter() - start)
     times.sort()
     return {"median_us": round(statistics.median(times) * 1e6, 1),
             "p95_us": round(times[int(0.95 * len(times)) - 1] * 1e6, 1)}
 
 
-def batch_latency(samples: int = 300, width: int = 4) -> dict[str, float]:
-    """``width`` probes at 200 KB launched together and read with one synchronisation, in this process."""
-    from bisect_smem.devices.backends.cupy_backend import CupySession
-    from bisect_smem.devices.probes import ProbeKernel
-
-    session = CupySession(0, (0,))
-    kernel = ProbeKernel(0, True)
-    session.set_max_dynamic(kernel, 200_000)
+def batch_latency(session: object, kernel: object, samples: int = 300, width: int = 4) -> dict[str, float]:
+    """``width`` probes at 200 KB launched together and read with one synchronisation."""
     times = []
     for _ in range(samples):
         start = time.perf_counter()
-        assert all(o.ok for o in session.launch_many(kernel, [200_000] * width, 128))
+        assert all(o.ok for o in session.launch_many(kernel, [LATENCY_BYTES] * width, 128))
         times.append(time.perf_counter() - start)
     return {"width": width, "median_us": round(statistics.median(times) * 1e6, 1)}
 
@@ -194,6 +196,7 @@ def main() -> int:
         helps = [timed([python, "-m", "bisect_smem", "--help"], env)[0] for _ in range(args.repeat)]
         data = json.loads(report.read_text())
     floor, warm, cold = summary(floors), summary(warms), summary(colds)
+    latency = latency_session()
     quick, full = summary(levels["quick"]), summary(levels["full"])
     dev = data["devices"][0]
     m = dev["measured"]
@@ -202,7 +205,7 @@ def main() -> int:
         floor=floor, warm_run=warm, cold_run=cold, help=summary(helps), exit_codes=sorted(codes),
         warm_over_floor=round(warm["median_s"] / floor["median_s"], 3),
         cold_minus_floor_s=round(cold["median_s"] - floor["median_s"], 3),
-        probe_latency=probe_latency(), batch_latency=batch_latency(),
+        probe_latency=probe_latency(*latency), batch_latency=batch_latency(*latency),
         probes_per_ceiling={"max": max(s["probes"] for s in searches.values()),
                             "bound": max(s["probe_bound"] for s in searches.values()),
                             "ceil_log2_cap": math.ceil(math.log2(1 << 20)), "ceilings": len(searches),
