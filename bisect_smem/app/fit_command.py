@@ -22,6 +22,7 @@ from bisect_smem.analysis.fit import (
 )
 from bisect_smem.analysis.stages import GemmSpec, Tile, dtype_bits
 from bisect_smem.app import output
+from bisect_smem.app.argtypes import parse_stages, positive_int
 from bisect_smem.app.fit_render import render, render_explain, render_matrix, render_stages
 from bisect_smem.core.errors import BackendUnavailable, UsageError
 from bisect_smem.core.model import Report, to_jsonable
@@ -224,6 +225,60 @@ def local_devices(args: argparse.Namespace) -> tuple[list[Any], str | None]:
         return [], f"no local GPU measured: {exc}"
     # A device whose ceilings could not be measured is shown as unknown, with why, rather than dropped.
     return list(devices), None
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """The ``fit`` subcommand and its options, under the tool's subcommands ``sub``."""
+    fit = sub.add_parser("fit", help="would a kernel's shared memory fit? per architecture and local device",
+                         description="Say, for each published architecture and each local device (measured), "
+                                     "whether a launch fits without opt-in, with opt-in, or not at all, by how "
+                                     "many bytes, and how many such blocks fit per SM; for GEMM tiles, how many "
+                                     "pipeline stages fit by CUTLASS's rule. Sizes: 110592, 108KiB, 99K.",
+                         epilog="exit codes: 0 fits everywhere asked; 1 does not fit somewhere; 2 bad input; "
+                                "4 a target's limit could not be measured")
+    # A tile like -1x2x3 is a (bad) value to explain, not an unknown option: as Python 3.13 does, a word
+    # that starts with a minus and a digit is taken as a value.
+    fit._negative_number_matcher = re.compile(r"^-\.?\d")
+    fit.add_argument("bytes", nargs="?", help="dynamic shared memory per block")
+    fit.add_argument("--dynamic", metavar="BYTES", help="dynamic shared memory (with --cubin or --ptx)")
+    fit.add_argument("--static", metavar="BYTES", help="static shared memory (default 0)")
+    fit.add_argument("--threads", type=positive_int, default=128, metavar="N", help="threads per block (default 128)")
+    fit.add_argument("--cubin", metavar="FILE", help="read the kernel's static shared memory from a cubin")
+    fit.add_argument("--ptx", metavar="FILE", help="read the kernel's static shared memory from PTX")
+    fit.add_argument("--kernel", metavar="NAME", help="the kernel in --cubin/--ptx (a unique part of its name)")
+    fit.add_argument("--tile", action="append", metavar="MxNxK",
+                     help="GEMM tile (repeatable: one table, tiles by targets); dynamic = stages * (M*K + N*K) * "
+                          "dtype bytes, or with --stages auto the most stages that fit")
+    fit.add_argument("--stages", type=parse_stages, metavar="S|auto",
+                     help="pipeline stages of --tile (default 1), or auto: the most that fit per target by "
+                          "CUTLASS's StageCountAutoCarveout rule (sm_90 or sm_100/sm_120)")
+    fit.add_argument("--dtype", help="both operands' type with --tile: fp32, tf32, fp16, bf16, fp8, int8, fp6, fp4 "
+                                     "(default fp16)")
+    fit.add_argument("--dtype-a", metavar="DTYPE", help="A's type with --tile (overrides --dtype)")
+    fit.add_argument("--dtype-b", metavar="DTYPE", help="B's type with --tile (overrides --dtype)")
+    fit.add_argument("--epilogue", metavar="BYTES", help="with --tile: the epilogue's shared storage, carved out "
+                                                         "before the stages (default 0)")
+    fit.add_argument("--align", type=positive_int, metavar="BYTES",
+                     help="with --tile: pad each operand tile to this alignment (1024 for block-scaled sm_120 "
+                          "kernels' alignas(1024) buffers)")
+    fit.add_argument("--explain", metavar="TEXT",
+                     help="Triton's 'out of resource: shared memory, Required: X, Hardware limit: Y' message, or "
+                          "a kernel's shared memory in bytes (CUTLASS): by how much it is over, per target; with "
+                          "--tile, the stage counts that fit")
+    fit.add_argument("--arch", action="append", metavar="PROFILE", help="only these architectures (repeatable)")
+    fit.add_argument("--target", action="append", metavar="REPORT.json|DIR",
+                     help="limits measured on a fleet: every device of a saved report, or every baseline in a "
+                          "baseline folder (repeatable; implies --no-local; published rows only with --arch)")
+    fit.add_argument("--simulate", action="append", metavar="PROFILE", help="add a simulated local device")
+    fit.add_argument("--no-local", action="store_true", help="do not measure local GPUs")
+    fit.add_argument("--json", metavar="PATH", help="write the result as JSON ('-' for stdout)")
+    fit.add_argument("--quiet", action="store_true", help="no progress on stderr")
+
+
+def run(args: argparse.Namespace) -> tuple[str, int]:
+    """The ``fit`` subcommand: the text for stdout and the exit code."""
+    result = run_fit(args)
+    return result.text, result.code
+
 
 def exit_code(results: list[FitResult]) -> int:
     """1 when something does not fit; else 4 when a target's limit is unknown; else 0."""

@@ -1,0 +1,160 @@
+"""Record what a real Triton allocates: the shared memory (``kernel.metadata.shared``) of Triton's
+matmul over a spread of BLOCK_M/N/K, num_stages, num_warps and operand types, and the
+``OutOfResources`` text where a config does not fit the GPU it is loaded on.
+
+On a GPU (the default) every config is compiled through the JIT, as a Triton user compiles it
+(``mm.warmup`` with real tensors, so the arguments are specialised the same way), then loaded, which
+is where Triton compares ``metadata.shared`` with the device's opt-in limit and raises
+OutOfResources. ``--arch 90`` compiles for that architecture without a GPU (no load, no message).
+
+    python tools/triton_truth/collect.py --out tests/data/triton_matmul_sm90.json
+
+Never run by ``make test``; its output is committed test data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import itertools
+import json
+import multiprocessing
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def mm(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """Triton's tutorial matmul (03-matrix-multiplication), without the grouped ordering."""
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak
+    b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :] * stride_bn
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_K, other=0.0)
+        b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_K, other=0.0)
+        acc = tl.dot(a, b, acc)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+    c = acc.to(c_ptr.dtype.element_ty)
+    c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
+    tl.store(c_ptrs, c, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+DTYPES = {"fp16": ("float16", "*fp16"), "bf16": ("bfloat16", "*bf16"), "fp32": ("float32", "*fp32"),
+          "fp8e4m3": ("float8_e4m3fn", "*fp8e4nv")}
+SIZE = 512  # the problem the JIT specialises on: every dimension and stride a multiple of 16
+
+
+def configs(quick: bool) -> list[dict]:
+    """The spread: block shapes from 16 to 256, 1 to 6 stages, 4 and 8 warps, four operand types."""
+    blocks = [(16, 16, 16), (32, 32, 32), (64, 64, 32), (64, 64, 64), (128, 64, 32), (64, 128, 64),
+              (128, 128, 32), (128, 128, 64), (128, 256, 64), (256, 128, 64), (128, 128, 128), (256, 256, 64),
+              (64, 256, 32), (256, 64, 128), (128, 256, 128)]
+    out = []
+    for (bm, bn, bk), stages, dtype in itertools.product(blocks, (1, 2, 3, 4, 5, 6), DTYPES):
+        warps = 8 if bm * bn >= 128 * 256 else 4
+        if dtype == "fp32" and bk > 64:
+            continue
+        out.append({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "num_stages": stages, "num_warps": warps,
+                    "dtype": dtype})
+    return out[::7] if quick else out
+
+
+def on_gpu(cfg: dict) -> dict:
+    """Compile through the JIT with real tensors, then load (where OutOfResources is raised)."""
+    import torch
+    from triton.runtime.errors import OutOfResources
+
+    torch_dtype = getattr(torch, DTYPES[cfg["dtype"]][0])
+    a = torch.zeros((SIZE, SIZE), device="cuda", dtype=torch.float16).to(torch_dtype)
+    b = torch.zeros((SIZE, SIZE), device="cuda", dtype=torch.float16).to(torch_dtype)
+    c = torch.empty((SIZE, SIZE), device="cuda", dtype=torch.float16 if cfg["dtype"] == "fp8e4m3" else torch_dtype)
+    record = dict(cfg)
+    try:
+        kernel = mm.warmup(a, b, c, SIZE, SIZE, SIZE, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                           c.stride(0), c.stride(1), BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"],
+                           BLOCK_K=cfg["BLOCK_K"], num_stages=cfg["num_stages"], num_warps=cfg["num_warps"],
+                           grid=(1,))
+    except Exception as exc:  # noqa: BLE001 - a config Triton cannot compile is recorded as such
+        record.update(compiled=False, error=f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}")
+        return record
+    record.update(compiled=True, shared=kernel.metadata.shared, metadata_num_stages=kernel.metadata.num_stages)
+    try:
+        kernel._init_handles()
+        record.update(loads=True, out_of_resources=None)
+    except OutOfResources as exc:
+        record.update(loads=False, out_of_resources=str(exc))
+    return record
+
+
+def compile_only(cfg: dict, arch: int) -> dict:
+    """Compile for ``arch`` with the JIT's specialisation (16-divisible pointers, sizes and strides)."""
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    ptr = DTYPES[cfg["dtype"]][1]
+    out_ptr = "*fp16" if cfg["dtype"] == "fp8e4m3" else ptr
+    names = ["a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn",
+             "stride_cm", "stride_cn"]
+    types = [ptr, ptr, out_ptr, "i32", "i32", "i32", "i32", "constexpr", "i32", "constexpr", "i32", "constexpr"]
+    signature = dict(zip(names, types, strict=True)) | {"BLOCK_M": "constexpr", "BLOCK_N": "constexpr",
+                                                         "BLOCK_K": "constexpr"}
+    constexprs = {"stride_ak": 1, "stride_bn": 1, "stride_cn": 1, "BLOCK_M": cfg["BLOCK_M"],
+                  "BLOCK_N": cfg["BLOCK_N"], "BLOCK_K": cfg["BLOCK_K"]}
+    attrs = {(i,): [["tt.divisibility", 16]] for i, t in enumerate(types) if t != "constexpr"}
+    record = dict(cfg)
+    try:
+        kernel = triton.compile(ASTSource(mm, signature, constexprs=constexprs, attrs=attrs),
+                                target=GPUTarget("cuda", arch, 32),
+                                options={"num_stages": cfg["num_stages"], "num_warps": cfg["num_warps"]})
+    except Exception as exc:  # noqa: BLE001
+        record.update(compiled=False, error=f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}")
+        return record
+    record.update(compiled=True, shared=kernel.metadata.shared, metadata_num_stages=kernel.metadata.num_stages)
+    return record
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--arch", type=int, help="compile for this sm (90) without a GPU; no load")
+    parser.add_argument("--jobs", type=int, default=8, help="compiling processes (default 8)")
+    parser.add_argument("--quick", action="store_true", help="every seventh config")
+    args = parser.parse_args()
+    start = time.monotonic()
+    device = {}
+    if args.arch is None:
+        import torch
+
+        props = torch.cuda.get_device_properties(0)
+        from triton.runtime import driver
+
+        device = {"name": props.name, "compute_capability": f"{props.major}.{props.minor}",
+                  "max_shared_mem_optin_bytes": driver.active.utils.get_device_properties(0)["max_shared_mem"],
+                  "torch": torch.__version__}
+    todo = configs(args.quick)
+    one = on_gpu if args.arch is None else functools.partial(compile_only, arch=args.arch)
+    # Each worker is a process of its own (spawned: CUDA and fork do not mix), with its own context.
+    with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        records = list(pool.map(one, todo, chunksize=4))
+    doc = {"triton_version": triton.__version__, "kernel": "tools/triton_truth/collect.py:mm",
+           "target": device or {"compile_only_arch": args.arch}, "records": records}
+    with open(args.out, "w") as handle:
+        json.dump(doc, handle, indent=1, sort_keys=True)
+        handle.write("\n")
+    print(f"{len(records)} configs in {time.monotonic() - start:.0f} s -> {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
