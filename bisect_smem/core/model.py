@@ -13,6 +13,7 @@ from typing import Any
 
 from bisect_smem.core.integrity import GranuleSweep, Leftovers, MarchResult
 from bisect_smem.core.levels import DEFAULT_LEVEL
+from bisect_smem.core.status import DeviceSummary
 
 REPORT_SCHEMA = "bisect_smem/report/v1"
 BASELINE_SCHEMA = "bisect_smem/baseline/v1"
@@ -234,6 +235,7 @@ class DeviceReport:
     events: tuple[dict[str, Any], ...] = ()
     error: str | None = None
     elapsed_s: float | None = None
+    summary: DeviceSummary | None = None  # the status fields, set when the run's exit code is known
 
     @property
     def mismatches(self) -> list[Verdict]:
@@ -261,6 +263,7 @@ class DeviceReport:
             measured=Measured.from_dict(measured) if measured is not None else None,
             verdicts=tuple(Verdict.from_dict(v) for v in d.get("verdicts", ())),
             events=tuple(d.get("events", ())), error=d.get("error"), elapsed_s=d.get("elapsed_s"),
+            summary=DeviceSummary.from_dict(d["summary"]) if d.get("summary") else None,
         )
 
 
@@ -276,6 +279,9 @@ class Report:
     schema: str = REPORT_SCHEMA
     host_context: dict[str, Any] = field(default_factory=dict)
     level: str = DEFAULT_LEVEL
+    result: str | None = None  # core/status.py RESULTS: the process's outcome, as ``exit_code`` is its code
+    exit_code: int | None = None
+    error: str | None = None  # why the run is not complete (no GPU, a device not measured), else None
 
     def to_dict(self) -> dict[str, Any]:
         """The report as plain JSON values."""
@@ -289,4 +295,5 @@ class Report:
             raise ValueError(f"not a {REPORT_SCHEMA} report (schema: {found!r})")
         return cls(tool_version=d["tool_version"], created_utc=d["created_utc"], host=d["host"],
                    backend=d["backend"], devices=tuple(DeviceReport.from_dict(x) for x in d["devices"]),
-                   host_context=dict(d.get("host_context", {})), level=d.get("level", DEFAULT_LEVEL))
+                   host_context=dict(d.get("host_context", {})), level=d.get("level", DEFAULT_LEVEL),
+                   result=d.get("result"), exit_code=d.get("exit_code"), error=d.get("error"))

@@ -1,0 +1,59 @@
+"""The verdict in one word: a device's status with its rows counted and the reason, and the run's result.
+
+A report carries these so that a consumer reads them instead of recounting the verdict rows (DCGM's
+``test_summary.status`` is the model). ``RESULTS`` names each exit code a report can be written with.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+STATUSES = ("pass", "fail", "incomplete")
+# The run's result by exit code: a report is written on 0, 1, 3 and 4, and on 2 when --compare finds no
+# baseline after measuring; a signal (128+N) writes none.
+RESULTS = {0: "pass", 1: "fail", 2: "bad_input", 3: "no_gpu", 4: "incomplete"}
+
+
+def result_for(exit_code: int) -> str:
+    """The ``result`` word of a report written with ``exit_code``."""
+    if exit_code not in RESULTS:
+        raise ValueError(f"no report is written with exit code {exit_code}")
+    return RESULTS[exit_code]
+
+
+@dataclass(frozen=True)
+class VerdictCounts:
+    """How many verdict rows of a device are of each verdict (``mismatch`` counts ``MISMATCH`` rows,
+    ``error`` counts ``ERROR`` rows)."""
+
+    match: int = 0
+    mismatch: int = 0
+    differs: int = 0
+    info: int = 0
+    error: int = 0
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> VerdictCounts:
+        """Rebuild from the report's JSON."""
+        return cls(**{name: int(d.get(name, 0)) for name in ("match", "mismatch", "differs", "info", "error")})
+
+
+@dataclass(frozen=True)
+class DeviceSummary:
+    """One device in a word: ``pass``, ``fail`` (a mismatch, a regression against the baseline, or with
+    --strict a row that differs) or ``incomplete``; the rows counted; and the first failing or
+    unmeasured row in one line (None on ``pass``)."""
+
+    status: str
+    counts: VerdictCounts
+    reason: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"status must be one of {', '.join(STATUSES)} (got {self.status!r})")
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> DeviceSummary:
+        """Rebuild from the report's JSON."""
+        return cls(d["status"], VerdictCounts.from_dict(d.get("counts") or {}), d.get("reason"))
