@@ -1,0 +1,20 @@
+"""The ``schema`` subcommand: print the published JSON Schema of a report, a fit result or a baseline."""
+
+from __future__ import annotations
+
+import argparse
+
+from bisect_smem.app.schema_documents import KINDS, published
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """``bisect-smem schema [report|fit|baseline]``."""
+    schema = sub.add_parser("schema", help="print the JSON Schema (draft 2020-12) of a report, fit result or baseline",
+                            epilog="exit codes: 0 printed; 2 bad usage")
+    schema.add_argument("kind", nargs="?", default="report", choices=KINDS,
+                        help="which file's schema (default: report)")
+
+
+def run(args: argparse.Namespace) -> tuple[str, int]:
+    """The schema's text and exit code 0."""
+    return published(args.kind), 0

@@ -1,0 +1,108 @@
+"""The published JSON Schemas of the files the tool writes, generated from the dataclasses each is built
+from: the report (``bisect_smem/report/v1``), the baseline (``bisect_smem/baseline/v1``) and the fit
+result (``bisect_smem/fit/v1``). ``bisect_smem/schemas/*.v1.json`` holds them as package data; a test
+regenerates them and fails when a file and the model drift apart (``make generated`` rewrites them).
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from typing import Any
+
+from bisect_smem.analysis.fit import FitRequest, FitResult
+from bisect_smem.app.fit_command import FIT_SCHEMA, Explained
+from bisect_smem.core.json_schema import definition_of, document, generate
+from bisect_smem.core.levels import LEVELS
+from bisect_smem.core.model import BASELINE_SCHEMA, REPORT_SCHEMA, VERDICT_KINDS, VERDICTS, DeviceReport, Report
+from bisect_smem.core.status import RESULTS, STATUSES
+
+KINDS = ("report", "fit", "baseline")
+PACKAGE = "bisect_smem.schemas"
+# Keywords the annotations cannot say: the values a word may take.
+FIELDS: dict[str, dict[str, Any]] = {
+    "Report.schema": {"const": REPORT_SCHEMA},
+    "Report.level": {"enum": list(LEVELS)},
+    "Measured.level": {"enum": list(LEVELS)},
+    "Report.result": {"enum": [*RESULTS.values(), None]},
+    "Report.exit_code": {"enum": [*RESULTS, None]},
+    "Verdict.verdict": {"enum": list(VERDICTS)},
+    "Verdict.kind": {"enum": list(VERDICT_KINDS)},
+    "DeviceSummary.status": {"enum": list(STATUSES)},
+}
+_NULLABLE_INT = {"type": ["integer", "null"]}
+_NULLABLE_STR = {"type": ["string", "null"]}
+# What analysis/baseline.py provenance() records; saved.py requires driver_version.
+PROVENANCE = {
+    "type": "object",
+    "description": "Who, where and with what the baseline was measured.",
+    "properties": {
+        "tool_version": {"type": "string"}, "driver_version": {"type": "string"},
+        "cuda_driver_version": _NULLABLE_INT, "cuda_runtime_version": _NULLABLE_INT,
+        "cupy_version": _NULLABLE_STR, "numba_version": _NULLABLE_STR, "device": _NULLABLE_STR,
+        "compute_capability": _NULLABLE_STR, "uuid": _NULLABLE_STR, "host": {"type": "string"},
+        "date_utc": {"type": "string"}, "backend": {"type": "string"}, "level": {"enum": list(LEVELS)},
+    },
+    "required": ["driver_version"],
+}
+# What fit_command.py writes for --tile; None without one.
+GEMM = {
+    "type": ["object", "null"],
+    "description": "The tile pipelines asked about (--tile), or null.",
+    "properties": {
+        "tiles": {"type": "array", "items": {"type": "string"}}, "dtype_a": {"type": "string"},
+        "dtype_b": {"type": "string"}, "stages": {"anyOf": [{"type": "integer"}, {"const": "auto"}]},
+        "epilogue_bytes": {"type": "integer"}, "align_bytes": {"type": "integer"},
+    },
+    "required": ["tiles", "dtype_a", "dtype_b", "stages", "epilogue_bytes", "align_bytes"],
+}
+
+
+def report_schema() -> dict[str, Any]:
+    """The report's schema: ``Report`` and everything in it."""
+    return generate(Report, REPORT_SCHEMA, "bisect-smem report", FIELDS, required=("schema",))
+
+
+def baseline_schema() -> dict[str, Any]:
+    """The baseline's schema: one device's report plus provenance."""
+    return document(BASELINE_SCHEMA, "bisect-smem baseline", "One device's report with its provenance, saved by "
+                    "--save-baseline as DIR/<gpu-model>/<driver>.json.",
+                    {"schema": {"const": BASELINE_SCHEMA}, "provenance": PROVENANCE, "device": DeviceReport},
+                    ("schema", "provenance", "device"), FIELDS)
+
+
+def _fit_request() -> dict[str, Any]:
+    request = definition_of(FitRequest)
+    request["properties"]["dynamic_bytes"] = dict(_NULLABLE_INT)  # null when it varies by tile or target
+    request["properties"]["total_bytes"] = dict(_NULLABLE_INT)
+    request["required"] = [*request.get("required", []), "total_bytes"]
+    return request
+
+
+def fit_schema() -> dict[str, Any]:
+    """The fit result's schema: the kernel, one result per target (and tile), the GEMM and --explain."""
+    return document(FIT_SCHEMA, "bisect-smem fit result", "What `bisect-smem fit --json` writes.",
+                    {"schema": {"const": FIT_SCHEMA}, "request": _fit_request(), "source": str,
+                     "results": tuple[FitResult, ...], "note": str | None, "gemm": GEMM,
+                     "explain": Explained | None, "alternatives": tuple[FitResult, ...]},
+                    ("schema", "request", "source", "results", "note", "gemm", "explain", "alternatives"))
+
+
+def generated() -> dict[str, dict[str, Any]]:
+    """Every schema, by kind, as generated from the model now."""
+    return {"report": report_schema(), "fit": fit_schema(), "baseline": baseline_schema()}
+
+
+def text(schema: dict[str, Any]) -> str:
+    """A schema as it is published: indented, keys sorted, one final newline."""
+    return json.dumps(schema, indent=2, sort_keys=True) + "\n"
+
+
+def file_name(kind: str) -> str:
+    """``report.v1.json``."""
+    return f"{kind}.v1.json"
+
+
+def published(kind: str) -> str:
+    """The published schema of ``kind``, as the package ships it."""
+    return resources.files(PACKAGE).joinpath(file_name(kind)).read_text(encoding="utf-8")

@@ -1,0 +1,127 @@
+"""JSON Schema (draft 2020-12) generated from the frozen dataclasses a file is built from, by the same
+rules as the shape check of core/schema.py: a field is required when it has no default and cannot be
+null; ``int`` is an integer (never true or false), ``float`` a number, a tuple or list an array, a dict
+an object of its values. Each dataclass becomes one ``$defs`` entry described by its docstring, so the
+published schema cannot drift from the model without a test noticing.
+
+Extra properties are allowed everywhere: fields are only ever added within one schema version, and a
+consumer validating with an older schema must still accept a newer file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import types
+import typing
+from collections.abc import Mapping
+from typing import Any
+
+DRAFT = "https://json-schema.org/draft/2020-12/schema"
+_PLAIN = {int: {"type": "integer"}, float: {"type": "number"}, str: {"type": "string"},
+          bool: {"type": "boolean"}, type(None): {"type": "null"}}
+
+
+def _is_union(tp: Any) -> bool:
+    return typing.get_origin(tp) in (typing.Union, types.UnionType)
+
+
+class _Generator:
+    """Walks the types once, collecting every dataclass under ``$defs``; ``fields`` maps
+    ``Class.field`` to extra keywords (an ``enum``, a ``const``) merged into that field's schema."""
+
+    def __init__(self, fields: Mapping[str, Mapping[str, Any]]) -> None:
+        self.fields = fields
+        self.defs: dict[str, dict[str, Any]] = {}
+
+    def of(self, tp: Any) -> dict[str, Any]:
+        """The schema of one annotation."""
+        if tp is Any:
+            return {}
+        if dataclasses.is_dataclass(tp):
+            return self.ref(tp)
+        if _is_union(tp):
+            return self._union(typing.get_args(tp))
+        if tp in _PLAIN:
+            return dict(_PLAIN[tp])
+        origin, args = typing.get_origin(tp), typing.get_args(tp)
+        if origin in (tuple, list):
+            if origin is list or (len(args) == 2 and args[1] is Ellipsis):
+                return {"type": "array", "items": self.of(args[0])}
+            return {"type": "array", "prefixItems": [self.of(a) for a in args], "minItems": len(args),
+                    "maxItems": len(args)}
+        if origin is dict:
+            return {"type": "object", "additionalProperties": self.of(args[1])}
+        raise TypeError(f"no JSON Schema for the annotation {tp!r}")
+
+    def _union(self, args: tuple[Any, ...]) -> dict[str, Any]:
+        options = [self.of(a) for a in args]
+        if all(set(o) == {"type"} and isinstance(o["type"], str) for o in options):
+            types_ = [o["type"] for o in options]
+            # An int is a number too: "integer or number" is just "number".
+            if "number" in types_ and "integer" in types_:
+                types_.remove("integer")
+            return {"type": types_ if len(types_) > 1 else types_[0]}
+        return {"anyOf": options}
+
+    def ref(self, cls: type) -> dict[str, Any]:
+        """A reference to ``cls``'s definition, generating it on first use."""
+        name = cls.__name__
+        if name not in self.defs:
+            self.defs[name] = {}  # placed first, so that a recursive type finds its own name
+            self.defs[name] = self.definition(cls)
+        return {"$ref": f"#/$defs/{name}"}
+
+    def definition(self, cls: type) -> dict[str, Any]:
+        """``cls`` as an object schema: its fields, which are required, and its docstring."""
+        hints = typing.get_type_hints(cls)
+        properties, required = {}, []
+        for f in dataclasses.fields(cls):
+            tp = hints[f.name]
+            schema = {**self.of(tp), **self.fields.get(f"{cls.__name__}.{f.name}", {})}
+            properties[f.name] = schema
+            has_default = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+            nullable = tp is Any or (_is_union(tp) and type(None) in typing.get_args(tp))
+            if not has_default and not nullable:
+                required.append(f.name)
+        out: dict[str, Any] = {"type": "object", "properties": properties}
+        if required:
+            out["required"] = required
+        doc = inspect.getdoc(cls)
+        if doc and not doc.startswith(f"{cls.__name__}("):  # a dataclass without a docstring gets its signature
+            out["description"] = " ".join(doc.split())
+        return out
+
+
+def generate(root: type, schema_id: str, title: str, fields: Mapping[str, Mapping[str, Any]] | None = None,
+             required: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The schema document of files built from dataclass ``root``: its definition at the top, every
+    nested dataclass under ``$defs``. ``fields`` adds keywords to named fields (``{"Verdict.verdict":
+    {"enum": [...]}}``); ``required`` names top-level fields required beyond the model's own (``schema``)."""
+    gen = _Generator(fields or {})
+    top = gen.definition(root)
+    if required:
+        top["required"] = [*top.get("required", []), *(r for r in required if r not in top.get("required", []))]
+    defs = {name: gen.defs[name] for name in sorted(gen.defs)}
+    return {"$schema": DRAFT, "$id": schema_id, "title": title, **top, **({"$defs": defs} if defs else {})}
+
+
+def document(schema_id: str, title: str, description: str, properties: Mapping[str, Any],
+             required: tuple[str, ...], fields: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
+    """A schema document whose top level is not one dataclass (a baseline: schema, provenance, device).
+    Each value of ``properties`` is an annotation (generated, dataclasses under ``$defs``) or a ready
+    schema (a dict)."""
+    gen = _Generator(fields or {})
+    props = {name: dict(value) if isinstance(value, Mapping) else gen.of(value) for name, value in properties.items()}
+    defs = {name: gen.defs[name] for name in sorted(gen.defs)}
+    return {"$schema": DRAFT, "$id": schema_id, "title": title, "description": description, "type": "object",
+            "properties": props, "required": list(required), **({"$defs": defs} if defs else {})}
+
+
+def definition_of(cls: type, fields: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
+    """One dataclass's object schema on its own (nested dataclasses must not occur), to adapt by hand."""
+    gen = _Generator(fields or {})
+    out = gen.definition(cls)
+    if gen.defs:
+        raise TypeError(f"{cls.__name__} nests dataclasses ({', '.join(sorted(gen.defs))}); use document()")
+    return out
