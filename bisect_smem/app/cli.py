@@ -14,12 +14,12 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
 from bisect_smem import __version__
-from bisect_smem.app import fit_command
+from bisect_smem.app import check_command, export_command, fit_command, fleet_outputs, schema_command
 from bisect_smem.app.argtypes import non_negative_int, positive_float, positive_int
 from bisect_smem.core.errors import BackendUnavailable, BaselineError, BisectSmemError, UsageError
 from bisect_smem.core.levels import DEFAULT_LEVEL, LEVELS
@@ -27,6 +27,8 @@ from bisect_smem.core.search import DEFAULT_CONFIRM
 from bisect_smem.core.text import dash
 
 EXIT_OK, EXIT_MISMATCH, EXIT_USAGE, EXIT_NO_GPU, EXIT_INCOMPLETE = 0, 1, 2, 3, 4
+# Subcommands whose module has add_parser(sub) and run(args) -> (text for stdout, exit code).
+SUBCOMMANDS = {"check": check_command, "export": export_command, "schema": schema_command}
 
 EXIT_CODES_HELP = """exit codes:
   0  no limit or source disagrees (rows that differ from a prediction or hint allowed, unless --strict)
@@ -98,6 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--inline", action="store_true",
                         help="measure in this process instead of one worker process per device")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    fleet_outputs.add_arguments(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.add_parser("profiles", help="list the published per-architecture profiles")
     merge = sub.add_parser("merge", help="one table from many hosts' JSON reports; exit 1 when any deviates",
@@ -105,6 +108,8 @@ def build_parser() -> argparse.ArgumentParser:
                                   "2 a file is not a report")
     merge.add_argument("reports", nargs="+", metavar="REPORT.json")
     fit_command.add_parser(sub)
+    for command in SUBCOMMANDS.values():
+        command.add_parser(sub)
     return parser
 
 
@@ -172,6 +177,10 @@ def _main(argv: Sequence[str] | None) -> int:
             return _cmd_merge(list(args.reports))
         if args.command == "fit":
             text, code = fit_command.run(args)
+            sys.stdout.write(text)
+            return code
+        if args.command in SUBCOMMANDS:
+            text, code = SUBCOMMANDS[args.command].run(args)
             sys.stdout.write(text)
             return code
         return _cmd_measure(args)
@@ -246,6 +255,7 @@ def _cmd_measure(args: argparse.Namespace) -> int:
         raise UsageError(f"--json - prints JSON on stdout; it cannot be combined with --format {args.format}")
     _check_measure_options(args)
     json_path = output.output_path(args.json)
+    fleet = fleet_outputs.check_paths(args)
     plot_path = Path(args.plot) if args.plot else None
     if plot_path is not None:
         from bisect_smem.app.plot import check_plot_path
@@ -255,32 +265,52 @@ def _cmd_measure(args: argparse.Namespace) -> int:
     if args.save_baseline and backend == "sim" and not args.force:
         _refuse_existing_sim_baselines(requests[0], Path(args.save_baseline))
 
-    printer = _ProgressPrinter(sys.stderr) if not args.quiet and sys.stderr.isatty() else None
-    try:
-        devices = _run_backends(requests, skipped, printer)
-    finally:
-        if printer is not None:
-            printer.close()
+    devices = _measure(requests, skipped, args, lambda code, error: fleet_outputs.write_failed(
+        args, backend, json_path, fleet, code, error))
     report = Report(tool_version=__version__, created_utc=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
                     host=platform.node(), backend=backend, devices=devices,
                     host_context=host_context() if backend != "sim" else {}, level=args.level)
     baselines = _baseline_documents(report, args)
+    comparisons = _comparisons(report, Path(args.compare)) if args.compare else None
+    code = _exit_code(devices, _compare_code(comparisons, args.allow_missing), args.strict)
+    report = fleet_outputs.finish(report, code, args.strict,
+                                  {d.index: c.regressions for d, c in zip(devices, comparisons or (), strict=False)})
     text = dumps(report.to_dict())
     _print_report(report, text, args)
     if json_path is not None:
         output.write_atomic(json_path, text, what="the report")
+    fleet_outputs.write(report, fleet)
     for path, document in baselines.items():
         output.make_folders(path, "the baseline")
         output.write_atomic(path, document, exclusive=not args.force, what="the baseline")
         print(f"saved baseline {path}", file=sys.stderr)
-    compare_code = _compare(report, Path(args.compare), args.allow_missing,
-                            args.json == "-" or args.format == "json") if args.compare \
-        else None
+    if comparisons is not None:
+        _compare(report, comparisons, args.allow_missing, args.json == "-" or args.format == "json")
     if plot_path is not None:
         from bisect_smem.app.plot import plot_staircase
 
         plot_staircase(devices, plot_path)
-    return _exit_code(devices, compare_code, args.strict)
+    return code
+
+
+def _measure(requests: list[Any], skipped: list[str], args: argparse.Namespace,
+             write_failed: Callable[[int, str], str | None]) -> tuple[Any, ...]:
+    """The devices' reports, with progress on a terminal. When nothing could be measured (no GPU: exit 3;
+    an error: exit 4), ``write_failed`` leaves a report saying why where one was asked for, and the
+    error goes on to main."""
+    printer = _ProgressPrinter(sys.stderr) if not args.quiet and sys.stderr.isatty() else None
+    try:
+        return _run_backends(requests, skipped, printer)
+    except BisectSmemError as exc:
+        if not isinstance(exc, UsageError | BaselineError):
+            no_gpu = isinstance(exc, BackendUnavailable)
+            shown = write_failed(EXIT_NO_GPU if no_gpu else EXIT_INCOMPLETE,
+                                 f"no usable GPU: {exc}" if no_gpu else str(exc))
+            sys.stdout.write(shown or "")
+        raise
+    finally:
+        if printer is not None:
+            printer.close()
 
 
 def _check_measure_options(args: argparse.Namespace) -> None:
@@ -412,29 +442,39 @@ def run_concurrently(requests: list[Any], run: Any, printer: Any) -> dict[str, A
     return {r.backend.name: results[i] for i, r in enumerate(requests)}
 
 
-def _compare(report, directory: Path, allow_missing: bool, quiet_stdout: bool) -> int:
-    """Print the comparison with the baselines in ``directory``; the exit code it calls for."""
-    from tabulate import tabulate
-
+def _comparisons(report, directory: Path) -> list[Any]:
+    """Each device against its baseline in ``directory``, in device order."""
     from bisect_smem.analysis.baseline import compare_device
 
+    return [compare_device(directory, dev) for dev in report.devices]
+
+
+def _compare_code(comparisons: list[Any] | None, allow_missing: bool) -> int | None:
+    """The exit code the comparisons call for: 2 for a missing baseline (unless allowed), else 1 for any
+    regression, else 0; None without --compare."""
+    if comparisons is None:
+        return None
+    if any(c.baseline is None for c in comparisons) and not allow_missing:
+        return EXIT_USAGE
+    return EXIT_MISMATCH if any(c.regressions for c in comparisons) else EXIT_OK
+
+
+def _compare(report, comparisons: list[Any], allow_missing: bool, quiet_stdout: bool) -> None:
+    """Print each device's comparison with its baseline."""
+    from tabulate import tabulate
+
     out = sys.stderr if quiet_stdout else sys.stdout
-    code = EXIT_OK
-    for dev in report.devices:
-        result = compare_device(directory, dev)
+    for dev, result in zip(report.devices, comparisons, strict=True):
         if result.baseline is None:
             print(f"device {dev.index}: {result.note}", file=out)
             if not allow_missing:
                 print(f"error: {result.note} (use --allow-missing to accept)", file=sys.stderr)
-                code = max(code, EXIT_USAGE)
             continue
         print(f"device {dev.index}: {result.note}: {result.compared} quantities, "
               f"{len(result.regressions)} regressed", file=out)
         if result.regressions:
             rows = [(dev.index, *line.split(": ", 1)) for line in result.regressions]
             print(tabulate(rows, headers=("device", "quantity", "baseline -> now"), disable_numparse=True), file=out)
-            code = EXIT_MISMATCH if code == EXIT_OK else code
-    return code
 
 
 class _ProgressPrinter:

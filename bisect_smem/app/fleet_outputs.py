@@ -1,0 +1,81 @@
+"""What a measurement writes for a fleet besides the report: the status fields, the Prometheus textfile
+(``--prom``) and the NFD feature file (``--nfd``), and on exit 3 or 4 a report that says why.
+
+Paths are checked before anything is measured; every file is written atomically (a dot file in the
+same folder, then a rename: the textfile collector and NFD both ignore dot files).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import platform
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from bisect_smem import __version__
+from bisect_smem.analysis.summary import with_status
+from bisect_smem.app import output
+from bisect_smem.app.argtypes import positive_float
+from bisect_smem.app.render import nfd, prom
+from bisect_smem.core.errors import UsageError
+from bisect_smem.core.model import Report, dumps
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The measure command's fleet outputs: --prom, --nfd, --nfd-expiry."""
+    parser.add_argument("--prom", metavar="PATH",
+                        help="write Prometheus metrics for node_exporter's textfile collector to PATH (atomically)")
+    parser.add_argument("--nfd", metavar="PATH",
+                        help="write a Node Feature Discovery feature file (features.d) to PATH (atomically)")
+    parser.add_argument("--nfd-expiry", type=positive_float, default=nfd.DEFAULT_EXPIRY_S, metavar="S",
+                        help=f"the feature file's labels expire S seconds after the run (default {nfd.DEFAULT_EXPIRY_S})")
+
+
+@dataclass(frozen=True)
+class FleetPaths:
+    """Where --prom and --nfd write (None: not asked), checked before measuring."""
+
+    prom: Path | None
+    nfd: Path | None
+    nfd_expiry_s: float
+
+
+def check_paths(args: argparse.Namespace) -> FleetPaths:
+    """The --prom and --nfd targets, refused (exit 2) before any work when they cannot be written."""
+    paths = {}
+    for option, what in (("prom", "the metrics"), ("nfd", "the feature file")):
+        value = getattr(args, option)
+        if value == "-":
+            raise UsageError(f"--{option} writes a file for a collector to read; give a path, not '-'")
+        paths[option] = output.output_path(value, what) if value is not None else None
+    return FleetPaths(paths["prom"], paths["nfd"], args.nfd_expiry)
+
+
+def finish(report: Report, code: int, strict: bool, regressions: dict[int, Sequence[str]] | None = None) -> Report:
+    """The report with its status fields, for the run's exit code."""
+    return with_status(report, code, strict, regressions)
+
+
+def write(report: Report, paths: FleetPaths) -> None:
+    """Write the Prometheus and NFD files asked for."""
+    if paths.prom is not None:
+        output.write_atomic(paths.prom, prom.render(report), what="the metrics")
+    if paths.nfd is not None:
+        output.write_atomic(paths.nfd, nfd.render(report, paths.nfd_expiry_s), what="the feature file")
+
+
+def write_failed(args: argparse.Namespace, backend: str, json_path: Path | None, paths: FleetPaths,
+                 code: int, error: str) -> str | None:
+    """A run that measured nothing (no GPU: exit 3; an error: exit 4) still leaves a valid report, with
+    ``error`` set, wherever one was asked for: --json PATH, --prom and --nfd are written here; the JSON
+    for stdout (--json - or --format json) is returned for cli.py to print, else None."""
+    now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    report = with_status(Report(tool_version=__version__, created_utc=now, host=platform.node(), backend=backend,
+                                devices=(), level=args.level), code, error=error)
+    text = dumps(report.to_dict())
+    if json_path is not None:
+        output.write_atomic(json_path, text, what="the report")
+    write(report, paths)
+    return text if args.json == "-" or args.format == "json" else None

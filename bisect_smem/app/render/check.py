@@ -1,0 +1,107 @@
+"""The one line a node-health agent reads: at most 80 bytes (node-problem-detector keeps no more), with
+an exit code of 0 (ok), 1 (a problem) or 2 (unknown: a stale, missing or unreadable report, or one that
+could not measure).
+
+``smem ok: 8 GPUs, opt-in 232448 B`` / ``smem MISMATCH GPU-7d135d97 opt-in 204800 B, reported 232448``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from bisect_smem.analysis.summary import summarize
+from bisect_smem.core.model import DeviceReport, Report, Verdict
+from bisect_smem.core.status import DeviceSummary
+
+MAX_LINE_BYTES = 80
+OK, PROBLEM, UNKNOWN = 0, 1, 2
+# Row names shortened for the line, and whether the value is a byte count.
+_SHORT: tuple[tuple[re.Pattern[str], str, bool], ...] = tuple((re.compile(p), s, b) for p, s, b in (
+    (r"^(published: )?opt-in per block$", "opt-in", True),
+    (r"^opt-in dynamic ceiling, 0 B static, \d+ threads$", "opt-in", True),
+    (r"^opt-in dynamic ceiling, (\d+) B static, \d+ threads$", r"opt-in at \1 B static", True),
+    (r"^opt-in attribute accepts up to$", "opt-in attribute", True),
+    (r"^default dynamic ceiling.*$", "default", True),
+    (r"^(published: shared memory per SM|shared memory per SM.*)$", "per-SM", True),
+    (r"^(published: reserved per block|reserved shared memory per block)$", "reserved", True),
+    (r"^granularity.*$", "granularity", True),
+    (r"^blocks/SM from (\d+) B dynamic, (\d+) threads$", r"blocks/SM at \1 B", False),
+    (r"^blocks/SM at carveout (.*)$", r"blocks/SM at carveout \1", False),
+))
+
+
+@dataclass(frozen=True)
+class CheckLine:
+    """What the check prints and how it exits."""
+
+    text: str
+    code: int
+
+
+def fit(text: str, suffix: str = "") -> str:
+    """``text`` on one line, then ``suffix``: at most ``MAX_LINE_BYTES`` bytes of UTF-8 in all, ``text``
+    cut (never inside a character) where both do not fit."""
+    line, room = " ".join(text.split()), MAX_LINE_BYTES - len(suffix.encode())
+    data = line.encode()
+    if len(data) > room:
+        line = data[:room - 3].decode(errors="ignore").rstrip() + "..."
+    return line + suffix
+
+
+def device_id(dev: DeviceReport) -> str:
+    """``GPU-9a3c02ab`` (the UUID's first 12 characters), else ``gpu0``."""
+    uuid = str(dev.context.get("nvml_uuid") or "")
+    return uuid[:12] if uuid else f"gpu{dev.index}"
+
+
+def _short(v: Verdict) -> str:
+    for pattern, short, in_bytes in _SHORT:
+        if pattern.match(v.quantity):
+            unit = " B" if in_bytes and isinstance(v.measured, int) else ""
+            return f"{pattern.sub(short, v.quantity)} {v.measured}{unit}, reported {v.reported}"
+    return f"{v.quantity}: {v.measured}, reported {v.reported}"
+
+
+def _summary(dev: DeviceReport) -> DeviceSummary:
+    return dev.summary if dev.summary is not None else summarize(dev)
+
+
+def _failure(dev: DeviceReport, summary: DeviceSummary) -> str:
+    rows = [v for v in dev.verdicts if v.verdict == "MISMATCH"] or [v for v in dev.verdicts if v.verdict == "differs"]
+    if summary.reason and summary.reason.startswith("regression: "):
+        return f"REGRESSION {device_id(dev)} {summary.reason.removeprefix('regression: ')}"
+    if rows:
+        return f"{rows[0].verdict.upper()} {device_id(dev)} {_short(rows[0])}"
+    return f"FAIL {device_id(dev)} {summary.reason or ''}"
+
+
+def report_line(report: Report) -> CheckLine:
+    """The line for a report that was read: 1 when a device failed, 2 when not every device was
+    measured (or none was), else 0."""
+    summaries = [(d, _summary(d)) for d in report.devices]
+    failed = [(d, s) for d, s in summaries if s.status == "fail"]
+    if failed:
+        more = f" (+{len(failed) - 1} GPUs)" if len(failed) > 1 else ""
+        return CheckLine(fit(f"smem {_failure(*failed[0])}", more), PROBLEM)
+    if report.result == "no_gpu" or not report.devices:
+        return CheckLine(fit(f"smem NO GPU: {report.error or 'the report has no device'}"), UNKNOWN)
+    incomplete = [(d, s) for d, s in summaries if s.status == "incomplete"]
+    if incomplete:
+        dev, summary = incomplete[0]
+        return CheckLine(fit(f"smem INCOMPLETE {device_id(dev)}: {summary.reason}"), UNKNOWN)
+    optins = [d.measured.optin_dynamic_ceiling_bytes for d in report.devices
+              if d.measured is not None and d.measured.optin_dynamic_ceiling_bytes is not None]
+    count = len(report.devices)
+    optin = f", opt-in {min(optins)} B" if optins else ""
+    return CheckLine(fit(f"smem ok: {count} GPU{'s' if count != 1 else ''}{optin}"), OK)
+
+
+def stale_line(age_s: float, max_age_s: float) -> CheckLine:
+    """A report older than ``--max-age``."""
+    return CheckLine(fit(f"smem STALE: report {age_s:.0f} s old (max {max_age_s:.0f} s)"), UNKNOWN)
+
+
+def unknown_line(why: str) -> CheckLine:
+    """No report could be read: missing, unreadable, not a report."""
+    return CheckLine(fit(f"smem UNKNOWN: {why}"), UNKNOWN)

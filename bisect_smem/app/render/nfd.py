@@ -1,0 +1,80 @@
+"""A report as a Node Feature Discovery feature file (``features.d``), labels in the style of GPU feature
+discovery: node-level, the minimum over the node's GPUs, under a namespace NFD always allows.
+
+NFD reads ``<name>=<value>`` lines, ignores dot files and files over 65536 B, and drops the labels of a
+file after its ``# +expiry-time=`` (RFC 3339). Names and values follow the Kubernetes label rules: a
+value is empty or at most 63 characters of ``[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?``, so every value
+is slugged (``NVIDIA H200`` becomes ``NVIDIA-H200``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Iterable
+
+from bisect_smem.analysis.summary import summarize
+from bisect_smem.app.render.prom import timestamp_seconds
+from bisect_smem.core.model import DeviceReport, Report
+
+NAMESPACE = "bisect-smem.feature.node.kubernetes.io"
+MAX_FILE_BYTES = 65536  # NFD ignores a larger feature file
+MAX_VALUE_CHARS = 63
+DEFAULT_EXPIRY_S = 86400
+_NOT_ALLOWED = re.compile(r"[^-A-Za-z0-9_.]+")
+_EDGES = re.compile(r"^[^A-Za-z0-9]+|[^A-Za-z0-9]+$")
+
+
+def slug(text: str) -> str:
+    """``text`` as a valid label value: runs of other characters become ``-``, the ends are alphanumeric,
+    at most 63 characters ('' when nothing is left)."""
+    value = _EDGES.sub("", _NOT_ALLOWED.sub("-", text))
+    return _EDGES.sub("", value[:MAX_VALUE_CHARS])
+
+
+def _minimum(values: Iterable[int | None]) -> int | None:
+    known = [v for v in values if v is not None]
+    return min(known) if known else None
+
+
+def verdict(report: Report) -> str:
+    """``fail`` when any device failed, else ``incomplete`` when any was not measured completely (or there
+    is none), else ``pass``."""
+    statuses = [(d.summary or summarize(d)).status for d in report.devices]
+    if "fail" in statuses or report.result == "fail":
+        return "fail"
+    complete = statuses and "incomplete" not in statuses and report.result in (None, "pass")
+    return "pass" if complete else "incomplete"
+
+
+def _measured(devices: tuple[DeviceReport, ...], field: str) -> int | None:
+    return _minimum(getattr(d.measured, field) if d.measured is not None else None for d in devices)
+
+
+def labels(report: Report) -> dict[str, str]:
+    """The node's labels, by name within the namespace; a quantity no GPU measured is left out."""
+    devices = report.devices
+    names = {d.name for d in devices if d.name}
+    drivers = [d.context.get("nvml_driver_version") for d in devices if d.context.get("nvml_driver_version")]
+    found: dict[str, object] = {
+        "gpu.count": len(devices),
+        "gpu.product": (names.pop() if len(names) == 1 else "mixed") if names else None,
+        "smem.optin-bytes": _measured(devices, "optin_dynamic_ceiling_bytes"),
+        "smem.default-bytes": _measured(devices, "default_dynamic_ceiling_bytes"),
+        "smem.per-sm-bytes": _measured(devices, "smem_per_sm_bytes"),
+        "verdict": verdict(report),
+        "driver": drivers[0] if drivers else None,
+        "timestamp": timestamp_seconds(report.created_utc),
+    }
+    return {name: slug(str(value)) for name, value in found.items() if value is not None and slug(str(value))}
+
+
+def render(report: Report, expiry_s: float = DEFAULT_EXPIRY_S) -> str:
+    """The feature file: the expiry line (the report's time plus ``expiry_s``), then one label a line."""
+    created = dt.datetime.fromtimestamp(timestamp_seconds(report.created_utc), dt.UTC)
+    expiry = (created + dt.timedelta(seconds=expiry_s)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    lines = [f"# +expiry-time={expiry}", *(f"{NAMESPACE}/{name}={value}" for name, value in labels(report).items())]
+    text = "\n".join(lines) + "\n"
+    if len(text.encode()) > MAX_FILE_BYTES:
+        raise ValueError(f"the feature file would be {len(text.encode())} B; NFD ignores files over {MAX_FILE_BYTES} B")
+    return text

@@ -1,0 +1,118 @@
+"""A report as a Prometheus textfile-collector file (node_exporter's ``--collector.textfile.directory``).
+
+Every family is a gauge named ``bisect_smem_*`` in base units, with exactly one HELP and one TYPE line
+and its samples together; no sample carries a timestamp (the collector adds none either). Device
+series carry dcgm-exporter's label names (``gpu``, ``UUID``, ``pci_bus_id``, ``modelName``) and
+``driver_version``, so they join with DCGM's series.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from bisect_smem import __version__
+from bisect_smem.analysis.summary import summarize
+from bisect_smem.core.model import DeviceReport, Report
+from bisect_smem.core.status import DeviceSummary, VerdictCounts
+
+PREFIX = "bisect_smem_"
+Labels = tuple[tuple[str, str], ...]
+# Measured quantities exported as they are named in the report.
+MEASURED = (
+    ("optin_dynamic_ceiling_bytes", "Largest dynamic shared memory per block that launched and verified after "
+                                    "opt-in (0 B static, 128 threads)."),
+    ("default_dynamic_ceiling_bytes", "Largest dynamic shared memory per block that launched and verified "
+                                      "without opt-in."),
+    ("attribute_accept_ceiling_bytes", "Largest value cudaFuncSetAttribute(MaxDynamicSharedMemorySize) accepted."),
+    ("smem_per_sm_bytes", "Shared memory per SM, from the residency staircase."),
+    ("reserved_bytes", "Shared memory the system reserves per block, read from the PTX registers."),
+    ("allocation_granularity_bytes", "Unit in which shared memory is allocated to a block."),
+)
+REPORTED_OPTIN = "max_shared_memory_per_block_optin_bytes"
+
+
+@dataclass(frozen=True)
+class Family:
+    """One metric family: its name (without the prefix), help text and samples."""
+
+    name: str
+    help: str
+    samples: tuple[tuple[Labels, float], ...]
+
+
+def escape_label(value: str) -> str:
+    """A label value as the text format writes it: backslash, double quote and newline escaped."""
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def escape_help(text: str) -> str:
+    """A HELP text as the text format writes it: backslash and newline escaped."""
+    return text.replace("\\", "\\\\").replace("\n", "\\n")
+
+
+def device_labels(dev: DeviceReport) -> Labels:
+    """The labels that name a device as dcgm-exporter does, plus its driver version ('' where unknown)."""
+    ctx = dev.context
+    return (("gpu", str(dev.index)), ("UUID", str(ctx.get("nvml_uuid") or "")),
+            ("pci_bus_id", str(ctx.get("nvml_pci_bus_id") or ctx.get("pci_bus_id") or "")),
+            ("modelName", str(dev.name or "")), ("driver_version", str(ctx.get("nvml_driver_version") or "")))
+
+
+def timestamp_seconds(created_utc: str) -> int:
+    """``2025-12-01T09:39:00+00:00`` as Unix seconds (a time without a zone is taken as UTC)."""
+    when = dt.datetime.fromisoformat(created_utc)
+    return int((when if when.tzinfo else when.replace(tzinfo=dt.UTC)).timestamp())
+
+
+def _summary(dev: DeviceReport) -> DeviceSummary:
+    return dev.summary if dev.summary is not None else summarize(dev)
+
+
+def _device_families(report: Report) -> Iterator[Family]:
+    devices = report.devices
+    yield Family("device_ok", "1 when the device passed (no mismatch, measured completely), else 0.",
+                 tuple((device_labels(d), float(_summary(d).status == "pass")) for d in devices))
+    yield Family("verdict_rows", "Verdict rows of the device by verdict (match, mismatch, differs, info, error).",
+                 tuple(((*device_labels(d), ("verdict", name)), float(getattr(_summary(d).counts, name)))
+                       for d in devices for name in VerdictCounts.__dataclass_fields__))
+    for field_name, help_text in MEASURED:
+        yield Family(field_name, help_text,
+                     tuple((device_labels(d), float(getattr(d.measured, field_name))) for d in devices
+                           if d.measured is not None and getattr(d.measured, field_name) is not None))
+    yield Family("reported_optin_bytes", "Opt-in shared memory per block as a source reports it (attribute 97).",
+                 tuple(((*device_labels(d), ("source", source)), float(values[REPORTED_OPTIN]))
+                       for d in devices for source, values in sorted(d.reported.items())
+                       if isinstance(values.get(REPORTED_OPTIN), int)))
+
+
+def families(report: Report) -> list[Family]:
+    """Every family of the report, the run's first, then one sample per device (or device and label)."""
+    run = [
+        Family("build_info", "The bisect-smem version and report schema that wrote these metrics.",
+               (((("version", report.tool_version or __version__), ("schema", report.schema)), 1.0),)),
+        Family("last_run_timestamp_seconds", "When the measurement ran, as Unix time.",
+               (((), float(timestamp_seconds(report.created_utc))),)),
+        Family("devices", "Devices in the report.", (((), float(len(report.devices))),)),
+    ]
+    if report.exit_code is not None:
+        run.append(Family("last_run_exit_code", "Exit code of the run: 0 pass, 1 mismatch, 2 bad input, 3 no GPU, "
+                                                "4 incomplete.", (((), float(report.exit_code)),)))
+    return run + [f for f in _device_families(report) if f.samples]
+
+
+def _value(value: float) -> str:
+    return str(int(value)) if value.is_integer() else repr(value)
+
+
+def render(report: Report) -> str:
+    """The textfile-collector text: per family one HELP, one TYPE and its samples; a final newline."""
+    lines: list[str] = []
+    for family in families(report):
+        name = PREFIX + family.name
+        lines += [f"# HELP {name} {escape_help(family.help)}", f"# TYPE {name} gauge"]
+        for labels, value in family.samples:
+            text = ",".join(f'{key}="{escape_label(val)}"' for key, val in labels)
+            lines.append(f"{name}{{{text}}} {_value(value)}" if text else f"{name} {_value(value)}")
+    return "\n".join(lines) + "\n"
