@@ -1,0 +1,97 @@
+"""Write the files generated from the package: the published JSON Schemas (from the model), and the
+shell completions and the man page (from build_parser(), by shtab and argparse-manpage).
+
+    python tools/generate.py          # rewrite every generated file (make generated)
+    python tools/generate.py --check  # exit 1 naming each file that is not current (the test suite runs it)
+
+Needs the test extra (shtab, argparse-manpage).
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _completion(shell: str) -> Callable[[], str]:
+    def make() -> str:
+        import shtab
+
+        from bisect_smem.app.cli import build_parser
+
+        return shtab.complete(build_parser(), shell=shell)
+    return make
+
+
+def _man_page() -> str:
+    from argparse_manpage.manpage import Manpage
+
+    from bisect_smem import __version__
+    from bisect_smem.app.cli import build_parser
+
+    page = Manpage(build_parser())
+    page.source = f"bisect-smem {__version__}"
+    page.manual = "bisect-smem manual"
+    page.date = f"version {__version__}"  # not today's date, so the page changes only when the parser does
+    return str(page)
+
+
+def _schema(kind: str) -> Callable[[], str]:
+    def make() -> str:
+        from bisect_smem.app.schema_documents import generated, text
+
+        return text(generated()[kind])
+    return make
+
+
+def files() -> dict[Path, Callable[[], str]]:
+    """Every generated file, by path below the repository, with the function that makes its text."""
+    from bisect_smem.app.schema_documents import KINDS, file_name
+
+    made: dict[Path, Callable[[], str]] = {
+        Path("share/bash-completion/completions/bisect-smem"): _completion("bash"),
+        Path("share/zsh/site-functions/_bisect-smem"): _completion("zsh"),
+        Path("share/man/man1/bisect-smem.1"): _man_page,
+    }
+    for kind in KINDS:
+        made[Path("bisect_smem/schemas") / file_name(kind)] = _schema(kind)
+    return made
+
+
+def stale(root: Path = ROOT) -> dict[Path, str]:
+    """Each generated file whose text is not what it would be generated as now, with a short diff."""
+    out = {}
+    for path, make in files().items():
+        want = make()
+        have = (root / path).read_text() if (root / path).exists() else ""
+        if have != want:
+            diff = difflib.unified_diff(have.splitlines(), want.splitlines(), str(path), "generated", lineterm="", n=1)
+            out[path] = "\n".join(list(diff)[:20])
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Rewrite the generated files, or with --check say which are not current (exit 1)."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--check", action="store_true", help="only check; exit 1 when a file is not current")
+    args = parser.parse_args(argv)
+    if args.check:
+        out_of_date = stale()
+        for path, diff in out_of_date.items():
+            print(f"{path} is not current (run `make generated`):\n{diff}", file=sys.stderr)
+        return 1 if out_of_date else 0
+    for path, make in files().items():
+        (ROOT / path).parent.mkdir(parents=True, exist_ok=True)
+        (ROOT / path).write_text(make())
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    sys.exit(main())
