@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,12 +40,35 @@ def _kernel_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "numba-cache"))
 
 
+@functools.cache
+def schema_validator(kind: str = "report") -> Any:
+    """jsonschema's draft 2020-12 validator for the published schema of ``kind`` (report, fit, baseline)."""
+    from jsonschema import Draft202012Validator
+
+    from bisect_smem.app.schema_documents import published
+
+    schema = json.loads(published(kind))
+    Draft202012Validator.check_schema(schema)
+    return Draft202012Validator(schema)
+
+
+def assert_valid(document: dict, kind: str = "report") -> None:
+    """Fail, listing every problem jsonschema finds, when ``document`` does not match the published schema."""
+    problems = [f"{'/'.join(map(str, e.absolute_path)) or '(top)'}: {e.message}"
+                for e in schema_validator(kind).iter_errors(document)]
+    assert problems == [], f"not a valid {kind}: " + "; ".join(problems[:10])
+
+
 def run_cli_json(args: list[str], folder: Path, capsys: pytest.CaptureFixture[str],
                  name: str = "r.json") -> tuple[int, dict]:
-    """Run the tool through ``main`` with ``--json`` into ``folder``; its exit code and the parsed report."""
+    """Run the tool through ``main`` with ``--json`` into ``folder``; its exit code and the parsed report,
+    which must match the published schema, and whose ``exit_code`` must be the process's."""
     from bisect_smem.app import cli
 
     out = folder / name
     code = cli.main([*args, "--json", str(out), "--quiet"])
     capsys.readouterr()
-    return code, json.loads(out.read_text())
+    report = json.loads(out.read_text())
+    assert_valid(report)
+    assert report["exit_code"] == code, (report["exit_code"], code)
+    return code, report
