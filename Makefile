@@ -9,8 +9,10 @@ CUDA_MAJOR := $(shell nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9
 RUN_EXTRA := $(if $(filter 12,$(CUDA_MAJOR)),cuda12,$(if $(filter 13 14,$(CUDA_MAJOR)),cuda13,))
 
 FLEET_PACKAGES := slurmctld slurmd slurm-client munge
+# Consumers' own tools the tests run: promtool (Debian's prometheus package) and shellcheck.
+TOOL_PACKAGES := prometheus shellcheck
 
-.PHONY: run test demo bench lint clean fleet-deps
+.PHONY: run test demo bench lint clean fleet-deps tool-deps generated
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -41,11 +43,29 @@ fleet-deps:
 	  fi; \
 	fi
 
+# promtool and shellcheck for the Prometheus and shell-script tests; as root with apt, install them, else
+# those tests skip (on CI they fail). The prometheus package's service is not started (no init here).
+tool-deps:
+	@if ! command -v promtool >/dev/null 2>&1 || ! command -v shellcheck >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing $(TOOL_PACKAGES) for the promtool and shellcheck tests"; \
+	    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	      $(TOOL_PACKAGES) >/dev/null; \
+	  else \
+	    echo "note: promtool or shellcheck is missing and this is not root with apt: their tests will skip"; \
+	  fi; \
+	fi
+
+# Rewrite what is generated from the package: the JSON Schemas (from the model), the shell completions
+# and the man page (from build_parser()). The test suite fails while any of them is not current.
+generated: $(VENV)/.test-installed
+	$(PY) tools/generate.py
+
 # Needs a GPU; without one it says so and exits 3.
 bench: $(VENV)/.run-installed
 	@$(PY) bench/bench.py --out bench.json
 
-test: fleet-deps $(VENV)/.test-installed
+test: fleet-deps tool-deps $(VENV)/.test-installed
 	$(PY) -m ruff check bisect_smem tests
 	$(PY) -m pytest
 
