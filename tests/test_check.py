@@ -92,7 +92,7 @@ def test_a_report_of_a_run_without_gpu_is_unknown(tmp_path: Path) -> None:
     report.update(devices=[], result="no_gpu", exit_code=3, error="no usable GPU: no NVIDIA driver found")
     path = tmp_path / "nogpu.json"
     path.write_text(json.dumps(report))
-    assert check(str(path)) == (2, "smem NO GPU: no usable GPU: no NVIDIA driver found")
+    assert check(str(path)) == (2, "smem NO GPU: no NVIDIA driver found")
 
 
 def test_the_report_comes_from_the_environment_when_not_given(tmp_path: Path) -> None:

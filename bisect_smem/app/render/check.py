@@ -85,7 +85,8 @@ def report_line(report: Report) -> CheckLine:
         more = f" (+{len(failed) - 1} GPUs)" if len(failed) > 1 else ""
         return CheckLine(fit(f"smem {_failure(*failed[0])}", more), PROBLEM)
     if report.result == "no_gpu" or not report.devices:
-        return CheckLine(fit(f"smem NO GPU: {report.error or 'the report has no device'}"), UNKNOWN)
+        why = (report.error or "the report has no device").removeprefix("no usable GPU: ")
+        return CheckLine(fit(f"smem NO GPU: {why}"), UNKNOWN)
     incomplete = [(d, s) for d, s in summaries if s.status == "incomplete"]
     if incomplete:
         dev, summary = incomplete[0]
