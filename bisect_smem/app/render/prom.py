@@ -2,8 +2,9 @@
 
 Every family is a gauge named ``bisect_smem_*`` in base units, with exactly one HELP and one TYPE line
 and its samples together; no sample carries a timestamp (the collector adds none either). Device
-series carry dcgm-exporter's label names (``gpu``, ``UUID``, ``pci_bus_id``, ``modelName``) and
-``driver_version``, so they join with DCGM's series.
+series carry dcgm-exporter's label names (``gpu``, ``UUID``, ``pci_bus_id``) and ``driver_version``, so
+they join with DCGM's series (dcgm-exporter's camel-case ``modelName`` is left out: promtool's lint
+refuses it, and the UUID names the device anyway).
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ def device_labels(dev: DeviceReport) -> Labels:
     ctx = dev.context
     return (("gpu", str(dev.index)), ("UUID", str(ctx.get("nvml_uuid") or "")),
             ("pci_bus_id", str(ctx.get("nvml_pci_bus_id") or ctx.get("pci_bus_id") or "")),
-            ("modelName", str(dev.name or "")), ("driver_version", str(ctx.get("nvml_driver_version") or "")))
+            ("driver_version", str(ctx.get("nvml_driver_version") or "")))
 
 
 def timestamp_seconds(created_utc: str) -> int:
