@@ -42,6 +42,14 @@ def test_the_h200_staircase_formula() -> None:
     assert hw.blocks_per_sm(1024, 32, None, None, None) == (None, None)
 
 
+@pytest.mark.parametrize(("cc", "registers", "aggr", "clusters"), [
+    ((7, 5), False, False, False), ((8, 0), True, False, False), ((8, 9), True, False, False),
+    ((9, 0), True, True, True), ((12, 1), True, True, True),
+])
+def test_the_cc_gates(cc: tuple[int, int], registers: bool, aggr: bool, clusters: bool) -> None:
+    assert (hw.has_smem_registers(cc), hw.has_aggr_register(cc), hw.has_clusters(cc)) == (registers, aggr, clusters)
+
+
 def test_reserved_window_and_cluster_limits() -> None:
     assert hw.default_reserved_bytes((9, 0)) == hw.default_reserved_bytes((8, 0)) == 1024
     assert hw.default_reserved_bytes((7, 5)) == 0
@@ -76,4 +84,44 @@ def test_thread_and_cluster_limits_are_not_written_as_literals() -> None:
                 literals = [c.value for c in [node.left, *node.comparators] if isinstance(c, ast.Constant)]
                 if 1024 in literals:
                     offenders.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert offenders == []
+
+
+# The fit modules still hold their own gate (the stage rule's cc 10.0); they are exempt until it moves here.
+CC_GATE_EXEMPT = {"analysis/stages.py", "analysis/fit.py", "analysis/cubin.py", "app/fit_command.py",
+                  "app/fit_render.py"}
+
+
+def _cc_like(node: ast.AST) -> bool:
+    """A literal (MAJOR, MINOR) that reads as a compute capability: (9, 0), (12, 1)."""
+    return (isinstance(node, ast.Tuple) and len(node.elts) == 2
+            and all(isinstance(e, ast.Constant) and type(e.value) is int for e in node.elts)
+            and 1 <= node.elts[0].value <= 15 and 0 <= node.elts[1].value <= 9)
+
+
+def _names_a_cc(node: ast.AST) -> bool:
+    """An expression whose last name says it is a compute capability: cc, x.compute_capability, tuple(cc)."""
+    if isinstance(node, ast.Call) and node.args:
+        return _names_a_cc(node.args[0])
+    name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+    return name == "cc" or name.endswith("_cc") or "compute_capability" in name
+
+
+def test_cc_gates_live_only_in_core_hardware() -> None:
+    # Every "cc 8.0 and newer" is a named function of core/hardware.py; a profile row's own cc is its data.
+    offenders = []
+    for path, text in _sources():
+        where = str(path.relative_to(PACKAGE))
+        if where in CC_GATE_EXEMPT:
+            continue
+        tree = ast.parse(text)
+        row_ccs = {id(k.value) for n in ast.walk(tree) if isinstance(n, ast.Call)
+                   for k in n.keywords if k.arg == "compute_capability"} if where == "core/profiles.py" else set()
+        for node in ast.walk(tree):
+            if _cc_like(node) and id(node) not in row_ccs:
+                offenders.append(f"{where}:{node.lineno}: {ast.unparse(node)}")
+            if isinstance(node, ast.Compare) and any(isinstance(op, ast.Lt | ast.LtE | ast.Gt | ast.GtE)
+                                                     for op in node.ops):
+                if any(_names_a_cc(side) for side in [node.left, *node.comparators]):
+                    offenders.append(f"{where}:{node.lineno}: {ast.unparse(node)}")
     assert offenders == []

@@ -18,7 +18,7 @@ from bisect_smem.devices.kernel_abi import (
 )
 from bisect_smem.experiments.measure import DEFAULT_STATIC_SIZES
 
-from .nvrtc import NvrtcUnavailable, compile_source, nvrtc_version, supported_archs
+from .nvrtc import NvrtcUnavailable, compile_source, nvrtc_version, supported_archs, target
 
 
 def _require_arch(profile: ArchProfile) -> None:
@@ -28,14 +28,14 @@ def _require_arch(profile: ArchProfile) -> None:
         pytest.fail(f"NVRTC must be installed for the compile checks (the test extra has it): {exc}")
     number = profile.compute_capability[0] * 10 + profile.compute_capability[1]
     if number not in archs:
-        pytest.skip(f"NVRTC {nvrtc_version()} cannot target {profile.arch} (supports {list(archs)})")
+        pytest.skip(f"NVRTC {nvrtc_version()} cannot target {target(profile)} (supports {list(archs)})")
 
 
-@pytest.mark.parametrize("profile", PROFILES, ids=lambda p: p.arch)
+@pytest.mark.parametrize("profile", PROFILES, ids=target)
 def test_probe_kernels_compile_for_every_profile(profile: ArchProfile) -> None:
     _require_arch(profile)
     names = probe_name_expressions(DEFAULT_STATIC_SIZES)
-    ok, log, lowered, ptx = compile_source(read_kernel(PROBE_FILE), profile.arch, names, NVRTC_OPTIONS)
+    ok, log, lowered, ptx = compile_source(read_kernel(PROBE_FILE), target(profile), names, NVRTC_OPTIONS)
     assert ok, log
     text = ptx.decode(errors="replace")
     assert len(lowered) == len(names)
@@ -54,12 +54,12 @@ def test_static_shared_memory_over_48k_fails_in_ptxas() -> None:
     assert "too much shared data" in log, log
 
 
-@pytest.mark.parametrize("profile", PROFILES, ids=lambda p: p.arch)
+@pytest.mark.parametrize("profile", PROFILES, ids=target)
 def test_validation_kernels_compile_without_static_shared_memory(profile: ArchProfile) -> None:
     # One block per SM at the opt-in ceiling only fits when the whole budget is the dynamic array.
     _require_arch(profile)
     names = list(VALIDATE_NAMES)
-    ok, log, lowered, ptx = compile_source(read_kernel(VALIDATE_FILE), profile.arch, names, NVRTC_OPTIONS)
+    ok, log, lowered, ptx = compile_source(read_kernel(VALIDATE_FILE), target(profile), names, NVRTC_OPTIONS)
     assert ok, log
     text = ptx.decode(errors="replace")
     for name in names:

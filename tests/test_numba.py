@@ -18,6 +18,7 @@ from bisect_smem.analysis.crosscheck import cross_check, with_cross_checks
 from bisect_smem.app import cli
 from bisect_smem.core.profiles import PROFILES, ArchProfile
 from tests.conftest import run_cli_json
+from tests.nvrtc import target
 
 numba_backend = pytest.importorskip("bisect_smem.devices.backends.numba_backend")
 pytest.importorskip("numba_cuda", reason="numba-cuda is in the test extra")
@@ -34,7 +35,7 @@ def _kernels():
     return numba_kernels
 
 
-@pytest.mark.parametrize("profile", PROFILES, ids=lambda p: p.arch)
+@pytest.mark.parametrize("profile", PROFILES, ids=target)
 def test_numba_kernels_compile_to_ptx_for_every_profile(profile: ArchProfile, cuda) -> None:
     from numba import uint32, uint64
 
@@ -45,9 +46,9 @@ def test_numba_kernels_compile_to_ptx_for_every_profile(profile: ArchProfile, cu
             ptx, _ = cuda.compile_ptx(fn, signature, cc=profile.compute_capability)
         except Exception as exc:  # noqa: BLE001 - NVVM names an unsupported target in its message
             if "unsupported" in str(exc).lower() or "not supported" in str(exc).lower():
-                pytest.skip(f"this NVVM cannot target {profile.arch}: {exc}")
+                pytest.skip(f"this NVVM cannot target {target(profile)}: {exc}")
             raise
-        assert f".target {profile.arch}" in ptx
+        assert f".target {target(profile)}" in ptx
         if name.startswith("probe:"):
             static = int(name.split(":")[1])
             declared = [line for line in ptx.splitlines() if ".shared" in line and ".b8" in line]

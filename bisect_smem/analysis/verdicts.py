@@ -15,14 +15,18 @@ from typing import Any
 
 from bisect_smem.analysis.integrity_verdicts import validation_verdicts
 from bisect_smem.core.errors import UsageError
-from bisect_smem.core.hardware import PORTABLE_CLUSTER_SIZE, portable_cluster_limit, static_footprint
+from bisect_smem.core.hardware import (
+    PORTABLE_CLUSTER_SIZE,
+    has_smem_registers,
+    portable_cluster_limit,
+    static_footprint,
+)
 from bisect_smem.core.levels import split_search_name
 from bisect_smem.core.model import CarveoutPoint, Ceiling, Measured, ResidencyStep, StaticSplit, Verdict
 from bisect_smem.core.profiles import ArchProfile, parse_cc
 from bisect_smem.devices.attributes import best_value, disagreements
 
 AVAILABLE_API = "cuOccupancyAvailableDynamicSMemPerBlock"
-REGISTERS_SINCE_CC = (8, 0)
 
 
 def _search_problem(search: Ceiling) -> str | None:
@@ -90,7 +94,7 @@ def _not_measured_note(cc: str | None) -> str:
         version = parse_cc(cc) if cc is not None else ()
     except UsageError:
         version = ()
-    if version and version < REGISTERS_SINCE_CC:
+    if version and not has_smem_registers(version):
         return f"PTX registers need cc 8.0+ (this device: cc {cc})"
     return "not measured: the block-register step did not complete (see the step rows)"
 

@@ -21,12 +21,21 @@ from typing import Any, TextIO
 from bisect_smem import __version__
 from bisect_smem.app import check_command, export_command, fit_command, fleet_outputs, schema_command
 from bisect_smem.app.argtypes import non_negative_int, positive_float, positive_int
-from bisect_smem.core.errors import BackendUnavailable, BaselineError, BisectSmemError, UsageError
+from bisect_smem.core.errors import (
+    INTERRUPTED,
+    SIGNAL_EXIT_BASE,
+    BackendUnavailable,
+    BaselineError,
+    BisectSmemError,
+    ExitCode,
+    UsageError,
+)
 from bisect_smem.core.levels import DEFAULT_LEVEL, LEVELS
 from bisect_smem.core.search import DEFAULT_CONFIRM
 from bisect_smem.core.text import dash
 
-EXIT_OK, EXIT_MISMATCH, EXIT_USAGE, EXIT_NO_GPU, EXIT_INCOMPLETE = 0, 1, 2, 3, 4
+EXIT_OK, EXIT_MISMATCH, EXIT_USAGE, EXIT_NO_GPU, EXIT_INCOMPLETE = (ExitCode.OK, ExitCode.MISMATCH, ExitCode.USAGE,
+                                                            ExitCode.NO_GPU, ExitCode.INCOMPLETE)
 # Subcommands whose module has add_parser(sub) and run(args) -> (text for stdout, exit code).
 SUBCOMMANDS = {"check": check_command, "export": export_command, "schema": schema_command}
 
@@ -138,7 +147,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()
         return code
     except Terminated as exc:
-        return _fail(128 + exc.signum, f"{signal.Signals(exc.signum).name} received; workers ended, "
+        return _fail(SIGNAL_EXIT_BASE + exc.signum, f"{signal.Signals(exc.signum).name} received; workers ended, "
                                        "no report was written")
     except OSError as exc:  # stdout to a full device, a broken pipe
         _silence_stdout()
@@ -184,14 +193,10 @@ def _main(argv: Sequence[str] | None) -> int:
             sys.stdout.write(text)
             return code
         return _cmd_measure(args)
-    except (UsageError, BaselineError) as exc:
-        return _fail(EXIT_USAGE, str(exc))
-    except BackendUnavailable as exc:
-        return _fail(EXIT_NO_GPU, f"no usable GPU: {exc}; try --simulate h200 to run on a simulated device")
-    except KeyboardInterrupt:
-        return _fail(130, "interrupted; no report was written")
     except BisectSmemError as exc:
-        return _fail(EXIT_INCOMPLETE, str(exc))
+        return _fail(exc.exit_code, exc.describe())
+    except KeyboardInterrupt:
+        return _fail(INTERRUPTED, "interrupted; no report was written")
 
 
 def _fail(code: int, message: str, stream: TextIO | None = None) -> int:

@@ -14,8 +14,8 @@ from typing import Any
 
 from bisect_smem.app.output import write_atomic
 from bisect_smem.core.errors import UsageError
+from bisect_smem.core.levels import STAIRCASE_THREADS
 from bisect_smem.core.model import DeviceReport
-from bisect_smem.experiments.residency import STAIRCASE_THREADS
 
 FORMATS = {".png": "png", ".svg": "svg"}
 

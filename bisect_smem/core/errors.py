@@ -1,18 +1,50 @@
-"""The one exception hierarchy of bisect_smem. Library code raises these; only cli.py turns them into exit codes."""
+"""The one exception hierarchy of bisect_smem, and the exit codes: each exception class carries its own
+(``exit_code``), so the command line turns any of them into one line and a code in one place."""
 
 from __future__ import annotations
+
+import enum
+from typing import ClassVar
+
+
+class ExitCode(enum.IntEnum):
+    """The tool's exit codes (128 + N for signal N comes on top)."""
+
+    OK = 0  # no limit or source disagrees (``differs`` allowed unless --strict)
+    MISMATCH = 1  # a mismatch or regression was found
+    USAGE = 2  # bad usage or bad input, or an output that cannot be written
+    NO_GPU = 3  # no usable GPU or backend
+    INCOMPLETE = 4  # a measurement could not be completed
+
+
+SIGNAL_EXIT_BASE = 128  # ended by signal N: 128 + N
+INTERRUPTED = SIGNAL_EXIT_BASE + 2  # Ctrl-C (SIGINT)
 
 
 class BisectSmemError(Exception):
     """Base class of every error bisect_smem raises on purpose."""
 
+    exit_code: ClassVar[ExitCode] = ExitCode.INCOMPLETE
+
+    def describe(self) -> str:
+        """The one line a person reads after ``error: ``."""
+        return str(self)
+
 
 class UsageError(BisectSmemError):
     """Bad input from the user: an unknown name, a malformed size, an unusable path (exit 2)."""
 
+    exit_code = ExitCode.USAGE
+
 
 class BackendUnavailable(BisectSmemError):
     """No usable GPU, driver or backend package (exit 3)."""
+
+    exit_code = ExitCode.NO_GPU
+
+    def describe(self) -> str:
+        """The reason, and what runs without a GPU."""
+        return f"no usable GPU: {self}; try --simulate h200 to run on a simulated device"
 
 
 class KernelCompileError(BisectSmemError):
@@ -30,6 +62,11 @@ class MeasurementError(BisectSmemError):
 class BaselineError(BisectSmemError):
     """A baseline or report file is missing, corrupt, foreign or would be overwritten (exit 2)."""
 
+    exit_code = ExitCode.USAGE
+
+
+STICKY_OUTCOMES = ("illegal_address", "timeout")  # outcome classes after which only a new process recovers
+
 
 class ProbeFault(MeasurementError):
     """A probe ended in a class that is neither success nor "too big" (an Outcome from backends.base)."""
@@ -41,7 +78,7 @@ class ProbeFault(MeasurementError):
     @property
     def sticky(self) -> bool:
         """Faults after which the CUDA context is unusable: only a new process recovers."""
-        return getattr(self.outcome, "value", None) in ("illegal_address", "timeout")
+        return getattr(self.outcome, "value", None) in STICKY_OUTCOMES
 
 
 class OutputError(UsageError):

@@ -1,5 +1,6 @@
 """The hardware rules every layer applies, each written once: limits, rounding, alignment, the block
-footprint and the blocks-per-SM formula, and the driver's attribute ids.
+footprint and the blocks-per-SM formula, what each compute capability has (the cc gates), and the
+driver's attribute ids.
 
 The simulator models a device with these rules, ``fit`` predicts launches with them, the residency
 experiment records their prediction beside what the GPU did, and the verdicts compare against them.
@@ -19,7 +20,11 @@ STATIC_SMEM_COMPILE_CAP_BYTES = 48 * KIB  # ptxas: "uses too much shared data (.
 DYNAMIC_ALIGNMENT_BYTES = 16
 PORTABLE_CLUSTER_SIZE = 8  # the largest cluster every cc 9.0+ device must launch
 NONPORTABLE_CLUSTER_SIZE = 16  # the largest with cudaFuncAttributeNonPortableClusterSizeAllowed
-RESERVED_FROM_CC = (8, 0)  # the reserved per-block window and the PTX registers that show it
+SMEM_REGISTERS_FROM_CC = (8, 0)  # the reserved per-block window and the PTX registers that show it
+AGGR_REGISTER_FROM_CC = (9, 0)  # %aggr_smem_size
+CLUSTERS_FROM_CC = (9, 0)  # thread block clusters and distributed shared memory
+# Clusters are scheduled within one GPC; the simulator gives every GPC this many SMs (the last one the rest).
+SMS_PER_GPC = 16
 DEFAULT_RESERVED_BYTES = KIB  # the reserved window from cc 8.0 on, where a table leaves it unconfirmed
 # The occupancy calculator's shared memory allocation unit: the granule where neither a measurement nor
 # the published table gives one.
@@ -72,9 +77,25 @@ def block_request_bytes(dynamic_bytes: int, static_bytes: int) -> int:
     return dynamic_bytes + static_footprint(static_bytes)
 
 
+def has_smem_registers(cc: tuple[int, int]) -> bool:
+    """cc 8.0+: a block has a reserved window, and %dynamic_smem_size, %total_smem_size and
+    %reserved_smem_offset_* show what it got."""
+    return tuple(cc) >= SMEM_REGISTERS_FROM_CC
+
+
+def has_aggr_register(cc: tuple[int, int]) -> bool:
+    """cc 9.0+: %aggr_smem_size (the block's whole shared memory, reserved window included)."""
+    return tuple(cc) >= AGGR_REGISTER_FROM_CC
+
+
+def has_clusters(cc: tuple[int, int]) -> bool:
+    """cc 9.0+: thread block clusters, with distributed shared memory between their blocks."""
+    return tuple(cc) >= CLUSTERS_FROM_CC
+
+
 def default_reserved_bytes(compute_capability: tuple[int, int]) -> int:
     """The reserved per-block window where nothing better is known: 1 KiB from cc 8.0 on, else none."""
-    return DEFAULT_RESERVED_BYTES if compute_capability >= RESERVED_FROM_CC else 0
+    return DEFAULT_RESERVED_BYTES if has_smem_registers(compute_capability) else 0
 
 
 def block_footprint(request_bytes: int, granule_bytes: int, reserved_bytes: int) -> int:

@@ -6,7 +6,8 @@ the shared memory itself (every SM, every byte; every granule; nothing left behi
 A quantity belongs to the lowest level that measures it; two runs compare at the lower of their levels.
 
 The reference split (no static data, REFERENCE_THREADS threads) is the opt-in ceiling: quick measures
-it, and residency, carveout, clusters and validation build on it. Its names are built here, once.
+it, and residency, carveout, clusters and validation build on it. Its names are built here, once, as is
+the block size of the residency staircase, which a replayed report's staircase is read by.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ LEVELS = ("quick", "standard", "full")
 DEFAULT_LEVEL = "standard"
 REFERENCE_STATIC_BYTES = 0
 REFERENCE_THREADS = 128  # the block size of the reference opt-in ceiling that later steps build on
+STAIRCASE_THREADS = 32  # small blocks, so that the block limit and shared memory bind, not threads
 QUICK_MEASURED = frozenset({
     "measured.default_dynamic_ceiling_bytes", "measured.optin_dynamic_ceiling_bytes",
     "measured.attribute_accept_ceiling_bytes", "measured.reserved_bytes", "measured.allocation_granularity_bytes"})

@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bisect_smem.core.errors import UsageError
-from bisect_smem.core.hardware import KIB
+from bisect_smem.core.hardware import KIB, has_clusters
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ArchProfile:
     """One row of the published table, plus the per-SM limits of the guide's specification table.
 
@@ -41,14 +41,9 @@ class ArchProfile:
         return cc_text(self.compute_capability)
 
     @property
-    def arch(self) -> str:
-        """The NVRTC architecture name, e.g. ``sm_90``."""
-        return f"sm_{self.compute_capability[0]}{self.compute_capability[1]}"
-
-    @property
     def cluster_launch(self) -> bool:
         """Thread block clusters exist from cc 9.0 on."""
-        return self.compute_capability >= (9, 0)
+        return has_clusters(self.compute_capability)
 
 
 def cc_text(cc: tuple[int, int]) -> str:
@@ -69,30 +64,57 @@ _CONSUMER_CARVEOUTS = (0, 8, 16, 32, 64, 100)
 _HOPPER_CARVEOUTS = (0, 8, 16, 32, 64, 100, 132, 164, 196, 228)
 
 PROFILES: tuple[ArchProfile, ...] = (
-    ArchProfile("sm_70", (7, 0), "V100", ("v100", "volta"), 96 * KIB, 98304, 0,
-                (0, 8, 16, 32, 64, 96), 2048, 32, 80),
-    ArchProfile("sm_75", (7, 5), "T4, RTX 20xx", ("t4", "turing"), 64 * KIB, 65536, 0,
-                (32, 64), 1024, 16, 40),
-    ArchProfile("sm_80", (8, 0), "A100", ("a100", "ampere"), 164 * KIB, 166912, KIB,
-                _AMPERE_CARVEOUTS, 2048, 32, 108),
-    ArchProfile("sm_86", (8, 6), "RTX 30xx, A10, A40", ("a10", "a40", "rtx-3090"), 100 * KIB, 101376, KIB,
-                _CONSUMER_CARVEOUTS, 1536, 16, 84),
-    ArchProfile("sm_87", (8, 7), "Jetson Orin", ("orin",), 164 * KIB, 166912, KIB,
-                _AMPERE_CARVEOUTS, 1536, 16, 16),
-    ArchProfile("sm_89", (8, 9), "L4, L40S, RTX 40xx", ("l4", "l40s", "ada"), 100 * KIB, 101376, KIB,
-                _CONSUMER_CARVEOUTS, 1536, 24, 142),
-    ArchProfile("sm_90", (9, 0), "H100, H200, GH200", ("h100", "h200", "gh200", "hopper"), 228 * KIB, 232448, KIB,
-                _HOPPER_CARVEOUTS, 2048, 32, 132),
-    ArchProfile("sm_100", (10, 0), "B200, GB200", ("b200", "gb200", "blackwell"), 228 * KIB, 232448, KIB,
-                _HOPPER_CARVEOUTS, 2048, 32, 148),
-    ArchProfile("sm_103", (10, 3), "B300", ("b300",), 228 * KIB, 232448, KIB,
-                None, 2048, 32, 148, confirmed=False),
-    ArchProfile("sm_110", (11, 0), "Thor", ("thor",), 228 * KIB, 232448, None,
-                None, 2048, 32, 20, confirmed=False),
-    ArchProfile("sm_120", (12, 0), "RTX PRO 6000 Blackwell, RTX 50xx", ("rtx-pro-6000", "rtx-5090"),
-                100 * KIB, 101376, KIB, _CONSUMER_CARVEOUTS, 1536, 24, 188),
-    ArchProfile("sm_121", (12, 1), "GB10 / DGX Spark", ("gb10", "dgx-spark"), 100 * KIB, 101376, KIB,
-                None, 1536, 24, 48, confirmed=False),
+    ArchProfile(key="sm_70", compute_capability=(7, 0), example_parts="V100", aliases=("v100", "volta"),
+                smem_per_sm_bytes=96 * KIB, max_smem_per_block_optin_bytes=98304, reserved_smem_per_block_bytes=0,
+                carveout_kib=(0, 8, 16, 32, 64, 96), max_threads_per_sm=2048, max_blocks_per_sm=32,
+                multiprocessor_count=80),
+    ArchProfile(key="sm_75", compute_capability=(7, 5), example_parts="T4, RTX 20xx", aliases=("t4", "turing"),
+                smem_per_sm_bytes=64 * KIB, max_smem_per_block_optin_bytes=65536, reserved_smem_per_block_bytes=0,
+                carveout_kib=(32, 64), max_threads_per_sm=1024, max_blocks_per_sm=16, multiprocessor_count=40),
+    ArchProfile(key="sm_80", compute_capability=(8, 0), example_parts="A100", aliases=("a100", "ampere"),
+                smem_per_sm_bytes=164 * KIB, max_smem_per_block_optin_bytes=166912, reserved_smem_per_block_bytes=KIB,
+                carveout_kib=_AMPERE_CARVEOUTS, max_threads_per_sm=2048, max_blocks_per_sm=32,
+                multiprocessor_count=108),
+    ArchProfile(key="sm_86", compute_capability=(8, 6), example_parts="RTX 30xx, A10, A40",
+                aliases=("a10", "a40", "rtx-3090"), smem_per_sm_bytes=100 * KIB,
+                max_smem_per_block_optin_bytes=101376, reserved_smem_per_block_bytes=KIB,
+                carveout_kib=_CONSUMER_CARVEOUTS, max_threads_per_sm=1536, max_blocks_per_sm=16,
+                multiprocessor_count=84),
+    ArchProfile(key="sm_87", compute_capability=(8, 7), example_parts="Jetson Orin", aliases=("orin",),
+                smem_per_sm_bytes=164 * KIB, max_smem_per_block_optin_bytes=166912, reserved_smem_per_block_bytes=KIB,
+                carveout_kib=_AMPERE_CARVEOUTS, max_threads_per_sm=1536, max_blocks_per_sm=16,
+                multiprocessor_count=16),
+    ArchProfile(key="sm_89", compute_capability=(8, 9), example_parts="L4, L40S, RTX 40xx",
+                aliases=("l4", "l40s", "ada"), smem_per_sm_bytes=100 * KIB, max_smem_per_block_optin_bytes=101376,
+                reserved_smem_per_block_bytes=KIB, carveout_kib=_CONSUMER_CARVEOUTS, max_threads_per_sm=1536,
+                max_blocks_per_sm=24, multiprocessor_count=142),
+    ArchProfile(key="sm_90", compute_capability=(9, 0), example_parts="H100, H200, GH200",
+                aliases=("h100", "h200", "gh200", "hopper"), smem_per_sm_bytes=228 * KIB,
+                max_smem_per_block_optin_bytes=232448, reserved_smem_per_block_bytes=KIB,
+                carveout_kib=_HOPPER_CARVEOUTS, max_threads_per_sm=2048, max_blocks_per_sm=32,
+                multiprocessor_count=132),
+    ArchProfile(key="sm_100", compute_capability=(10, 0), example_parts="B200, GB200",
+                aliases=("b200", "gb200", "blackwell"), smem_per_sm_bytes=228 * KIB,
+                max_smem_per_block_optin_bytes=232448, reserved_smem_per_block_bytes=KIB,
+                carveout_kib=_HOPPER_CARVEOUTS, max_threads_per_sm=2048, max_blocks_per_sm=32,
+                multiprocessor_count=148),
+    ArchProfile(key="sm_103", compute_capability=(10, 3), example_parts="B300", aliases=("b300",),
+                smem_per_sm_bytes=228 * KIB, max_smem_per_block_optin_bytes=232448, reserved_smem_per_block_bytes=KIB,
+                carveout_kib=None, max_threads_per_sm=2048, max_blocks_per_sm=32, multiprocessor_count=148,
+                confirmed=False),
+    ArchProfile(key="sm_110", compute_capability=(11, 0), example_parts="Thor", aliases=("thor",),
+                smem_per_sm_bytes=228 * KIB, max_smem_per_block_optin_bytes=232448,
+                reserved_smem_per_block_bytes=None, carveout_kib=None, max_threads_per_sm=2048,
+                max_blocks_per_sm=32, multiprocessor_count=20, confirmed=False),
+    ArchProfile(key="sm_120", compute_capability=(12, 0), example_parts="RTX PRO 6000 Blackwell, RTX 50xx",
+                aliases=("rtx-pro-6000", "rtx-5090"), smem_per_sm_bytes=100 * KIB,
+                max_smem_per_block_optin_bytes=101376, reserved_smem_per_block_bytes=KIB,
+                carveout_kib=_CONSUMER_CARVEOUTS, max_threads_per_sm=1536, max_blocks_per_sm=24,
+                multiprocessor_count=188),
+    ArchProfile(key="sm_121", compute_capability=(12, 1), example_parts="GB10 / DGX Spark",
+                aliases=("gb10", "dgx-spark"), smem_per_sm_bytes=100 * KIB, max_smem_per_block_optin_bytes=101376,
+                reserved_smem_per_block_bytes=KIB, carveout_kib=None, max_threads_per_sm=1536, max_blocks_per_sm=24,
+                multiprocessor_count=48, confirmed=False),
 )
 
 

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 
 from bisect_smem.core.errors import MeasurementError, ProbeFault
 from bisect_smem.core.hardware import block_footprint, blocks_per_sm, ceil_div, round_up
+from bisect_smem.core.levels import STAIRCASE_THREADS
 from bisect_smem.core.model import CarveoutPoint, ResidencyStep
 from bisect_smem.devices.backends.base import DeviceSession
 from bisect_smem.devices.probes import TOO_BIG, ResidencyOutcome
 
-STAIRCASE_THREADS = 32  # small blocks, so that the block limit and shared memory bind, not threads
 THREAD_LIMIT_THREADS = (1024, 96)  # extra plateaus where the thread limit binds
 HOLD_NS = 20_000  # long enough for every co-resident block to overlap, short enough to stay cheap
 CARVEOUT_PERCENTS = (-1, *range(0, 101))

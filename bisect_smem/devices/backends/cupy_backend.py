@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from bisect_smem.core.errors import BackendUnavailable, KernelCompileError
-from bisect_smem.core.hardware import NONPORTABLE_CLUSTER_SIZE, DriverAttribute
+from bisect_smem.core.hardware import NONPORTABLE_CLUSTER_SIZE, DriverAttribute, has_clusters
 from bisect_smem.core.profiles import cc_text
 from bisect_smem.devices import attributes
 from bisect_smem.devices.backends.base import CudaErrorFunnel, DeviceIdentity, RealDevices, driver_failure, driver_value
@@ -268,7 +268,7 @@ class CupySession:
 
     def cluster_support(self) -> str | None:
         cc = self.identity().compute_capability
-        if cc < (9, 0):
+        if not has_clusters(cc):
             return f"thread block clusters need cc 9.0+ (this device: {cc_text(cc)})"
         if not libcuda().attribute(DriverAttribute.CLUSTER_LAUNCH, self.index):
             return "the driver reports no cluster launch (attribute 120 is 0)"

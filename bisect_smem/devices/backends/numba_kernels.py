@@ -15,6 +15,7 @@ from llvmlite import ir
 from numba import cuda, types, uint8, uint32
 from numba.cuda.extending import intrinsic
 
+from bisect_smem.core.hardware import has_aggr_register, has_smem_registers
 from bisect_smem.devices.kernel_abi import ProbeFlag, ProbeWord, ResidencyWord
 
 W_WRONG, W_CHECKED = int(ProbeWord.BYTES_WRONG), int(ProbeWord.BYTES_CHECKED)
@@ -24,8 +25,6 @@ W_BEGIN, W_END, W_CAP = (int(ProbeWord.RESERVED_OFFSET_BEGIN), int(ProbeWord.RES
 W_AGGR, W_LAST_BYTE, W_FLAGS = int(ProbeWord.AGGR_SMEM_SIZE), int(ProbeWord.LAST_DYNAMIC_BYTE), int(ProbeWord.FLAGS)
 F_SM80, F_AGGR = int(ProbeFlag.SM80_REGISTERS), int(ProbeFlag.AGGR_REGISTER)
 W_NOW, W_PEAK, COUNTER_STRIDE = int(ResidencyWord.NOW), int(ResidencyWord.PEAK), len(ResidencyWord)
-SM80_REGISTERS_CC = (8, 0)  # %dynamic_smem_size, %total_smem_size, %reserved_smem_offset_*
-AGGR_REGISTER_CC = (9, 0)  # %aggr_smem_size
 PROBE_SIGNATURE = "void(uint32, uint32, uint32[:])"
 RESIDENCY_SIGNATURE = "void(uint32[:], uint64)"
 
@@ -125,7 +124,7 @@ def residency(counters, hold_ns):  # noqa: ANN001 - numba-typed
 def kernel_functions(cc: tuple[int, int], static_sizes: tuple[int, ...]) -> dict[str, Callable[..., None]]:
     """The Python kernel functions for a device of compute capability ``cc`` (not yet compiled): a probe
     per static size (``probe:<bytes>``), and ``residency``."""
-    sm80, aggr = tuple(cc) >= SM80_REGISTERS_CC, tuple(cc) >= AGGR_REGISTER_CC
+    sm80, aggr = has_smem_registers(cc), has_aggr_register(cc)
     functions = {f"probe:{s}": probe_kernel(s, sm80, aggr) for s in static_sizes}
     functions["residency"] = residency
     return functions

@@ -21,6 +21,7 @@ from bisect_smem.core.hardware import (
     blocks_per_sm,
     static_footprint,
 )
+from bisect_smem.core.levels import STAIRCASE_THREADS
 from bisect_smem.core.model import ClusterMeasurement, DeviceReport, Report, ResidencyStep
 from bisect_smem.core.profiles import ArchProfile, parse_cc, profile_for_cc
 from bisect_smem.core.saved import load_saved
@@ -35,8 +36,6 @@ from bisect_smem.devices.probes import (
     ProbeKernel,
     ResidencyOutcome,
 )
-
-STAIRCASE_THREADS = 32  # the block size of the recorded staircase
 
 
 @dataclass(frozen=True)

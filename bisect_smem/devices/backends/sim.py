@@ -26,12 +26,15 @@ from bisect_smem.core.hardware import (
     MAX_THREADS_PER_BLOCK,
     NONPORTABLE_CLUSTER_SIZE,
     PORTABLE_CLUSTER_SIZE,
+    SMS_PER_GPC,
     STATIC_SMEM_COMPILE_CAP_BYTES,
     DriverAttribute,
     block_footprint,
     blocks_per_sm,
     ceil_div,
     default_reserved_bytes,
+    has_aggr_register,
+    has_smem_registers,
     round_up,
     static_footprint,
 )
@@ -53,10 +56,6 @@ from bisect_smem.devices.validation_abi import (
     MarchOutcome,
     simulate_march,
 )
-
-# Clusters are scheduled within one GPC; the model gives every GPC 16 SMs (the last one the remainder).
-SMS_PER_GPC = 16
-
 
 SPEC_HELP = """--simulate PROFILE[,KEY=VALUE...]: a simulated device from the published table.
   faults:    flaky=P       probes within one granule of a limit answer wrongly with probability P
@@ -358,7 +357,7 @@ class SimSession:
         return self._flaky(dynamic_bytes, ceiling, ok, ok.registers, total)
 
     def _registers(self, kernel: ProbeKernel, dynamic_bytes: int) -> SmemRegisters:
-        if self.profile.compute_capability < (8, 0):
+        if not has_smem_registers(self.profile.compute_capability):
             return SmemRegisters()
         granule = self.profile.allocation_granularity_bytes
         used = kernel.static_bytes + dynamic_bytes
@@ -368,7 +367,7 @@ class SimSession:
             total_smem_size=round_up(used, granule),
             reserved_smem_offset_begin=0,
             reserved_smem_offset_cap=reserved,
-            aggr_smem_size=reserved + used if self.profile.compute_capability >= (9, 0) else None,
+            aggr_smem_size=reserved + used if has_aggr_register(self.profile.compute_capability) else None,
         )
 
     def available_dynamic_smem(self, kernel: ProbeKernel, threads: int) -> int | None:
