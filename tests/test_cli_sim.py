@@ -12,6 +12,7 @@ import pytest
 from bisect_smem.app import cli
 from bisect_smem.core.model import Report
 from bisect_smem.core.profiles import PROFILES, ArchProfile
+from bisect_smem.core.schema import build
 
 
 def run_main(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -55,7 +56,7 @@ def test_json_round_trip_is_lossless(tmp_path: Path, capsys: pytest.CaptureFixtu
     out = tmp_path / "r.json"
     assert run_main(["--simulate", "h200", "--simulate", "rtx-pro-6000", "--json", str(out)], capsys)[0] == 0
     data = json.loads(out.read_text())
-    assert Report.from_dict(data).to_dict() == data
+    assert build(data, Report, "r.json").to_dict() == data
     assert [d["index"] for d in data["devices"]] == [0, 1]
 
 

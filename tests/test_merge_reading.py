@@ -16,10 +16,11 @@ import pytest
 from bisect_smem.analysis import merge
 from bisect_smem.analysis.baseline import driver_version
 from bisect_smem.app.cli import main
-from bisect_smem.core.model import DeviceReport
+from bisect_smem.core.model import REPORT_SCHEMA, DeviceReport
 from bisect_smem.core.profiles import PROFILES
 from bisect_smem.core.quantities import json_quantities, quantities
-from bisect_smem.core.saved import load_report
+from bisect_smem.core.saved import load_saved
+from bisect_smem.core.schema import construct
 
 H200_REPORT = Path(__file__).parent / "data" / "h200_report.json"
 
@@ -59,7 +60,7 @@ def sparse_device(raw: dict) -> dict:
 def both_ways(raw: dict) -> tuple[object, object]:
     """The quantities through DeviceReport and straight from the JSON, or the exception each raises."""
     out = []
-    for read in (lambda: quantities(DeviceReport.from_dict(raw)), lambda: json_quantities(raw)):
+    for read in (lambda: quantities(construct(raw, DeviceReport)), lambda: json_quantities(raw)):
         try:
             out.append(read())
         except (KeyError, TypeError, ValueError) as exc:
@@ -83,7 +84,7 @@ def test_merge_rows_are_those_of_the_loaded_report(reports: list[dict], tmp_path
     for n, doc in enumerate(reports):
         path = tmp_path / f"r{n}.json"
         path.write_text(json.dumps(doc))
-        report = load_report(path)
+        report = load_saved(path, (REPORT_SCHEMA,))
         expected = [(f"{path}:{d.index}", report.host, d.name or "unknown", driver_version(d), d.error,
                      tuple((k, merge._hashable(v)) for k, v in quantities(d).items())) for d in report.devices]
         assert merge.device_rows(str(path)) == expected

@@ -172,9 +172,10 @@ def test_missing_numba_names_the_extra(monkeypatch: pytest.MonkeyPatch, capsys: 
 def _sim_report(spec: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]):
 
     from bisect_smem.core.model import Report
+    from bisect_smem.core.schema import construct
 
     _, report = run_cli_json(["--simulate", spec], tmp_path, capsys, f"{spec.replace(',', '_')}.json")
-    return Report.from_dict(report).devices[0]
+    return construct(report, Report).devices[0]
 
 
 def test_cross_check_agrees_on_equal_devices(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -121,10 +121,11 @@ def test_the_reference_split_has_one_set_of_names() -> None:
 
 def test_quantities_use_the_split_prefix(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from bisect_smem.core.model import DeviceReport, Report
+    from bisect_smem.core.schema import construct
 
     out = tmp_path / "r.json"
     assert cli.main(["--simulate", "h200", "--level", "quick", "--json", str(out), "--quiet"]) == 0
-    (dev,) = Report.from_dict(json.loads(out.read_text())).devices
+    (dev,) = construct(json.loads(out.read_text()), Report).devices
     assert isinstance(dev, DeviceReport)
     assert quantities(dev)[f"{split_quantity_prefix(0, REFERENCE_THREADS)}.dynamic_ceiling_bytes"] == 232448
 

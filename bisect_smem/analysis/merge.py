@@ -31,7 +31,7 @@ from bisect_smem.core.errors import BaselineError
 from bisect_smem.core.model import REPORT_SCHEMA, DeviceReport, Report, StaticSplit
 from bisect_smem.core.quantities import json_quantities
 from bisect_smem.core.saved import read_bytes, read_json, schema_of
-from bisect_smem.core.schema import SchemaError, check
+from bisect_smem.core.schema import SchemaError, check, construct
 
 try:  # the optional extra "fast": the same values, parsed several times faster
     import orjson as _orjson
@@ -114,7 +114,7 @@ def _device_items(path: str, i: int, dev: dict[str, Any], table: dict[Any, Any],
         except SchemaError as exc:
             raise SchemaError(f"{path}: {exc}") from None
         for split in (dev.get("measured") or {}).get("static_splits", ()):
-            StaticSplit.from_dict(split)  # the bounds its constructor holds, as when a report is rebuilt
+            construct(split, StaticSplit)  # the bounds its constructor holds, as when a report is rebuilt
         found = table[key] = _intern(tuple((name, value if type(value) in _SCALARS else _hashable(value, exact))
                                            for name, value in json_quantities(dev).items()), table)
     return found

@@ -4,7 +4,6 @@ an earlier kernel or process left behind. Frozen, with units in the field names;
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 MARCH_PATTERNS = 37
 MARCH_READS_PER_WORD = 3 * MARCH_PATTERNS  # elements 1, 2 and 3 read every word once per pattern
@@ -36,12 +35,6 @@ class SmMarch:
         """No wrong read, and every word was read as often as the march reads it."""
         return self.bad_reads == 0 and self.reads_checked == MARCH_READS_PER_WORD * (self.bytes_tested // 4)
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> SmMarch:
-        """Rebuild from the report's JSON."""
-        return cls(d["sm_id"], d["bytes_tested"], d["reads_checked"], d.get("bad_reads", 0), d.get("first_bad_byte"),
-                   d.get("expected_word"), d.get("read_word"), d.get("pattern"), d.get("element"))
-
 
 @dataclass(frozen=True)
 class MarchResult:
@@ -49,9 +42,9 @@ class MarchResult:
 
     dynamic_bytes: int
     threads: int
-    sm_count: int | None  # what the driver reports
-    sms_seen: tuple[int, ...]
-    launches: int
+    sm_count: int | None = None  # what the driver reports
+    sms_seen: tuple[int, ...] = ()
+    launches: int = 0
     failures: tuple[SmMarch, ...] = ()
 
     @property
@@ -66,12 +59,6 @@ class MarchResult:
         """Every SM of the device ran the march."""
         return self.sm_count is not None and len(self.sms_seen) >= self.sm_count and not self.sms_missing
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> MarchResult:
-        """Rebuild from the report's JSON."""
-        return cls(d["dynamic_bytes"], d["threads"], d.get("sm_count"), tuple(d.get("sms_seen", ())),
-                   d.get("launches", 0), tuple(SmMarch.from_dict(f) for f in d.get("failures", ())))
-
 
 @dataclass(frozen=True)
 class GranuleSweep:
@@ -83,12 +70,6 @@ class GranuleSweep:
     failing_bytes: tuple[int, ...] = ()  # sizes at or below the ceiling that did not launch and verify
     failure_detail: str = ""  # the outcome of the first failing size
     over_ceiling_failed: bool | None = None  # the ceiling + 1 B must fail
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> GranuleSweep:
-        """Rebuild from the report's JSON."""
-        return cls(d["granule_bytes"], d["ceiling_bytes"], d["sizes_tested"], tuple(d.get("failing_bytes", ())),
-                   d.get("failure_detail", ""), d.get("over_ceiling_failed"))
 
 
 @dataclass(frozen=True)
@@ -113,10 +94,3 @@ class Leftovers:
     def across_processes_visible(self) -> bool:
         """A kernel saw words an earlier, ended process left."""
         return self.across_processes_words_matching > 0
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Leftovers:
-        """Rebuild from the report's JSON."""
-        return cls(d["dynamic_bytes"], d["within_process_words_read"], d["within_process_words_matching"],
-                   d["across_processes_words_read"], d["across_processes_words_matching"], d["writer_sms"],
-                   d["reader_sms"])

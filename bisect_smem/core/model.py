@@ -53,14 +53,6 @@ class Ceiling:
     rounds: int | None = None  # synchronisations the search took (several probes may share one)
     api_available_dynamic_bytes: int | None = None  # cuOccupancyAvailableDynamicSMemPerBlock, 1 block/SM
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Ceiling:
-        """Rebuild from the report's JSON."""
-        unstable = d.get("unstable_range_bytes")
-        return cls(d["ceiling_bytes"], d["probes"], d["probe_bound"], d.get("at_cap", False),
-                   tuple(unstable) if unstable else None, tuple(d.get("non_monotone_at_bytes", ())),
-                   d.get("error"), d.get("rounds"), d.get("api_available_dynamic_bytes"))
-
 
 @dataclass(frozen=True)
 class StaticSplit:
@@ -80,12 +72,6 @@ class StaticSplit:
         if self.threads < 1:
             raise ValueError(f"threads must be >= 1 (got {self.threads})")
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> StaticSplit:
-        """Rebuild from the report's JSON."""
-        return cls(d["static_bytes"], d["threads"], d["dynamic_ceiling_bytes"], d["probes"],
-                   d.get("static_footprint_bytes"), d.get("api_available_dynamic_bytes"))
-
 
 @dataclass(frozen=True)
 class ResidencyStep:
@@ -95,15 +81,9 @@ class ResidencyStep:
     threads: int
     blocks_per_sm_min: int
     blocks_per_sm_max: int
-    api_blocks_per_sm: int | None
-    formula_blocks_per_sm: int | None
-    limited_by: str | None
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> ResidencyStep:
-        """Rebuild from the report's JSON."""
-        return cls(d["dynamic_bytes"], d["threads"], d["blocks_per_sm_min"], d["blocks_per_sm_max"],
-                   d.get("api_blocks_per_sm"), d.get("formula_blocks_per_sm"), d.get("limited_by"))
+    api_blocks_per_sm: int | None = None
+    formula_blocks_per_sm: int | None = None
+    limited_by: str | None = None
 
 
 @dataclass(frozen=True)
@@ -112,16 +92,9 @@ class CarveoutPoint:
 
     percent: int
     blocks_per_sm: int
-    api_blocks_per_sm: int | None
-    carveout_bytes: int | None  # the published size inside the measured range, if exactly one is
-    carveout_range_bytes: tuple[int, int] | None  # [low, high): what residency proves
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> CarveoutPoint:
-        """Rebuild from the report's JSON."""
-        rng = d.get("carveout_range_bytes")
-        return cls(d["percent"], d["blocks_per_sm"], d.get("api_blocks_per_sm"), d.get("carveout_bytes"),
-                   tuple(rng) if rng else None)
+    api_blocks_per_sm: int | None = None
+    carveout_bytes: int | None = None  # the published size inside the measured range, if exactly one is
+    carveout_range_bytes: tuple[int, int] | None = None  # [low, high): what residency proves
 
 
 @dataclass(frozen=True)
@@ -129,18 +102,12 @@ class ClusterMeasurement:
     """Thread block clusters at one dynamic size (cc 9.0+)."""
 
     dynamic_bytes: int
-    max_cluster_size_portable: int | None
-    max_cluster_size_nonportable: int | None
-    api_max_cluster_size: int | None
-    active_clusters: dict[str, dict[str, int | None]]  # cluster size -> {"measured": n, "api": n}
-    dsm_verified: bool | None
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> ClusterMeasurement:
-        """Rebuild from the report's JSON."""
-        return cls(d["dynamic_bytes"], d.get("max_cluster_size_portable"), d.get("max_cluster_size_nonportable"),
-                   d.get("api_max_cluster_size"), {str(k): dict(v) for k, v in d.get("active_clusters", {}).items()},
-                   d.get("dsm_verified"))
+    max_cluster_size_portable: int | None = None
+    max_cluster_size_nonportable: int | None = None
+    api_max_cluster_size: int | None = None
+    # cluster size -> {"measured": n, "api": n}
+    active_clusters: dict[str, dict[str, int | None]] = field(default_factory=dict)
+    dsm_verified: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -168,32 +135,6 @@ class Measured:
     granule_sweep: GranuleSweep | None = None
     leftovers: Leftovers | None = None
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Measured:
-        """Rebuild from the report's JSON."""
-        return cls(
-            default_dynamic_ceiling_bytes=d.get("default_dynamic_ceiling_bytes"),
-            default_api_available_dynamic_bytes=d.get("default_api_available_dynamic_bytes"),
-            optin_dynamic_ceiling_bytes=d.get("optin_dynamic_ceiling_bytes"),
-            attribute_accept_ceiling_bytes=d.get("attribute_accept_ceiling_bytes"),
-            static_splits=tuple(StaticSplit.from_dict(s) for s in d.get("static_splits", ())),
-            reserved_bytes=d.get("reserved_bytes"),
-            allocation_granularity_bytes=d.get("allocation_granularity_bytes"),
-            probes=dict(d.get("probes", {})),
-            searches={k: Ceiling.from_dict(v) for k, v in d.get("searches", {}).items()},
-            registers_at_ceiling=d.get("registers_at_ceiling"),
-            residency=tuple(ResidencyStep.from_dict(r) for r in d.get("residency", ())),
-            smem_per_sm_bytes=d.get("smem_per_sm_bytes"),
-            carveout=tuple(CarveoutPoint.from_dict(c) for c in d.get("carveout", ())),
-            clusters=tuple(ClusterMeasurement.from_dict(c) for c in d.get("clusters", ())),
-            clusters_skipped=d.get("clusters_skipped"),
-            timings_s=dict(d.get("timings_s", {})),
-            level=d.get("level", DEFAULT_LEVEL),
-            march=MarchResult.from_dict(d["march"]) if d.get("march") else None,
-            granule_sweep=GranuleSweep.from_dict(d["granule_sweep"]) if d.get("granule_sweep") else None,
-            leftovers=Leftovers.from_dict(d["leftovers"]) if d.get("leftovers") else None,
-        )
-
 
 @dataclass(frozen=True)
 class Verdict:
@@ -213,21 +154,15 @@ class Verdict:
         if self.kind not in VERDICT_KINDS:
             raise ValueError(f"verdict kind must be one of {', '.join(VERDICT_KINDS)} (got {self.kind!r})")
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Verdict:
-        """Rebuild from the report's JSON."""
-        return cls(d["quantity"], d["reported"], d["source"], d["measured"], d["verdict"], d.get("note", ""),
-                   d.get("kind", "limit"))
-
 
 @dataclass(frozen=True)
 class DeviceReport:
     """Everything known about one device; ``error`` is None when it was measured completely."""
 
     index: int
-    name: str | None
-    compute_capability: str | None
-    backend: str
+    name: str | None = None
+    compute_capability: str | None = None
+    backend: str = "unknown"
     context: dict[str, Any] = field(default_factory=dict)
     reported: dict[str, dict[str, Any]] = field(default_factory=dict)
     measured: Measured | None = None
@@ -252,20 +187,6 @@ class DeviceReport:
         """The device was not measured completely, or a row could not be measured."""
         return self.error is not None or any(v.verdict == "ERROR" for v in self.verdicts)
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> DeviceReport:
-        """Rebuild from the report's JSON."""
-        measured = d.get("measured")
-        return cls(
-            index=d["index"], name=d.get("name"), compute_capability=d.get("compute_capability"),
-            backend=d.get("backend", "unknown"), context=dict(d.get("context", {})),
-            reported={k: dict(v) for k, v in d.get("reported", {}).items()},
-            measured=Measured.from_dict(measured) if measured is not None else None,
-            verdicts=tuple(Verdict.from_dict(v) for v in d.get("verdicts", ())),
-            events=tuple(d.get("events", ())), error=d.get("error"), elapsed_s=d.get("elapsed_s"),
-            summary=DeviceSummary.from_dict(d["summary"]) if d.get("summary") else None,
-        )
-
 
 @dataclass(frozen=True)
 class Report:
@@ -286,14 +207,3 @@ class Report:
     def to_dict(self) -> dict[str, Any]:
         """The report as plain JSON values."""
         return to_jsonable(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Report:
-        """Rebuild from the report's JSON."""
-        if not isinstance(d, dict) or d.get("schema") != REPORT_SCHEMA:
-            found = d.get("schema") if isinstance(d, dict) else type(d).__name__
-            raise ValueError(f"not a {REPORT_SCHEMA} report (schema: {found!r})")
-        return cls(tool_version=d["tool_version"], created_utc=d["created_utc"], host=d["host"],
-                   backend=d["backend"], devices=tuple(DeviceReport.from_dict(x) for x in d["devices"]),
-                   host_context=dict(d.get("host_context", {})), level=d.get("level", DEFAULT_LEVEL),
-                   result=d.get("result"), exit_code=d.get("exit_code"), error=d.get("error"))

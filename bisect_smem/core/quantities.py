@@ -24,7 +24,7 @@ def quantities(dev: DeviceReport) -> dict[str, Any]:
 
 def json_quantities(dev: dict[str, Any]) -> dict[str, Any]:
     """``quantities`` of a device in its report's JSON form (schema-checked), keyed as in the JSON: a key
-    the dataclass's ``from_dict`` requires is indexed, one it defaults is read with ``get``."""
+    the dataclass requires (core/schema.py's ``construct``) is indexed, one it defaults is read with ``get``."""
     q: dict[str, Any] = {}
     for source, view in sorted(dev.get("reported", {}).items()):
         for key, value in sorted(view.items()):

@@ -1,15 +1,21 @@
-"""One shape check for every JSON file the tool reads back (reports, baselines): each field of the
-dataclass it becomes must be present where required and of its declared type, else a SchemaError
-naming the field, e.g. ``field devices[0].measured.residency[3].threads must be an integer (got '4')``.
+"""One walker over the dataclasses for every JSON file the tool reads back (reports, baselines): the
+shape check, then the dataclasses built from the checked JSON.
 
-The check is compiled once per type into nested closures, and the field's path is assembled only
-when a check fails, so a fleet of reports is checked quickly. A reader that uses only part of a file
-(merge) names the fields it leaves unread in ``skip``: they are neither required nor checked.
+The check: each field of the dataclass a value becomes must be present where required and of its
+declared type, else a SchemaError naming the field, e.g. ``field devices[0].measured.residency[3].threads
+must be an integer (got '4')``. It is compiled once per type into nested closures, and the field's path is
+assembled only when a check fails, so a fleet of reports is checked quickly. A reader that uses only part
+of a file (merge) names the fields it leaves unread in ``skip``: they are neither required nor checked.
+
+The build (``construct``): a field present in the JSON is converted by its declared type (lists become
+tuples where the type says tuple, objects become their dataclass, strings their enum), a field absent takes
+its default, and a field absent without a default is a KeyError. It is compiled once per type as well.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import enum
 import functools
 import types
 import typing
@@ -19,6 +25,7 @@ from typing import Any
 from bisect_smem.core.errors import BaselineError
 
 Checker = Callable[[Any], None]
+Builder = Callable[[Any], Any]
 _NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
 
 
@@ -46,10 +53,10 @@ def check(data: Any, cls: type, where: str = "", skip: frozenset[str] = frozense
 
 
 def build(data: Any, cls: type, source: str, where: str = "") -> Any:
-    """``cls.from_dict(data)`` after the shape check; any failure is a SchemaError naming ``source``."""
+    """``construct(data, cls)`` after the shape check; any failure is a SchemaError naming ``source``."""
     try:
         check(data, cls, where)
-        return cls.from_dict(data)
+        return construct(data, cls)
     except SchemaError as exc:
         raise SchemaError(f"{source}: {exc}") from None
     except (KeyError, TypeError, ValueError) as exc:
@@ -192,3 +199,59 @@ def _plain_checker(accepted: tuple[type, ...], expected: str, bool_ok: bool) -> 
         if not isinstance(value, accepted) or (not bool_ok and isinstance(value, bool)):
             raise _fail(expected, value)
     return check_plain
+
+
+def construct(data: Any, cls: type) -> Any:
+    """The dataclass ``cls`` built from its JSON form (see the module's docstring): KeyError for a required
+    field that is missing, TypeError or ValueError for what its constructor refuses."""
+    return _builder(cls)(data)
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+@functools.cache
+def _builder(tp: Any) -> Builder:
+    """A function that turns the JSON form of type ``tp`` into its Python value."""
+    if dataclasses.is_dataclass(tp):
+        return _dataclass_builder(tp)
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return tp
+    if _is_union(tp):
+        options = [a for a in typing.get_args(tp) if a is not type(None)]
+        if len(options) == 1:
+            only = _builder(options[0])
+            return lambda value: None if value is None else only(value)
+        return _same  # unions of plain values (int | str | None) are the values themselves
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            item = _builder(args[0])
+            return lambda value: tuple(map(item, value))
+        items = [_builder(a) for a in args]
+        return lambda value: tuple(b(v) for b, v in zip(items, value, strict=True))
+    if origin is list:
+        item = _builder(args[0])
+        return lambda value: list(map(item, value))
+    if origin is dict:
+        entry = _builder(args[1])
+        return lambda value: {key: entry(v) for key, v in value.items()}
+    return _same
+
+
+def _dataclass_builder(cls: type) -> Builder:
+    hints = typing.get_type_hints(cls)
+    fields = [(f.name, _builder(hints[f.name]),
+               f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING)
+              for f in dataclasses.fields(cls) if f.init]
+
+    def build_object(value: Any) -> Any:
+        kwargs = {}
+        for name, item, has_default in fields:
+            if name in value:
+                kwargs[name] = item(value[name])
+            elif not has_default:
+                raise KeyError(name)
+        return cls(**kwargs)
+    return build_object

@@ -7,7 +7,6 @@ A report carries these so that a consumer reads them instead of recounting the v
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 STATUSES = ("pass", "fail", "incomplete")
 # The run's result by exit code: a report is written on 0, 1, 3 and 4, and on 2 when --compare finds no
@@ -33,11 +32,6 @@ class VerdictCounts:
     info: int = 0
     error: int = 0
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> VerdictCounts:
-        """Rebuild from the report's JSON."""
-        return cls(**{name: int(d.get(name, 0)) for name in ("match", "mismatch", "differs", "info", "error")})
-
 
 @dataclass(frozen=True)
 class DeviceSummary:
@@ -46,14 +40,9 @@ class DeviceSummary:
     unmeasured row in one line (None on ``pass``)."""
 
     status: str
-    counts: VerdictCounts
+    counts: VerdictCounts = VerdictCounts()
     reason: str | None = None
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
             raise ValueError(f"status must be one of {', '.join(STATUSES)} (got {self.status!r})")
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> DeviceSummary:
-        """Rebuild from the report's JSON."""
-        return cls(d["status"], VerdictCounts.from_dict(d.get("counts") or {}), d.get("reason"))
