@@ -132,10 +132,11 @@ def _run(args: list[str], work: Path) -> dict[str, Any]:
         code = cli.main([*args, *extra, *([] if "--quiet" in args or args[0] in ("merge", "profiles") else
                                           ["--quiet"])])
     stdout = out.getvalue()
-    if stdout.startswith("{"):  # the JSON report itself
-        stdout = json.dumps(_stable(json.loads(stdout)), indent=1, sort_keys=True)
-    result: dict[str, Any] = {"code": code, "stdout": _blank(stdout, work),
-                              "stderr": _blank(err.getvalue(), work)}
+    result: dict[str, Any] = {"code": code, "stderr": _blank(err.getvalue(), work)}
+    if stdout.startswith("{"):  # the JSON report itself: compared as the --json file is
+        result["stdout_json"] = _stable(json.loads(stdout))
+    else:
+        result["stdout"] = _blank(stdout, work)
     if report.is_file():
         data = json.loads(report.read_text())
         result["json"] = _stable(data)
@@ -177,7 +178,8 @@ def compare(old_path: Path, new_path: Path) -> int:
         for key in ("code", "stdout", "stderr", "devices"):
             if a.get(key) != b.get(key):
                 problems.append(f"{name}: {key} differs")
-        problems += [f"{name}: {p}" for p in _contains(a.get("json"), b.get("json"), "json")]
+        for key in ("json", "stdout_json"):
+            problems += [f"{name}: {p}" for p in _contains(a.get(key), b.get(key), key)]
     for line in problems:
         print(line)
     print(f"{len(set(old) & set(new))} runs compared, {len(problems)} differences")

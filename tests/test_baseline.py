@@ -3,6 +3,7 @@ and the pytest plugin end to end with JUnit output."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -107,7 +108,7 @@ def test_compare_takes_the_newest_older_driver(saved: Path, capsys: pytest.Captu
         (saved / H200_DIR / f"{version}.json").write_text(json.dumps(original))
     (saved / H200_DIR / "simulated.json").unlink()
     dev = load_baseline(saved / H200_DIR / "600.1.json").device
-    dev = type(dev)(**{**dev.__dict__, "context": {**dev.context, "nvml_driver_version": "580.159.04"}})
+    dev = dataclasses.replace(dev, context=dataclasses.replace(dev.context, nvml_driver_version="580.159.04"))
     found, note = find_baseline(saved, dev)
     assert found.path.name == "550.54.15.json" and "the newest older than 580.159.04" in note
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bisect_smem.analysis.verdicts import build_verdicts
+from bisect_smem.core.attributes import DriverAttributes, ReportedAttributes
 from bisect_smem.core.profiles import find_profile
 from bisect_smem.devices.backends.sim import SimSession, SimSpec
 from bisect_smem.devices.kernel_abi import RESULT_WORDS, decode_probe_result, pattern_byte
@@ -67,8 +68,8 @@ def test_a_launch_that_does_not_verify_is_never_a_ceiling() -> None:
     config = MeasureConfig()
     measured, _ = assemble(DeviceMeasurement(session, config).run(plan_steps(config))[0])
     assert measured.optin_dynamic_ceiling_bytes is None
-    reported = {"driver": {"max_shared_memory_per_block_optin_bytes": 232448,
-                           "max_shared_memory_per_block_bytes": 49152}}
+    reported = ReportedAttributes(driver=DriverAttributes(max_shared_memory_per_block_optin_bytes=232448,
+                                                          max_shared_memory_per_block_bytes=49152))
     rows = build_verdicts(reported, measured, find_profile("h200"))
     split_rows = [r for r in rows if r.quantity.startswith("opt-in dynamic ceiling")]
     assert split_rows and all(r.verdict == "ERROR" and "verify_failed" in r.note for r in split_rows)

@@ -29,7 +29,7 @@ def model_slug(name: str | None) -> str:
 
 def driver_version(dev: DeviceReport) -> str:
     """The driver version a baseline is filed under (NVML's, else 'unknown-driver')."""
-    return str(dev.context.get("nvml_driver_version") or "unknown-driver")
+    return str(dev.context.nvml_driver_version or "unknown-driver")
 
 
 def _version_key(version: str) -> tuple[int, ...]:
@@ -42,13 +42,13 @@ def provenance(report: Report, dev: DeviceReport) -> dict[str, Any]:
     return {
         "tool_version": __version__,
         "driver_version": driver_version(dev),
-        "cuda_driver_version": ctx.get("cuda_driver_version") or ctx.get("nvml_cuda_driver_version"),
-        "cuda_runtime_version": ctx.get("cuda_runtime_version"),
-        "cupy_version": ctx.get("cupy_version"),
-        "numba_version": ctx.get("numba_version"),
+        "cuda_driver_version": ctx.cuda_driver_version or ctx.nvml_cuda_driver_version,
+        "cuda_runtime_version": ctx.cuda_runtime_version,
+        "cupy_version": ctx.cupy_version,
+        "numba_version": ctx.numba_version,
         "device": dev.name,
         "compute_capability": dev.compute_capability,
-        "uuid": ctx.get("nvml_uuid"),
+        "uuid": ctx.nvml_uuid,
         "host": report.host,
         "date_utc": report.created_utc,
         "backend": dev.backend,

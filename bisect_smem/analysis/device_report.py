@@ -31,8 +31,7 @@ def build_report(index: int, backend: str, info: DeviceInfo | None, done: Done, 
     failed = [Verdict(f"step {r.step.key}", None, None, None, "ERROR", r.error) for r in done.values() if r.error]
     missing = [Verdict(f"step {step.key}", None, None, None, "ERROR", "not measured: the device was given up")
                for step in planned or () if step not in done]
-    context = {"pci_bus_id": info.identity.pci_bus_id, **{f"nvml_{k}": v for k, v in info.nvml.items()},
-               **info.identity.extra}
+    context = replace(info.identity.extra, pci_bus_id=info.identity.pci_bus_id).with_nvml(info.nvml)
     return DeviceReport(index=index, name=info.identity.name, compute_capability=cc_text(cc), backend=backend,
                         context=context, reported=info.reported, measured=measured,
                         verdicts=(*verdicts, *failed, *missing), events=tuple(events),

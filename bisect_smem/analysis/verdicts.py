@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from bisect_smem.analysis.integrity_verdicts import validation_verdicts
+from bisect_smem.core.attributes import ReportedAttributes
 from bisect_smem.core.errors import UsageError
 from bisect_smem.core.hardware import (
     PORTABLE_CLUSTER_SIZE,
@@ -24,7 +25,6 @@ from bisect_smem.core.hardware import (
 from bisect_smem.core.levels import split_search_name
 from bisect_smem.core.model import CarveoutPoint, Ceiling, Measured, ResidencyStep, StaticSplit, Verdict
 from bisect_smem.core.profiles import ArchProfile, parse_cc
-from bisect_smem.devices.attributes import best_value, disagreements
 
 AVAILABLE_API = "cuOccupancyAvailableDynamicSMemPerBlock"
 
@@ -143,15 +143,15 @@ def _nothing_launches(quantity: str, split: StaticSplit, footprint: int, optin: 
                    f"launched although {why}")
 
 
-def build_verdicts(reported: dict[str, dict[str, Any]], measured: Measured,
+def build_verdicts(reported: ReportedAttributes, measured: Measured,
                    profile: ArchProfile | None, cc: str | None = None) -> list[Verdict]:
     """Every comparison row for one device, in the order a person reads them."""
     rows: list[Verdict] = []
-    for d in disagreements(reported):
-        rows.append(Verdict(f"{d.key} agrees across sources", None, "/".join(d.values), None, "MISMATCH",
-                            d.describe()))
+    for key, values in reported.disagreements():
+        rows.append(Verdict(f"{key} agrees across sources", None, "/".join(values), None, "MISMATCH",
+                            f"{key}: " + ", ".join(f"{src} {val}" for src, val in values.items())))
 
-    default_limit, src = best_value(reported, "max_shared_memory_per_block_bytes")
+    default_limit, src = reported.best("max_shared_memory_per_block_bytes")
     rows.append(_compare("default dynamic ceiling (no opt-in)", default_limit, src,
                          measured.default_dynamic_ceiling_bytes, measured.searches.get("default_dynamic_ceiling")))
     if measured.default_dynamic_ceiling_bytes is not None:
@@ -160,15 +160,15 @@ def build_verdicts(reported: dict[str, dict[str, Any]], measured: Measured,
                              measured.default_dynamic_ceiling_bytes,
                              note="" if available is not None else "not available on this backend"))
 
-    optin, optin_src = best_value(reported, "max_shared_memory_per_block_optin_bytes")
+    optin, optin_src = reported.best("max_shared_memory_per_block_optin_bytes")
     rows.append(_compare("opt-in attribute accepts up to", optin, optin_src, measured.attribute_accept_ceiling_bytes,
                          measured.searches.get("attribute_accept_ceiling")))
     rows += split_verdicts(measured.static_splits, measured, optin, optin_src)
 
-    oversized = reported.get("driver", {}).get("max_oversized_shared_memory_per_block_bytes")
+    oversized = reported.driver.max_oversized_shared_memory_per_block_bytes if reported.driver else None
     rows.append(Verdict("oversized smem per block (attr 150)", oversized, "driver", None, "info",
                         "reported only" if oversized is not None else "not known by this driver"))
-    reserved, reserved_src = best_value(reported, "reserved_shared_memory_per_block_bytes")
+    reserved, reserved_src = reported.best("reserved_shared_memory_per_block_bytes")
     rows.append(_compare("reserved shared memory per block", reserved, reserved_src, measured.reserved_bytes,
                          note="" if measured.reserved_bytes is not None else _not_measured_note(cc)))
     granule = profile.allocation_granularity_bytes if profile else None
@@ -181,7 +181,7 @@ def build_verdicts(reported: dict[str, dict[str, Any]], measured: Measured,
                              "requested", regs["dynamic_smem_size"]))
     rows += residency_verdicts(measured.residency)
     if measured.residency:
-        per_sm, per_sm_src = best_value(reported, "max_shared_memory_per_multiprocessor_bytes")
+        per_sm, per_sm_src = reported.best("max_shared_memory_per_multiprocessor_bytes")
         rows.append(_compare("shared memory per SM (2 blocks fit)", per_sm, per_sm_src,
                              measured.smem_per_sm_bytes))
     rows += carveout_verdicts(measured.carveout, profile.carveout_kib if profile else None)

@@ -356,6 +356,7 @@ def _refuse_existing_sim_baselines(request, directory: Path) -> None:
     """A simulated device's model and driver are known before it is measured, so an existing baseline
     is refused before any work; for a real GPU the same check runs after measuring, before any write."""
     from bisect_smem.analysis.baseline import baseline_path, refuse_existing
+    from bisect_smem.core.attributes import DeviceContext
     from bisect_smem.core.model import DeviceReport
     from bisect_smem.core.profiles import cc_text
     from bisect_smem.devices.device_info import open_device
@@ -369,7 +370,7 @@ def _refuse_existing_sim_baselines(request, directory: Path) -> None:
         session.close()
         cc = info.identity.compute_capability
         stub = DeviceReport(index, info.identity.name, cc_text(cc), request.backend.name,
-                            context={f"nvml_{k}": v for k, v in info.nvml.items()})
+                            context=DeviceContext().with_nvml(info.nvml))
         paths.append(baseline_path(directory, stub))
     refuse_existing(paths, force=False)
 

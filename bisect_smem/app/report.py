@@ -62,13 +62,13 @@ def device_verdict(dev: DeviceReport) -> str:
 def header_lines(dev: DeviceReport) -> list[str]:
     """Two lines naming the device and the context that explains differences."""
     ctx = dev.context
-    cuda = ctx.get("cuda_driver_version")
+    cuda = ctx.cuda_driver_version
     cuda_text = f" (CUDA {cuda // 1000}.{cuda % 1000 // 10})" if isinstance(cuda, int) and cuda else ""
     first = f"device {dev.index}: {dev.name or 'unknown device'} | cc {dev.compute_capability or '?'} | " \
-            f"UUID {ctx.get('nvml_uuid') or 'unknown'}"
-    second = " | ".join([f"driver {ctx.get('nvml_driver_version') or 'unknown'}{cuda_text}",
-                         f"virtualization {ctx.get('nvml_virtualization_mode') or 'unknown'}",
-                         f"MIG {ctx.get('nvml_mig_mode') or 'unknown'}", f"backend {dev.backend}"])
+            f"UUID {ctx.nvml_uuid or 'unknown'}"
+    second = " | ".join([f"driver {ctx.nvml_driver_version or 'unknown'}{cuda_text}",
+                         f"virtualization {ctx.nvml_virtualization_mode or 'unknown'}",
+                         f"MIG {ctx.nvml_mig_mode or 'unknown'}", f"backend {dev.backend}"])
     return [first, second]
 
 

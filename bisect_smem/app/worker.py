@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from bisect_smem.analysis.device_report import build_report
 from bisect_smem.app.leftover_writer import write_elsewhere
+from bisect_smem.core.attributes import NvmlInfo
 from bisect_smem.core.errors import BisectSmemError, ProbeFault
 from bisect_smem.core.model import DeviceReport
 from bisect_smem.devices.device_info import DeviceInfo, open_device
@@ -48,7 +49,7 @@ class NvmlRead:
     """NVML's view of the device, read beside the measurement."""
 
     index: int
-    nvml: dict[str, Any]
+    nvml: NvmlInfo
 
 
 @dataclass(frozen=True)

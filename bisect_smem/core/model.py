@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from bisect_smem.core.attributes import DeviceContext, ReportedAttributes
 from bisect_smem.core.integrity import GranuleSweep, Leftovers, MarchResult
 from bisect_smem.core.levels import DEFAULT_LEVEL
 from bisect_smem.core.status import DeviceSummary
@@ -163,8 +164,8 @@ class DeviceReport:
     name: str | None = None
     compute_capability: str | None = None
     backend: str = "unknown"
-    context: dict[str, Any] = field(default_factory=dict)
-    reported: dict[str, dict[str, Any]] = field(default_factory=dict)
+    context: DeviceContext = field(default_factory=DeviceContext)
+    reported: ReportedAttributes = field(default_factory=ReportedAttributes)
     measured: Measured | None = None
     verdicts: tuple[Verdict, ...] = ()
     events: tuple[dict[str, Any], ...] = ()

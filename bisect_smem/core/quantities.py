@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from bisect_smem.core.attributes import SOURCE_KEYS
 from bisect_smem.core.levels import split_quantity_prefix
 from bisect_smem.core.model import DeviceReport, to_jsonable
 
@@ -27,8 +28,11 @@ def json_quantities(dev: dict[str, Any]) -> dict[str, Any]:
     the dataclass requires (core/schema.py's ``construct``) is indexed, one it defaults is read with ``get``."""
     q: dict[str, Any] = {}
     for source, view in sorted(dev.get("reported", {}).items()):
-        for key, value in sorted(view.items()):
-            q[f"reported.{source}.{key}"] = value
+        if view is None:
+            continue  # a source that was never read
+        # A source's known attributes are its fields, null or not; what else a file holds is read too.
+        for key in sorted({*SOURCE_KEYS.get(source, ()), *view}):
+            q[f"reported.{source}.{key}"] = view.get(key)
     m = dev.get("measured")
     if m is None:
         return q

@@ -1,10 +1,12 @@
-"""What the device reports: driver attributes, runtime properties and NVML, and where they disagree."""
+"""Reading what a device reports: driver attributes by id, runtime properties by cudaDeviceProp name, and
+NVML, into the typed views of core/attributes.py."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import replace
 from typing import Any
 
+from bisect_smem.core.attributes import DeviceAttributes, DriverAttributes, NvmlInfo
 from bisect_smem.core.hardware import DriverAttribute
 
 # (driver attribute, report key, cudaDeviceProp name)
@@ -28,89 +30,46 @@ DEVICE_ATTRIBUTES: tuple[tuple[DriverAttribute, str, str], ...] = (
 DRIVER_ONLY_ATTRIBUTES: tuple[tuple[int, str], ...] = (
     (150, "max_oversized_shared_memory_per_block_bytes"),
 )
-ATTRIBUTE_KEYS = tuple(key for _, key, _ in DEVICE_ATTRIBUTES)
 DRIVER_ATTRIBUTE_IDS = (*(attr_id for attr_id, _, _ in DEVICE_ATTRIBUTES),
                         *(attr_id for attr_id, _ in DRIVER_ONLY_ATTRIBUTES))
 
 NVML_VIRTUALIZATION_MODES = {0: "none", 1: "passthrough", 2: "vgpu", 3: "host_vgpu", 4: "host_vsga"}
-NVML_FIELDS = ("driver_version", "cuda_driver_version", "uuid", "pci_bus_id", "virtualization_mode", "mig_mode",
-               "name")
 
 
-def driver_view(values_by_id: dict[int, int | None]) -> dict[str, int | None]:
-    """Driver attribute values under their report keys."""
-    view = {key: values_by_id.get(attr_id) for attr_id, key, _ in DEVICE_ATTRIBUTES}
-    view.update({key: values_by_id.get(attr_id) for attr_id, key in DRIVER_ONLY_ATTRIBUTES})
-    return view
+def driver_view(values_by_id: dict[int, int | None]) -> DriverAttributes:
+    """Driver attribute values (by cuDeviceGetAttribute id) under their report names."""
+    return DriverAttributes(**{key: values_by_id.get(attr_id) for attr_id, key, _ in DEVICE_ATTRIBUTES},
+                            **{key: values_by_id.get(attr_id) for attr_id, key in DRIVER_ONLY_ATTRIBUTES})
 
 
-def runtime_view(props: dict[str, Any]) -> dict[str, int | None]:
-    """Runtime device properties under the same report keys as the driver's."""
-    out: dict[str, int | None] = {}
-    for _, key, prop in DEVICE_ATTRIBUTES:
-        value = props.get(prop)
-        out[key] = int(value) if value is not None else None
-    return out
+def runtime_view(props: dict[str, Any]) -> DeviceAttributes:
+    """Runtime device properties (by cudaDeviceProp name) under the same report names as the driver's."""
+    values = {key: props.get(prop) for _, key, prop in DEVICE_ATTRIBUTES}
+    return DeviceAttributes(**{key: int(value) if value is not None else None for key, value in values.items()})
 
 
-@dataclass(frozen=True)
-class Disagreement:
-    """One attribute two sources report differently."""
-
-    key: str
-    values: dict[str, int | None]
-
-    def describe(self) -> str:
-        """``key: driver X, runtime Y``."""
-        return f"{self.key}: " + ", ".join(f"{src} {val}" for src, val in self.values.items())
-
-
-def disagreements(reported: dict[str, dict[str, Any]]) -> list[Disagreement]:
-    """Attributes that two sources both know and report differently (unknown is not a disagreement)."""
-    found = []
-    for key in ATTRIBUTE_KEYS:
-        values = {src: view.get(key) for src, view in reported.items() if key in view}
-        known = {v for v in values.values() if v is not None}
-        if len(known) > 1:
-            found.append(Disagreement(key, values))
-    return found
-
-
-def best_value(reported: dict[str, dict[str, Any]], key: str) -> tuple[int | None, str | None]:
-    """The value of ``key`` from the first source that knows it, driver first, and that source's name."""
-    for source in ("driver", "runtime"):
-        value = reported.get(source, {}).get(key)
-        if value is not None:
-            return value, source
-    return None, None
-
-
-def read_nvml(pci_bus_id: str | None) -> dict[str, Any]:
+def read_nvml(pci_bus_id: str | None) -> NvmlInfo:
     """NVML's view of the device with this PCI bus id. Every field that fails is None, never an exception.
 
     In MIG slices and some containers NVML answers with permission errors for the parent device;
     CUDA still reports the slice, so a failure here only makes fields unknown.
     """
-    info: dict[str, Any] = dict.fromkeys(NVML_FIELDS)
-    info["error"] = None
     try:
-        import pynvml
+        import pynvml  # deferred: only a real device's worker asks NVML
     except ImportError:
-        info["error"] = "nvidia-ml-py is not installed"
-        return info
+        return NvmlInfo(error="nvidia-ml-py is not installed")
     try:
         pynvml.nvmlInit()
     except Exception as exc:  # noqa: BLE001 - NVML raises its own error type per failure code
-        info["error"] = f"nvmlInit failed: {exc}"
-        return info
+        return NvmlInfo(error=f"nvmlInit failed: {exc}")
+    info: dict[str, Any] = {}
     try:
         info["driver_version"] = _nvml(pynvml.nvmlSystemGetDriverVersion)
         cuda_version = _nvml(pynvml.nvmlSystemGetCudaDriverVersion)
         info["cuda_driver_version"] = cuda_version
         handle = _nvml(pynvml.nvmlDeviceGetHandleByPciBusId, pci_bus_id) if pci_bus_id else None
         if handle is None:
-            info["error"] = f"no NVML device for PCI bus id {pci_bus_id}"
-            return info
+            return NvmlInfo(**info, error=f"no NVML device for PCI bus id {pci_bus_id}")
         info["uuid"] = _nvml(pynvml.nvmlDeviceGetUUID, handle)
         pci = _nvml(pynvml.nvmlDeviceGetPciInfo, handle)
         info["pci_bus_id"] = _text(pci.busId) if pci is not None else None
@@ -125,9 +84,8 @@ def read_nvml(pci_bus_id: str | None) -> dict[str, Any]:
             pynvml.nvmlShutdown()
         except Exception:  # noqa: BLE001
             pass
-    for key in ("driver_version", "uuid", "name"):
-        info[key] = _text(info[key])
-    return info
+    nvml = NvmlInfo(**info)
+    return replace(nvml, driver_version=_text(nvml.driver_version), uuid=_text(nvml.uuid), name=_text(nvml.name))
 
 
 def _nvml(call: Any, *args: Any) -> Any:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
 
+from bisect_smem.core.attributes import NvmlInfo, ReportedAttributes
 from bisect_smem.devices.attributes import driver_view, runtime_view
 from bisect_smem.devices.backends.base import Backend, DeviceIdentity, DeviceSession
 
@@ -15,8 +15,8 @@ class DeviceInfo:
     """What a device says about itself, gathered once when it is opened."""
 
     identity: DeviceIdentity
-    reported: dict[str, dict[str, Any]]
-    nvml: dict[str, Any]
+    reported: ReportedAttributes
+    nvml: NvmlInfo
     open_s: float = 0.0  # compiling and loading the kernels, reading the attributes
 
 
@@ -26,8 +26,7 @@ def open_device(backend: Backend, index: int, static_sizes: tuple[int, ...], nvm
     reports; ``nvml=False`` leaves NVML to the caller."""
     start = time.perf_counter()
     session = backend.open(index, static_sizes, step_kinds)
-    reported = {"driver": driver_view(session.driver_attributes()),
-                "runtime": runtime_view(session.runtime_attributes())}
-    info = DeviceInfo(session.identity(), reported, session.nvml_info() if nvml else {},
+    reported = ReportedAttributes(driver_view(session.driver_attributes()), runtime_view(session.runtime_attributes()))
+    info = DeviceInfo(session.identity(), reported, session.nvml_info() if nvml else NvmlInfo(),
                       round(time.perf_counter() - start, 6))
     return session, info

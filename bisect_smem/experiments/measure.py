@@ -107,7 +107,7 @@ class DeviceMeasurement:
     def for_device(cls, session: DeviceSession, info: DeviceInfo, config: MeasureConfig,
                    progress: Progress | None = None, write_elsewhere: WriteElsewhere | None = None) -> DeviceMeasurement:
         """The experiments on an opened device, fed by what it reports and its published row."""
-        return cls(session, config, progress, info.reported["driver"], profile_for_cc(info.identity.compute_capability),
+        return cls(session, config, progress, info.reported.driver, profile_for_cc(info.identity.compute_capability),
                    write_elsewhere)
 
     def _search(self, name: str, predicate: Callable[[list[int]], list[bool]]) -> Ceiling:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from bisect_smem.core.attributes import DeviceContext, NvmlInfo
 from bisect_smem.core.errors import BisectSmemError
 from bisect_smem.devices.probes import (
     ClusterOutcome,
@@ -85,7 +86,7 @@ class DeviceIdentity:
     name: str
     compute_capability: tuple[int, int]
     pci_bus_id: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: DeviceContext = DeviceContext()  # what the backend adds to the report's context (its versions)
 
 
 class DeviceSession(Protocol):
@@ -103,7 +104,7 @@ class DeviceSession(Protocol):
         """Runtime device properties (cudaDeviceProp names)."""
         ...
 
-    def nvml_info(self) -> dict[str, Any]:
+    def nvml_info(self) -> NvmlInfo:
         """NVML's view: driver version, UUID, virtualization and MIG mode; None for what failed."""
         ...
 

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from bisect_smem.core.attributes import DeviceContext, NvmlInfo
 from bisect_smem.core.errors import BackendUnavailable, KernelCompileError
 from bisect_smem.core.hardware import NONPORTABLE_CLUSTER_SIZE, DriverAttribute, has_clusters
 from bisect_smem.core.profiles import cc_text
@@ -198,9 +199,9 @@ class CupySession:
         return DeviceIdentity(index=self.index, name=name,
                               compute_capability=(int(props["major"]), int(props["minor"])),
                               pci_bus_id=runtime.deviceGetPCIBusId(self.index),
-                              extra={"cupy_version": self._cupy.__version__,
-                                     "cuda_runtime_version": runtime.runtimeGetVersion(),
-                                     "cuda_driver_version": runtime.driverGetVersion()})
+                              extra=DeviceContext(cupy_version=self._cupy.__version__,
+                                                  cuda_runtime_version=runtime.runtimeGetVersion(),
+                                                  cuda_driver_version=runtime.driverGetVersion()))
 
     def driver_attributes(self) -> dict[int, int | None]:
         return libcuda().attributes(attributes.DRIVER_ATTRIBUTE_IDS, self.index)
@@ -209,7 +210,7 @@ class CupySession:
         props = self._cupy.cuda.runtime.getDeviceProperties(self.index)
         return {prop: props.get(prop) for _, _, prop in attributes.DEVICE_ATTRIBUTES}
 
-    def nvml_info(self) -> dict[str, Any]:
+    def nvml_info(self) -> NvmlInfo:
         return attributes.read_nvml(self._cupy.cuda.runtime.deviceGetPCIBusId(self.index))
 
     def set_max_dynamic(self, kernel: ProbeKernel, nbytes: int) -> LaunchOutcome:

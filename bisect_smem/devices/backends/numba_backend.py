@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from bisect_smem.core.attributes import DeviceContext, NvmlInfo
 from bisect_smem.core.errors import BackendUnavailable, UsageError
 from bisect_smem.devices import attributes
 from bisect_smem.devices.backends.base import (
@@ -187,7 +188,7 @@ class NumbaSession:
         import numba
 
         return DeviceIdentity(self.index, name, tuple(dev.compute_capability), pci,
-                              {"numba_version": numba.__version__})
+                              DeviceContext(numba_version=numba.__version__))
 
     def driver_attributes(self) -> dict[int, int | None]:
         return libcuda().attributes(attributes.DRIVER_ATTRIBUTE_IDS, self.index)
@@ -204,7 +205,7 @@ class NumbaSession:
                 values[prop] = None
         return values
 
-    def nvml_info(self) -> dict[str, Any]:
+    def nvml_info(self) -> NvmlInfo:
         return attributes.read_nvml(self.identity().pci_bus_id)
 
     def set_max_dynamic(self, kernel: ProbeKernel, nbytes: int) -> LaunchOutcome:

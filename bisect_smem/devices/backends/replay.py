@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from bisect_smem.core.attributes import DeviceAttributes, DeviceContext, DriverAttributes, NvmlInfo
 from bisect_smem.core.errors import UsageError
 from bisect_smem.core.hardware import (
     DEFAULT_GRANULE_BYTES,
@@ -65,7 +65,7 @@ def replay_profile(dev: DeviceReport) -> ArchProfile:
     m = dev.measured
     if m is None:
         raise UsageError(f"device {dev.index} was not measured, so there is nothing to replay")
-    driver = dev.reported.get("driver", {})
+    driver = dev.reported.driver or DriverAttributes()
     cc = parse_cc(str(dev.compute_capability))
     table = profile_for_cc(cc)
 
@@ -74,14 +74,14 @@ def replay_profile(dev: DeviceReport) -> ArchProfile:
 
     return ArchProfile(
         key="replay", compute_capability=cc, example_parts=dev.name or "replayed device", aliases=(),
-        smem_per_sm_bytes=pick(m.smem_per_sm_bytes, driver.get("max_shared_memory_per_multiprocessor_bytes")),
+        smem_per_sm_bytes=pick(m.smem_per_sm_bytes, driver.max_shared_memory_per_multiprocessor_bytes),
         max_smem_per_block_optin_bytes=pick(m.optin_dynamic_ceiling_bytes,
-                                            driver.get("max_shared_memory_per_block_optin_bytes")),
-        reserved_smem_per_block_bytes=pick(m.reserved_bytes, driver.get("reserved_shared_memory_per_block_bytes")),
+                                            driver.max_shared_memory_per_block_optin_bytes),
+        reserved_smem_per_block_bytes=pick(m.reserved_bytes, driver.reserved_shared_memory_per_block_bytes),
         carveout_kib=table.carveout_kib if table else None,
-        max_threads_per_sm=pick(driver.get("max_threads_per_multiprocessor"), table and table.max_threads_per_sm),
-        max_blocks_per_sm=pick(driver.get("max_blocks_per_multiprocessor"), table and table.max_blocks_per_sm),
-        multiprocessor_count=pick(driver.get("multiprocessor_count"), table and table.multiprocessor_count),
+        max_threads_per_sm=pick(driver.max_threads_per_multiprocessor, table and table.max_threads_per_sm),
+        max_blocks_per_sm=pick(driver.max_blocks_per_multiprocessor, table and table.max_blocks_per_sm),
+        multiprocessor_count=pick(driver.multiprocessor_count, table and table.multiprocessor_count),
         allocation_granularity_bytes=pick(m.allocation_granularity_bytes,
                                           table and table.allocation_granularity_bytes, DEFAULT_GRANULE_BYTES),
     )
@@ -119,24 +119,21 @@ class ReplaySession(SimSession):
         ctx = self.dev.context
         return DeviceIdentity(index=self.index, name=self.dev.name or "replayed device",
                               compute_capability=self.profile.compute_capability,
-                              pci_bus_id=ctx.get("pci_bus_id"),
-                              extra={"replayed_from": self.data.path, "replayed_backend": self.dev.backend})
+                              pci_bus_id=ctx.pci_bus_id,
+                              extra=DeviceContext(replayed_from=self.data.path, replayed_backend=self.dev.backend))
 
     def driver_attributes(self) -> dict[int, int | None]:
-        driver = self.dev.reported.get("driver", {})
+        driver = self.dev.reported.driver or DriverAttributes()
         ids = [(attr_id, key) for attr_id, key, _ in attributes.DEVICE_ATTRIBUTES]
         ids += list(attributes.DRIVER_ONLY_ATTRIBUTES)
         return {attr_id: driver.get(key) for attr_id, key in ids}
 
     def runtime_attributes(self) -> dict[str, int | None]:
-        runtime = self.dev.reported.get("runtime", {})
+        runtime = self.dev.reported.runtime or DeviceAttributes()
         return {prop: runtime.get(key) for _, key, prop in attributes.DEVICE_ATTRIBUTES}
 
-    def nvml_info(self) -> dict[str, Any]:
-        ctx = self.dev.context
-        info: dict[str, Any] = {name: ctx.get(f"nvml_{name}") for name in attributes.NVML_FIELDS}
-        info["error"] = ctx.get("nvml_error")
-        return info
+    def nvml_info(self) -> NvmlInfo:
+        return self.dev.context.nvml
 
     def _static_footprint(self, kernel: ProbeKernel) -> int:  # type: ignore[override]
         recorded = [s.static_footprint_bytes for s in self.measured.static_splits

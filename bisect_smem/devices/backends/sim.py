@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bisect_smem.core.attributes import DeviceContext, NvmlInfo
 from bisect_smem.core.errors import KernelCompileError, UsageError
 from bisect_smem.core.hardware import (
     DEFAULT_SMEM_PER_BLOCK_BYTES,
@@ -265,7 +266,7 @@ class SimSession:
     def identity(self) -> DeviceIdentity:
         name = f"Simulated {self.profile.key} ({self.profile.example_parts})"
         return DeviceIdentity(index=self.index, name=name, compute_capability=self.profile.compute_capability,
-                              pci_bus_id=f"SIM:{self.index:02x}", extra={"profile": self.profile.key})
+                              pci_bus_id=f"SIM:{self.index:02x}", extra=DeviceContext(profile=self.profile.key))
 
     def driver_attributes(self) -> dict[int, int | None]:
         p = self.profile
@@ -287,12 +288,10 @@ class SimSession:
         by_id = self.driver_attributes()
         return {prop: by_id[attr_id] for attr_id, _, prop in attributes.DEVICE_ATTRIBUTES}
 
-    def nvml_info(self) -> dict[str, Any]:
-        info: dict[str, Any] = dict.fromkeys(attributes.NVML_FIELDS)
-        info.update(driver_version="simulated", uuid=f"SIM-{self.profile.key}-{self.index}",
-                    pci_bus_id=f"SIM:{self.index:02x}", virtualization_mode="none", mig_mode="disabled",
-                    name=self.identity().name, error=None)
-        return info
+    def nvml_info(self) -> NvmlInfo:
+        return NvmlInfo(driver_version="simulated", uuid=f"SIM-{self.profile.key}-{self.index}",
+                        pci_bus_id=f"SIM:{self.index:02x}", virtualization_mode="none", mig_mode="disabled",
+                        name=self.identity().name)
 
     @staticmethod
     def _static_footprint(kernel: ProbeKernel) -> int:
