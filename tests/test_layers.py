@@ -100,3 +100,10 @@ def test_no_function_is_longer_than_60_lines() -> None:
                 if length > 60:
                     long.append(f"{module}.{node.name}: {length} lines")
     assert long == []
+
+
+def test_files_are_replaced_in_one_place() -> None:
+    # core/atomic.py is the one writer that replaces a file; nothing else makes temporary files to rename.
+    writers = [module for module, path in MODULES.items() if module != "bisect_smem.core.atomic"
+               and any(call in path.read_text() for call in ("os.replace(", "mkstemp(", "os.rename(", "os.link("))]
+    assert writers == []

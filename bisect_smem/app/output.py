@@ -1,8 +1,8 @@
 """Files the tool writes: the JSON report, baselines, fit results and plots, each checked before any
 work is done and written so that a reader sees the old file or the whole new one, never a part.
 
-A regular file (or a link to one) is replaced atomically, keeping an existing file's mode and otherwise
-taking the umask's. A special file (a terminal, /dev/null, a FIFO, /dev/stdout) is written directly,
+A regular file (or a link to one) is replaced atomically (core/atomic.py), keeping an existing file's mode
+and otherwise taking the umask's. A special file (a terminal, /dev/null, a FIFO, /dev/stdout) is written directly,
 never replaced. Every OS error becomes an OutputError naming the file (exit 2).
 """
 
@@ -11,17 +11,10 @@ from __future__ import annotations
 import errno
 import os
 import stat
-import tempfile
 from pathlib import Path
 
+from bisect_smem.core.atomic import replace_atomically
 from bisect_smem.core.errors import OutputError, UsageError
-
-
-def _umask_mode() -> int:
-    """The mode a new file gets from open(): 0666 less the umask."""
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return 0o666 & ~mask
 
 
 def is_special(path: Path) -> bool:
@@ -53,7 +46,7 @@ def write_atomic(path: Path, content: str | bytes, exclusive: bool = False, what
         if is_special(Path(path)):
             _write_in_place(Path(path), data)
         else:
-            _replace(target_of(Path(path)), data, exclusive)
+            replace_atomically(target_of(Path(path)), data, exclusive)
     except FileExistsError:
         raise OutputError(f"cannot write {what} to {path}: it exists (use --force to replace it)") from None
     except OSError as exc:
@@ -68,33 +61,6 @@ def _write_in_place(path: Path, data: bytes) -> None:
             view = view[os.write(fd, view):]
     finally:
         os.close(fd)
-
-
-def _replace(path: Path, data: bytes, exclusive: bool) -> None:
-    """The temporary file lives in the same folder (rename and link are atomic only within one file
-    system) and is removed if anything fails, a full disk included."""
-    try:
-        mode = stat.S_IMODE(os.stat(path).st_mode)
-    except FileNotFoundError:
-        mode = _umask_mode()
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            os.fchmod(handle.fileno(), mode)
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if exclusive:
-            os.link(tmp, path)
-            os.unlink(tmp)
-        else:
-            os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
 
 
 def output_path(text: str | None, what: str = "the report") -> Path | None:

@@ -13,9 +13,10 @@ import functools
 import hashlib
 import json
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from bisect_smem.core.atomic import replace_atomically
 
 CACHE_ENV = "BISECT_SMEM_CACHE_DIR"
 CACHE_FORMAT = 1
@@ -122,8 +123,9 @@ def cached_cubin(source: str, names: list[str], options: tuple[str, ...], arch: 
     if not built.ok:
         raise CompileFailed(built.log)
     folder.mkdir(parents=True, exist_ok=True)
-    _write_atomic(cubin, built.image)
-    _write_atomic(index, json.dumps({"sha256": hashlib.sha256(built.image).hexdigest(),
+    # Readers in other processes see no file or the whole file (two writers write the same bytes).
+    replace_atomically(cubin, built.image)
+    replace_atomically(index, json.dumps({"sha256": hashlib.sha256(built.image).hexdigest(),
                                      "lowered": built.lowered}, sort_keys=True).encode())
     return cubin, built.lowered
 
@@ -148,15 +150,3 @@ def _read_entry(cubin: Path, index: Path, names: list[str]) -> dict[str, str] | 
             or entry.get("sha256") != hashlib.sha256(image).hexdigest()):
         return None
     return lowered
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    """Readers in other processes see no file or the whole file (two writers write the same bytes)."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

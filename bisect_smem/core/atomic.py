@@ -1,0 +1,48 @@
+"""The one way the tool replaces a file: readers, in this process or another, see the old file or the
+whole new one, never a part. The reports, baselines, plots and fit results (app/output.py) and the
+compiled-module cache (devices/nvrtc.py) are all written through it.
+
+The one kind of I/O core does beside reading back the tool's own files (saved.py): it lives here because
+the two layers that write, devices and app, share nothing lower.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+
+def umask_mode() -> int:
+    """The mode a new file gets from open(): 0666 less the umask."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def replace_atomically(path: Path, data: bytes, exclusive: bool = False) -> None:
+    """Write ``data`` to a temporary file beside ``path``, flush it to disk, and move it into place,
+    keeping an existing file's mode (else the umask's). ``exclusive`` refuses with FileExistsError when
+    ``path`` exists, decided atomically by link(2) on the finished file, so of two writers exactly one
+    wins. The temporary file lives in the same folder (rename and link are atomic only within one file
+    system) and is removed if anything fails, a full disk included. OS errors propagate."""
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:
+        mode = umask_mode()
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            os.fchmod(handle.fileno(), mode)
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if exclusive:
+            os.link(tmp, path)
+            os.unlink(tmp)
+        else:
+            os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
