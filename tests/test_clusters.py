@@ -9,7 +9,9 @@ import pytest
 from bisect_smem.analysis.verdicts import cluster_verdicts
 from bisect_smem.core.model import Measured
 from bisect_smem.core.profiles import PROFILES, ArchProfile, find_profile
-from bisect_smem.devices.backends.sim import SimSession, SimSpec
+from bisect_smem.devices.backends.sim import SimSession
+from bisect_smem.devices.backends.sim_model import DeviceModel
+from bisect_smem.devices.backends.sim_spec import SimSpec
 from bisect_smem.devices.probes import ClusterOutcome
 from bisect_smem.experiments.clusters import ACTIVE_SIZES, ClusterExperiments, cluster_probe_sizes
 from tests.conftest import run_cli_json
@@ -49,13 +51,13 @@ class WrongNeighbour(SimSession):
     def cluster_launch(self, dynamic_bytes: int, cluster_size: int, nonportable: bool,
                        threads: int) -> ClusterOutcome:
         got = super().cluster_launch(dynamic_bytes, cluster_size, nonportable, threads)
-        if got.launched and cluster_size >= 4:
+        if got.ok and cluster_size >= 4:
             return ClusterOutcome(got.outcome, "", got.blocks_ran, got.bytes_checked, 1, got.cluster_size_seen)
         return got
 
 
 def test_a_wrong_byte_in_distributed_shared_memory_is_a_mismatch() -> None:
-    session = WrongNeighbour(0, SimSpec(find_profile("h200")), (0,))
+    session = WrongNeighbour(0, SimSpec(DeviceModel.from_profile(find_profile("h200"))), (0,))
     results = ClusterExperiments(session, 132, 32, lambda _t: None).measure(232448, 128)
     assert all(c.dsm_verified is False for c in results)
     rows = cluster_verdicts(Measured(clusters=tuple(results)))
@@ -64,7 +66,7 @@ def test_a_wrong_byte_in_distributed_shared_memory_is_a_mismatch() -> None:
 
 
 def test_cluster_results_that_differ_from_the_api_are_mismatches() -> None:
-    session = SimSession(0, SimSpec(find_profile("h200")), (0,))
+    session = SimSession(0, SimSpec(DeviceModel.from_profile(find_profile("h200"))), (0,))
     (first, *_) = ClusterExperiments(session, 132, 32, lambda _t: None).measure(232448, 128)
     skewed = type(first)(first.dynamic_bytes, first.max_cluster_size_portable, 12, first.api_max_cluster_size,
                          {"16": {"measured": 0, "api": 8}}, True)

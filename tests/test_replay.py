@@ -9,6 +9,15 @@ import pytest
 
 from bisect_smem.app.cli import main
 from bisect_smem.app.report import size_text
+from bisect_smem.core.errors import UsageError
+from bisect_smem.core.levels import STAIRCASE_THREADS
+from bisect_smem.core.profiles import find_profile
+from bisect_smem.devices.backends import open_address
+from bisect_smem.devices.backends.base import DeviceAddress
+from bisect_smem.devices.backends.sim import SimBackend, SimSession
+from bisect_smem.devices.backends.sim_model import DeviceModel, load_replay
+from bisect_smem.devices.backends.sim_spec import SimSpec
+from bisect_smem.devices.probes import ProbeKernel
 
 H200_REPORT = Path(__file__).parent / "data" / "h200_report.json"
 
@@ -93,3 +102,32 @@ def test_a_bad_replay_is_one_line_and_exit_2(spec: str, fragment: str, tmp_path:
     code, stdout, stderr = run(["--simulate", spec.format(tmp=tmp_path)], capsys)
     assert code == 2 and stdout == ""
     assert len(stderr.strip().splitlines()) == 1 and stderr.startswith("error: ") and fragment in stderr, stderr
+
+
+def test_a_replayed_model_says_what_its_report_did_not_record() -> None:
+    model = load_replay(str(H200_REPORT))
+    record = model.record
+    assert model.key == "replay" and record is not None and model.optin_bytes == 232448
+    assert record.ceiling(0, 128, opt_in=True) == 232448 and record.ceiling(1, 32, opt_in=True) == 232432
+    assert record.ceiling(7, 128, opt_in=True) is None  # a static size the H200 was never measured with
+    assert record.ceiling(1024, 128, opt_in=False) is None  # only the 0-B default kernel was measured
+    assert record.residency_step(1000, STAIRCASE_THREADS) is not None
+    assert record.residency_step(0, 64) is None and record.clusters.get(12345) is None
+    assert record.static_footprint(1) == 16 and record.static_footprint(7) is None
+    assert DeviceModel.from_profile(find_profile("h200")).record is None
+
+
+def test_one_session_answers_a_replay_and_falls_back_to_the_rules() -> None:
+    session = SimBackend((SimSpec.parse(str(H200_REPORT)),)).open(0, (0, 7))
+    opt_in = ProbeKernel(7, opt_in=True)
+    assert session.set_max_dynamic(opt_in, 232448 - 16).ok and not session.set_max_dynamic(opt_in, 232448 - 15).ok
+    assert session.launch(opt_in, 232448 - 16, 128).ok  # not recorded: the rules' ceiling beside 16 B
+    assert not session.launch(opt_in, 232448 - 15, 128).ok
+    assert type(session) is SimSession and session.identity().extra.replayed_from == str(H200_REPORT)
+
+
+def test_a_device_is_opened_again_by_its_address() -> None:
+    session = open_address(DeviceAddress("sim", 0, "a100,fewer=1"), (0,))
+    assert session.identity().name == "Simulated sm_80 (A100)" and session.model.fewer_blocks == 1
+    with pytest.raises(UsageError, match="unknown backend 'opencl'"):
+        open_address(DeviceAddress("opencl", 0), (0,))

@@ -9,7 +9,9 @@ import pytest
 
 from bisect_smem.app import cli
 from bisect_smem.core.profiles import PROFILES, ArchProfile
-from bisect_smem.devices.backends.sim import SimSession, SimSpec
+from bisect_smem.devices.backends.sim import SimSession
+from bisect_smem.devices.backends.sim_model import DeviceModel
+from bisect_smem.devices.backends.sim_spec import SimSpec
 from bisect_smem.experiments.residency import STAIRCASE_THREADS, Limits, split_point
 from tests.conftest import run_cli_json
 
@@ -22,7 +24,7 @@ def test_staircase_finds_every_step_exactly(profile: ArchProfile, tmp_path: Path
     code, data = run_json(["--simulate", profile.key], tmp_path, capsys)
     assert code == 0
     m = data["devices"][0]["measured"]
-    session = SimSession(0, SimSpec(profile), (0,))
+    session = SimSession(0, SimSpec(DeviceModel.from_profile(profile)), (0,))
 
     def blocks(n: int) -> int:
         return session.residency(n, STAIRCASE_THREADS, 0).blocks_per_sm_min
@@ -53,14 +55,14 @@ def test_carveout_sizes_are_recovered_from_residency(profile: ArchProfile, tmp_p
     assert code == 0
     points = data["devices"][0]["measured"]["carveout"]
     assert [p["percent"] for p in points] == [-1, *range(101)]
-    spec = SimSpec(profile)
+    spec = SimSpec(DeviceModel.from_profile(profile))
     session = SimSession(0, spec, (0,))
     published = {k * 1024 for k in profile.carveout_kib}
     limits = Limits(profile.smem_per_sm_bytes, profile.max_blocks_per_sm, profile.max_threads_per_sm,
-                    profile.allocation_granularity_bytes, spec.reserved_bytes)
+                    profile.allocation_granularity_bytes, spec.model.reserved_bytes)
     for p in points:
-        footprint = session.footprint(limits.carveout_probe_bytes())
-        truth = session.carveout_capacity(None if p["percent"] < 0 else p["percent"], footprint)
+        footprint = session.model.footprint(limits.carveout_probe_bytes())
+        truth = session.model.carveout_capacity(None if p["percent"] < 0 else p["percent"], footprint)
         assert p["carveout_bytes"] == truth, p
         lo, hi = p["carveout_range_bytes"]
         assert lo <= truth < hi and p["carveout_bytes"] in published | {profile.smem_per_sm_bytes}

@@ -26,9 +26,10 @@ from bisect_smem.core.profiles import find_profile
 from bisect_smem.core.quantities import quantities
 from bisect_smem.core.search import DEFAULT_CONFIRM
 from bisect_smem.core.text import dash
-from bisect_smem.devices.backends.sim import SimBackend, SimSpec
-from bisect_smem.devices.probes import Outcome
-from bisect_smem.devices.validation_abi import DeviceAddress, LeftoverOutcome
+from bisect_smem.devices.backends.base import DeviceAddress
+from bisect_smem.devices.backends.sim import SimBackend
+from bisect_smem.devices.backends.sim_spec import SimSpec
+from bisect_smem.devices.probes import LeftoverOutcome, Outcome
 from bisect_smem.experiments.measure import DeviceMeasurement, MeasureConfig
 from bisect_smem.experiments.plan import plan_steps
 from bisect_smem.experiments.steps import BlockRegisters, BlockRegistersStep, StepResult, granule_bytes

@@ -7,7 +7,9 @@ import pytest
 from bisect_smem.analysis.verdicts import build_verdicts
 from bisect_smem.core.attributes import DriverAttributes, ReportedAttributes
 from bisect_smem.core.profiles import find_profile
-from bisect_smem.devices.backends.sim import SimSession, SimSpec
+from bisect_smem.devices.backends.sim import SimSession
+from bisect_smem.devices.backends.sim_model import DeviceModel
+from bisect_smem.devices.backends.sim_spec import SimSpec
 from bisect_smem.devices.kernel_abi import RESULT_WORDS, decode_probe_result, pattern_byte
 from bisect_smem.devices.probes import LaunchOutcome, Outcome, ProbeKernel, classify_cuda_error
 from bisect_smem.experiments.measure import DeviceMeasurement, MeasureConfig
@@ -53,7 +55,7 @@ class CorruptAbove(SimSession):
     """A device whose shared memory reads back wrong above some size: it launches, but lies."""
 
     def __init__(self, threshold: int) -> None:
-        super().__init__(0, SimSpec(find_profile("h200")), (0, 1, 1024, 16384, 49152))
+        super().__init__(0, SimSpec(DeviceModel.from_profile(find_profile("h200"))), (0, 1, 1024, 16384, 49152))
         self.threshold = threshold
 
     def launch(self, kernel: ProbeKernel, dynamic_bytes: int, threads: int) -> LaunchOutcome:

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from bisect_smem.core.errors import MeasurementError
-from bisect_smem.devices.backends.base import DeviceSession
-from bisect_smem.devices.probes import Outcome
-from bisect_smem.devices.validation_abi import DeviceAddress, LeftoverOutcome
+from bisect_smem.devices.backends import open_address
+from bisect_smem.devices.backends.base import DeviceAddress, DeviceSession
+from bisect_smem.devices.probes import LeftoverOutcome, Outcome
 from bisect_smem.experiments.validation import LEFTOVER_THREADS, WriteElsewhere
 
 WRITER_TIMEOUT_S = 120.0
@@ -127,7 +127,7 @@ def main(argv: list[str]) -> int:
     """The writer process: open the device anew, fill every SM's shared memory, record what ran, close
     it. An exception's traceback on stderr is the failure its parent reports."""
     request = WriteRequest.from_json(argv[0])
-    session = request.address.open(request.static_sizes)
+    session = open_address(request.address, request.static_sizes)
     try:
         outcome = session.leftover_write(request.dynamic_bytes, request.threads, request.blocks, request.nonce)
     finally:

@@ -12,6 +12,7 @@ from typing import Any
 from bisect_smem.core.errors import UsageError
 from bisect_smem.devices.backends import BACKEND_NAMES, REAL_BACKENDS, get_backend
 from bisect_smem.devices.backends.base import Backend
+from bisect_smem.devices.backends.sim_spec import SimSpec
 from bisect_smem.experiments.measure import MeasureConfig
 from bisect_smem.experiments.plan import plan_steps
 from bisect_smem.experiments.steps import Step
@@ -59,9 +60,7 @@ def backend_for(name: str | None, simulate: Sequence[str] | None = None) -> Back
     if simulate:
         if name != "sim":
             raise UsageError(f"--simulate runs on the sim backend, not {name!r}")
-        from bisect_smem.devices.backends.sim import SimBackend, SimSpec
-
-        return SimBackend(tuple(SimSpec.parse(text) for text in simulate))
+        return get_backend("sim", tuple(SimSpec.parse(text) for text in simulate))
     if name == "sim":
         raise UsageError("the sim backend needs --simulate PROFILE (see `bisect-smem profiles`)")
     return get_backend(name)

@@ -1,11 +1,13 @@
 """What one probe can come back with: its outcome class, the CUDA error classification, and the
-result types of launches, residency counts and cluster launches. Plain data, shared by every backend
-and by the kernels' ABI."""
+result types of every kind of launch (probe, residency, cluster, march, leftover). Plain data, shared
+by every backend and by the kernels' ABI; each has ``outcome``, ``detail`` and ``ok``."""
 
 from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+
+from bisect_smem.core.integrity import SmMarch
 
 
 class Outcome(enum.StrEnum):
@@ -117,13 +119,13 @@ class ClusterOutcome:
     cluster_size_seen: int = 0
 
     @property
-    def launched(self) -> bool:
+    def ok(self) -> bool:
         """The cluster launched (its bytes are checked separately)."""
         return self.outcome is Outcome.OK
 
     def dsm_verified(self, cluster_size: int, dynamic_bytes: int) -> bool:
         """Every block ran, saw the cluster size asked for, and read all of its neighbour's bytes right."""
-        return (self.launched and self.blocks_ran == cluster_size and self.cluster_size_seen == cluster_size
+        return (self.ok and self.blocks_ran == cluster_size and self.cluster_size_seen == cluster_size
                 and self.bytes_checked == cluster_size * dynamic_bytes and self.bytes_wrong == 0)
 
 
@@ -139,6 +141,36 @@ class ClusterResidencyOutcome:
     @property
     def ok(self) -> bool:
         """Only a verified success counts."""
+        return self.outcome is Outcome.OK
+
+
+@dataclass(frozen=True)
+class MarchOutcome:
+    """One launch of the march kernel: a slot per block that ran (blocks that never ran are left out)."""
+
+    outcome: Outcome
+    detail: str = ""
+    blocks: tuple[SmMarch, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """The launch ran (each block's own result is in ``blocks``)."""
+        return self.outcome is Outcome.OK
+
+
+@dataclass(frozen=True)
+class LeftoverOutcome:
+    """One launch of a leftover kernel: per block, its SM, the words written or read, and matches."""
+
+    outcome: Outcome
+    detail: str = ""
+    sm_ids: tuple[int, ...] = ()
+    words: int = 0
+    matching_words: int = 0
+
+    @property
+    def ok(self) -> bool:
+        """The launch ran."""
         return self.outcome is Outcome.OK
 
 

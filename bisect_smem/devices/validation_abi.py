@@ -1,15 +1,13 @@
 """The validation kernels' ABI (kernels/validate.cu): result-slot layout, the patterns mirrored in Python,
-and the outcomes a backend hands to experiments/validation.py."""
+and the decoding of a launch's slots into the outcomes of devices/probes.py."""
 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
-from typing import Any
 
-from bisect_smem.core.integrity import MARCH_READS_PER_WORD, SmMarch
+from bisect_smem.core.integrity import SmMarch
 from bisect_smem.devices.kernel_abi import VALIDATE_NAMES
-from bisect_smem.devices.probes import Outcome
+from bisect_smem.devices.probes import LeftoverOutcome, Outcome
 
 MARCH_NAME, LEFTOVER_WRITE_NAME, LEFTOVER_READ_NAME = VALIDATE_NAMES
 
@@ -75,45 +73,6 @@ def leftover_word(nonce: int, index: int) -> int:
     return (z ^ (z >> 31)) & _M32
 
 
-@dataclass(frozen=True)
-class MarchOutcome:
-    """One launch of the march kernel: a slot per block that ran (blocks that never ran are left out)."""
-
-    outcome: Outcome
-    detail: str = ""
-    blocks: tuple[SmMarch, ...] = ()
-
-
-@dataclass(frozen=True)
-class LeftoverOutcome:
-    """One launch of a leftover kernel: per block, its SM, the words written or read, and matches."""
-
-    outcome: Outcome
-    detail: str = ""
-    sm_ids: tuple[int, ...] = ()
-    words: int = 0
-    matching_words: int = 0
-
-
-@dataclass(frozen=True)
-class DeviceAddress:
-    """How another process opens the same device: a backend name, an index, and a simulated device's spec."""
-
-    backend: str
-    index: int
-    sim_spec: str | None = None
-
-    def open(self, static_sizes: tuple[int, ...]) -> Any:
-        """A new session on the device (a new CUDA context when it is a real one)."""
-        from bisect_smem.devices.backends import get_backend
-
-        if self.sim_spec is not None:
-            from bisect_smem.devices.backends.sim import SimSpec
-
-            return get_backend(self.backend, (SimSpec.parse(self.sim_spec),)).open(self.index, static_sizes)
-        return get_backend(self.backend).open(self.index, static_sizes)
-
-
 def first_bad_byte(word_index: int, expected: int, read: int) -> int:
     """The byte offset of the lowest byte that differs (words are little-endian)."""
     diff = (expected ^ read) & _M32
@@ -151,19 +110,3 @@ def decode_leftover_slots(words: list[int]) -> LeftoverOutcome:
             total += count
             matched += match
     return LeftoverOutcome(Outcome.OK, "", tuple(sms), total, matched)
-
-
-def simulate_march(sm_id: int, dynamic_bytes: int, seed: int, flip_byte: int | None) -> SmMarch:
-    """What the march kernel reports for an SM whose every read of byte ``flip_byte`` has its low bit
-    flipped (None: a sound SM): the march run in its own order on the one faulty word."""
-    words = dynamic_bytes // 4
-    checked = MARCH_READS_PER_WORD * words
-    if flip_byte is None or not 0 <= flip_byte < words * 4:
-        return SmMarch(sm_id, words * 4, checked)
-    index, mask = flip_byte // 4, 1 << (8 * (flip_byte % 4))
-    # A bit that reads inverted makes every read of its word wrong, so the first is the first read of
-    # the march: pattern 0, element 1.
-    expected = march_word(0, index, seed)
-    read = expected ^ mask
-    return SmMarch(sm_id, words * 4, checked, MARCH_READS_PER_WORD, first_bad_byte(index, expected, read),
-                   expected, read, 0, 1)

@@ -49,7 +49,7 @@ class ClusterExperiments:
                                                  CLUSTER_THREADS)
         self.probes += len(outcomes)
         for size, got in enumerate(outcomes, start=1):
-            if got.launched:
+            if got.ok:
                 largest = size
                 verified = verified and got.dsm_verified(size, dynamic_bytes)
                 continue

@@ -16,8 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from bisect_smem.core.errors import MeasurementError, ProbeFault
 from bisect_smem.core.integrity import GranuleSweep, Leftovers, MarchResult, SmMarch
 from bisect_smem.devices.backends.base import DeviceSession
-from bisect_smem.devices.probes import TOO_BIG, LaunchOutcome, Outcome, ProbeKernel
-from bisect_smem.devices.validation_abi import LeftoverOutcome
+from bisect_smem.devices.probes import TOO_BIG, LaunchOutcome, LeftoverOutcome, Outcome, ProbeKernel
 from bisect_smem.experiments.steps import Done, Step, granule_bytes, require_optin
 
 if TYPE_CHECKING:

@@ -14,12 +14,13 @@ from bisect_smem.devices.probes import (
     ClusterOutcome,
     ClusterResidencyOutcome,
     LaunchOutcome,
+    LeftoverOutcome,
+    MarchOutcome,
     Outcome,
     ProbeKernel,
     ResidencyOutcome,
     classify_cuda_error,
 )
-from bisect_smem.devices.validation_abi import DeviceAddress, LeftoverOutcome, MarchOutcome
 
 
 def driver_failure(err: Any) -> str | None:
@@ -87,6 +88,16 @@ class DeviceIdentity:
     compute_capability: tuple[int, int]
     pci_bus_id: str | None = None
     extra: DeviceContext = DeviceContext()  # what the backend adds to the report's context (its versions)
+
+
+@dataclass(frozen=True)
+class DeviceAddress:
+    """How another process opens the same device (the backends' registry opens it): a backend name, an
+    index, and for a simulated device its ``--simulate`` text."""
+
+    backend: str
+    index: int
+    sim_spec: str | None = None
 
 
 class DeviceSession(Protocol):

@@ -19,7 +19,14 @@ from bisect_smem.core.errors import BackendUnavailable, KernelCompileError
 from bisect_smem.core.hardware import NONPORTABLE_CLUSTER_SIZE, DriverAttribute, has_clusters
 from bisect_smem.core.profiles import cc_text
 from bisect_smem.devices import attributes
-from bisect_smem.devices.backends.base import CudaErrorFunnel, DeviceIdentity, RealDevices, driver_failure, driver_value
+from bisect_smem.devices.backends.base import (
+    CudaErrorFunnel,
+    DeviceAddress,
+    DeviceIdentity,
+    RealDevices,
+    driver_failure,
+    driver_value,
+)
 from bisect_smem.devices.backends.libcuda import libcuda
 from bisect_smem.devices.kernel_abi import (
     CLUSTER_RESULT_WORDS,
@@ -44,6 +51,8 @@ from bisect_smem.devices.probes import (
     ClusterOutcome,
     ClusterResidencyOutcome,
     LaunchOutcome,
+    LeftoverOutcome,
+    MarchOutcome,
     Outcome,
     ProbeKernel,
     ResidencyOutcome,
@@ -56,9 +65,6 @@ from bisect_smem.devices.validation_abi import (
     LEFTOVER_WRITE_NAME,
     MARCH_NAME,
     MARCH_SLOT_WORDS,
-    DeviceAddress,
-    LeftoverOutcome,
-    MarchOutcome,
     decode_leftover_slots,
     decode_march_slot,
 )

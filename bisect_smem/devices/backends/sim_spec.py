@@ -1,0 +1,146 @@
+"""The ``--simulate`` mini-language: ``PROFILE[,KEY=VALUE...]`` or ``REPORT.json[,KEY=VALUE...]``, parsed
+into a SimSpec (a DeviceModel, its faults, and the text it came from, which another process parses
+again to open the same device). A malformed value is a UsageError naming the part that is wrong."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from bisect_smem.core.errors import UsageError
+from bisect_smem.core.profiles import find_profile, profile_names
+from bisect_smem.core.sizes import parse_size
+from bisect_smem.devices.backends.sim_model import DeviceModel, load_replay
+
+SPEC_HELP = """--simulate PROFILE[,KEY=VALUE...]: a simulated device from the published table.
+  faults:    flaky=P       probes within one granule of a limit answer wrongly with probability P
+             hole=BYTES    a launch of exactly BYTES dynamic fails, below the ceiling
+             sticky=BYTES  a launch of BYTES or more poisons the context (as an illegal address does)
+             hang=BYTES    a launch of BYTES or more never returns
+             seed=N        the random seed of flaky (default 0)
+             bitflip=SM:OFFSET  SM number SM reads one bit of byte OFFSET of its shared memory wrong
+             holes=START-END    a launch of any dynamic size from START to END (inclusive) fails
+             leak=yes|no   shared memory keeps its data when a CUDA context ends (default no)
+  overrides: optin=BYTES, smem_per_sm=BYTES, reserved=BYTES (a device that differs from its table row),
+             fewer=N       every SM holds N fewer blocks than the occupancy API predicts
+--simulate REPORT.json[,device=N,FAULT...]: replay device N (default 0) of a saved report or baseline;
+  it takes the faults flaky, seed, hole, sticky and hang."""
+
+FAULT_KEYS = ("flaky", "seed", "hole", "sticky", "hang")  # the faults a replayed report takes too
+_FAULT_SIZE_KEYS = ("hole", "sticky", "hang")
+_OVERRIDE_KEYS = ("optin", "smem_per_sm", "reserved")
+_VALIDATION_KEYS = ("bitflip", "holes", "leak")
+PROFILE_KEYS = (*FAULT_KEYS, *_OVERRIDE_KEYS, "fewer", *_VALIDATION_KEYS)
+
+
+@dataclass(frozen=True)
+class Faults:
+    """What goes wrong on a simulated device, on purpose. Sizes are dynamic bytes."""
+
+    flaky: float = 0.0  # near a limit, a probe answers wrongly with this probability
+    seed: int = 0  # of flaky's random answers
+    hole_bytes: int | None = None  # a launch of exactly this size fails
+    sticky_bytes: int | None = None  # a launch of this size or more poisons the context
+    hang_bytes: int | None = None  # a launch of this size or more never returns
+    bitflip: tuple[int, int] | None = None  # (SM, byte offset) that reads one bit wrong
+    holes: tuple[int, int] | None = None  # [start, end] of dynamic sizes that fail
+    leak: bool = False  # shared memory outlives a CUDA context
+
+    @property
+    def needs_isolation(self) -> bool:
+        """Sticky and hanging faults end a process, as on a real GPU."""
+        return self.sticky_bytes is not None or self.hang_bytes is not None
+
+
+@dataclass(frozen=True)
+class SimSpec:
+    """One simulated device: its model, its faults, and the ``--simulate`` text. Picklable for workers."""
+
+    model: DeviceModel
+    faults: Faults = Faults()
+    text: str = ""
+
+    @classmethod
+    def parse(cls, text: str) -> SimSpec:
+        """Parse a ``--simulate`` value (see SPEC_HELP); a malformed one is a UsageError naming it."""
+        name, *pairs = [part.strip() for part in text.split(",")]
+        if name.lower().endswith(".json"):
+            return _parse_replay(text, name, pairs)
+        profile = find_profile(name)
+        if profile is None:
+            raise UsageError(f"unknown profile {name!r}; valid: {', '.join(profile_names())}")
+        values = spec_values(text, pairs, PROFILE_KEYS, f"a profile takes {', '.join(PROFILE_KEYS)}")
+        sizes = {k: parse_size(v, f"--simulate {k}") for k, v in values.items() if k in _OVERRIDE_KEYS}
+        fewer_text = values.get("fewer", "0")
+        if not fewer_text.isdigit():
+            raise UsageError(f"bad --simulate value {text!r}: fewer takes a whole number of blocks "
+                             f"(got {fewer_text!r})")
+        faults = launch_faults(values, text)
+        model = DeviceModel.from_profile(profile, sizes.get("optin"), sizes.get("smem_per_sm"), sizes.get("reserved"),
+                                         int(fewer_text))
+        return cls(model, Faults(**faults, **_validation_faults(values, text)), text)
+
+
+def _parse_replay(text: str, path: str, pairs: list[str]) -> SimSpec:
+    """``REPORT.json[,device=N,flaky=P,...]``: a SimSpec that replays a saved device (faults allowed)."""
+    values = spec_values(text, pairs, ("device", *FAULT_KEYS),
+                         f"a replayed report takes device=N and the faults {', '.join(FAULT_KEYS)}")
+    device = values.get("device", "0")
+    if not device.isdigit():
+        raise UsageError(f"bad --simulate value {text!r}: device takes a whole number (got {device!r})")
+    faults = launch_faults(values, text)
+    return SimSpec(load_replay(path, int(device)), Faults(**faults), text)
+
+
+def spec_values(text: str, pairs: Sequence[str], keys: Sequence[str], takes: str) -> dict[str, str]:
+    """The KEY=VALUE pairs of a ``--simulate`` value by key; a pair that is not KEY=VALUE with a KEY in
+    ``keys``, or a key given twice, is a UsageError (``takes`` says what is accepted)."""
+    values: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or key not in keys or not value:
+            raise UsageError(f"bad --simulate value {text!r}: {pair!r} is not KEY=VALUE: {takes}")
+        if key in values:
+            raise UsageError(f"bad --simulate value {text!r}: {key} is given twice")
+        values[key] = value
+    return values
+
+
+def launch_faults(values: dict[str, str], text: str) -> dict[str, Any]:
+    """The flaky=, seed=, hole=, sticky= and hang= faults of a ``--simulate`` value, as Faults fields."""
+    sizes = {k: parse_size(values[k], f"--simulate {k}") for k in _FAULT_SIZE_KEYS if k in values}
+    try:
+        flaky = float(values.get("flaky", 0))
+        seed = int(values.get("seed", 0))
+    except ValueError:
+        raise UsageError(f"bad --simulate value {text!r}: flaky takes a probability, seed a whole number") from None
+    if not 0 <= flaky <= 1:
+        raise UsageError(f"bad --simulate value {text!r}: flaky must be in 0..1 (got {flaky})")
+    return {"flaky": flaky, "seed": seed, "hole_bytes": sizes.get("hole"), "sticky_bytes": sizes.get("sticky"),
+            "hang_bytes": sizes.get("hang")}
+
+
+def _validation_faults(values: dict[str, str], text: str) -> dict[str, Any]:
+    """The bitflip=, holes= and leak= faults of a ``--simulate`` value."""
+    faults: dict[str, Any] = {}
+    if "bitflip" in values:
+        sm, sep, offset = values["bitflip"].partition(":")
+        if not sep or not sm.strip().isdigit():
+            raise UsageError(f"bad --simulate value {text!r}: bitflip takes SM:OFFSET, like 5:1000 "
+                             f"(got {values['bitflip']!r})")
+        faults["bitflip"] = (int(sm), parse_size(offset, "--simulate bitflip offset"))
+    if "holes" in values:
+        start, sep, end = values["holes"].partition("-")
+        if not sep:
+            raise UsageError(f"bad --simulate value {text!r}: holes takes START-END, like 1024-4096 "
+                             f"(got {values['holes']!r})")
+        low, high = parse_size(start, "--simulate holes start"), parse_size(end, "--simulate holes end")
+        if low > high:
+            raise UsageError(f"bad --simulate value {text!r}: holes START must be <= END (got {low}-{high})")
+        faults["holes"] = (low, high)
+    if "leak" in values:
+        if values["leak"] not in ("yes", "no"):
+            raise UsageError(f"bad --simulate value {text!r}: leak takes yes or no (got {values['leak']!r})")
+        faults["leak"] = values["leak"] == "yes"
+    return faults
