@@ -16,7 +16,7 @@ from bisect_smem.devices.kernel_abi import (
     probe_name_expressions,
     read_kernel,
 )
-from bisect_smem.experiments.measure import DEFAULT_STATIC_SIZES
+from bisect_smem.experiments.config import DEFAULT_STATIC_SIZES
 
 from .nvrtc import NvrtcUnavailable, compile_source, nvrtc_version, supported_archs, target
 

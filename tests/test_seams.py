@@ -22,6 +22,7 @@ from bisect_smem.core.levels import (
     split_quantity_prefix,
     split_search_name,
 )
+from bisect_smem.core.model import Measured
 from bisect_smem.core.profiles import find_profile
 from bisect_smem.core.quantities import quantities
 from bisect_smem.core.search import DEFAULT_CONFIRM
@@ -30,9 +31,9 @@ from bisect_smem.devices.backends.base import DeviceAddress
 from bisect_smem.devices.backends.sim import SimBackend
 from bisect_smem.devices.backends.sim_spec import SimSpec
 from bisect_smem.devices.probes import LeftoverOutcome, Outcome
+from bisect_smem.experiments.context import DeviceFacts, Prior
 from bisect_smem.experiments.measure import DeviceMeasurement, MeasureConfig
 from bisect_smem.experiments.plan import plan_steps
-from bisect_smem.experiments.steps import BlockRegisters, BlockRegistersStep, StepResult, granule_bytes
 from bisect_smem.experiments.validation import LEFTOVER_THREADS, Validation
 
 H200_SMS = 132
@@ -95,15 +96,13 @@ def test_the_writer_process_runs_and_its_failure_is_one_line(tmp_path: Path) -> 
 
 
 def test_one_granule_fallback_measured_published_default() -> None:
-    step = BlockRegistersStep()
-    measured = {step: StepResult(step, BlockRegisters(1024, 256, None), {}, {}, None, 0.0)}
-    unknown = {step: StepResult(step, BlockRegisters(None, None, None), {}, {}, None, 0.0)}
+    measured, unknown = Measured(reserved_bytes=1024, allocation_granularity_bytes=256), Measured()
     sm_70 = find_profile("sm_70")
     assert sm_70 is not None
-    published = dataclasses.replace(sm_70, allocation_granularity_bytes=512)  # no real row differs from 128
-    assert granule_bytes(measured, published) == 256
-    assert granule_bytes(unknown, published) == 512
-    assert granule_bytes({}, None) == DEFAULT_GRANULE_BYTES == 128
+    published = DeviceFacts(profile=dataclasses.replace(sm_70, allocation_granularity_bytes=512))  # no real row
+    assert Prior.build(measured, published).granule_bytes == 256  # differs from 128
+    assert Prior.build(unknown, published).granule_bytes == 512
+    assert Prior.build(Measured(), DeviceFacts()).granule_bytes == DEFAULT_GRANULE_BYTES == 128
 
 
 def test_the_reference_split_has_one_set_of_names() -> None:

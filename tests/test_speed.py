@@ -21,7 +21,7 @@ from bisect_smem.devices.kernel_abi import (
     probe_name,
     residency_name,
 )
-from bisect_smem.experiments.measure import DEFAULT_STATIC_SIZES, MeasureConfig
+from bisect_smem.experiments.config import DEFAULT_STATIC_SIZES, MeasureConfig
 from bisect_smem.experiments.plan import plan_steps
 
 from .nvrtc import NvrtcUnavailable, compile_source, supported_archs

@@ -8,17 +8,22 @@ what ran; they never choose what is probed.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
-from bisect_smem.core.errors import ProbeFault
 from bisect_smem.core.hardware import NONPORTABLE_CLUSTER_SIZE, PORTABLE_CLUSTER_SIZE, ceil_div
 from bisect_smem.core.model import ClusterMeasurement
 from bisect_smem.devices.backends.base import DeviceSession
 from bisect_smem.devices.probes import TOO_BIG, Outcome
+from bisect_smem.experiments.context import StepContext
+from bisect_smem.experiments.expect import NOTHING_TOO_BIG, expect
+from bisect_smem.experiments.steps import Step
 
 CLUSTER_THREADS = 128
 ACTIVE_SIZES = (1, 2, 4, 8, 16)
 HOLD_NS = 50_000
 DOES_NOT_LAUNCH = TOO_BIG | {Outcome.CLUSTER_MISCONFIG}
+PROBES = "clusters"  # the key of these experiments' probes in Measured.probes
 
 
 def cluster_probe_sizes(optin_bytes: int, granule_bytes: int) -> list[int]:
@@ -31,12 +36,13 @@ class ClusterExperiments:
     """The cluster experiments on one device; counts its probes."""
 
     def __init__(self, session: DeviceSession, sm_count: int, max_blocks_per_sm: int,
-                 progress: Callable[[str], None]) -> None:
+                 progress: Callable[[str], None], probes: int = 0) -> None:
+        """``probes``: how many this device's cluster experiments made before (progress counts on)."""
         self.session = session
         self.sm_count = sm_count
         self.max_blocks_per_sm = max_blocks_per_sm
         self.progress = progress
-        self.probes = 0
+        self.probes = probes
 
     def largest(self, dynamic_bytes: int, nonportable: bool) -> tuple[int | None, bool]:
         """The largest cluster size that launches (counting up from 1), and whether every launched
@@ -49,13 +55,10 @@ class ClusterExperiments:
                                                  CLUSTER_THREADS)
         self.probes += len(outcomes)
         for size, got in enumerate(outcomes, start=1):
-            if got.ok:
-                largest = size
-                verified = verified and got.dsm_verified(size, dynamic_bytes)
-                continue
-            if got.outcome in DOES_NOT_LAUNCH:
+            if not expect(got, f"cluster of {size} at {dynamic_bytes} B", DOES_NOT_LAUNCH):
                 break
-            raise ProbeFault(f"cluster of {size} at {dynamic_bytes} B", got.outcome, got.detail)
+            largest = size
+            verified = verified and got.dsm_verified(size, dynamic_bytes)
         return largest, verified
 
     def active(self, dynamic_bytes: int, size: int) -> dict[str, int | None]:
@@ -66,8 +69,7 @@ class ClusterExperiments:
         self.progress(f"co-resident clusters of {size} at {dynamic_bytes} B")
         got = self.session.cluster_residency(dynamic_bytes, size, size > PORTABLE_CLUSTER_SIZE, CLUSTER_THREADS,
                                              HOLD_NS, clusters)
-        if not got.ok:
-            raise ProbeFault(f"co-resident clusters of {size} at {dynamic_bytes} B", got.outcome, got.detail)
+        expect(got, f"co-resident clusters of {size} at {dynamic_bytes} B", NOTHING_TOO_BIG)
         return {"measured": got.active_clusters, "api": got.api_active_clusters}
 
     def measure(self, optin_bytes: int, granule_bytes: int) -> list[ClusterMeasurement]:
@@ -82,3 +84,36 @@ class ClusterExperiments:
                 dynamic, portable, nonportable, self.session.cluster_api_max_size(dynamic, CLUSTER_THREADS),
                 active, (portable_ok and nonportable_ok) if launched else None))
         return results
+
+
+@dataclass(frozen=True)
+class ClusterResult:
+    """Cluster measurements, or why clusters were not measured here."""
+
+    measurements: tuple[ClusterMeasurement, ...] = ()
+    skipped: str | None = None
+
+
+@dataclass(frozen=True)
+class ClusterStep(Step):
+    """Thread block clusters (cc 9.0+)."""
+
+    kind: ClassVar[str] = "clusters"
+
+    def run(self, ctx: StepContext) -> ClusterResult:
+        """Thread block clusters, or why they cannot be measured here."""
+        optin = ctx.prior.require_optin()
+        reason = ctx.session.cluster_support()
+        if reason is not None:
+            return ClusterResult(skipped=reason)
+        reported = ctx.facts.reported
+        runs = ClusterExperiments(ctx.session, reported.multiprocessor_count or 1,
+                                  reported.max_blocks_per_multiprocessor or 32, ctx.progress, ctx.probes[PROBES])
+        try:
+            return ClusterResult(tuple(runs.measure(optin, ctx.prior.granule_bytes)))
+        finally:
+            ctx.probes[PROBES] = runs.probes
+
+    def contribute(self, value: ClusterResult) -> dict[str, Any]:
+        """The cluster measurements, or why they were skipped."""
+        return {"clusters": value.measurements, "clusters_skipped": value.skipped}

@@ -6,17 +6,11 @@ is given up with an error, and the rest run in the new process.
 
 from __future__ import annotations
 
-from bisect_smem.experiments.measure import MeasureConfig
-from bisect_smem.experiments.steps import (
-    AttributeAcceptCeiling,
-    BlockRegistersStep,
-    CarveoutSweep,
-    ClusterStep,
-    DefaultCeiling,
-    ResidencyStaircase,
-    StaticSplitStep,
-    Step,
-)
+from bisect_smem.experiments.ceilings import AttributeAcceptCeiling, BlockRegistersStep, DefaultCeiling, StaticSplitStep
+from bisect_smem.experiments.clusters import ClusterStep
+from bisect_smem.experiments.config import MeasureConfig
+from bisect_smem.experiments.residency import CarveoutSweep, ResidencyStaircase
+from bisect_smem.experiments.steps import Step
 from bisect_smem.experiments.validation import VALIDATION_STEPS
 
 

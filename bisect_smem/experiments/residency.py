@@ -10,47 +10,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
-from bisect_smem.core.errors import MeasurementError, ProbeFault
-from bisect_smem.core.hardware import block_footprint, blocks_per_sm, ceil_div, round_up
+from bisect_smem.core.errors import MeasurementError
 from bisect_smem.core.levels import STAIRCASE_THREADS
 from bisect_smem.core.model import CarveoutPoint, ResidencyStep
 from bisect_smem.devices.backends.base import DeviceSession
-from bisect_smem.devices.probes import TOO_BIG, ResidencyOutcome
+from bisect_smem.devices.probes import ResidencyOutcome
+from bisect_smem.experiments.context import Limits, StepContext
+from bisect_smem.experiments.expect import NOTHING_TOO_BIG, expect
+from bisect_smem.experiments.steps import Step
 
 THREAD_LIMIT_THREADS = (1024, 96)  # extra plateaus where the thread limit binds
 HOLD_NS = 20_000  # long enough for every co-resident block to overlap, short enough to stay cheap
 CARVEOUT_PERCENTS = (-1, *range(0, 101))
-CARVEOUT_FOOTPRINT_BYTES = 8 * 1024  # published carveouts differ by 8 KB or more: one count each
-
-
-@dataclass(frozen=True)
-class Limits:
-    """What the residency formula uses: reported per-SM limits and the measured block footprint."""
-
-    smem_per_sm_bytes: int | None
-    max_blocks_per_sm: int | None
-    max_threads_per_sm: int | None
-    granule_bytes: int
-    reserved_bytes: int
-
-    def footprint(self, dynamic_bytes: int) -> int:
-        """Shared memory one block takes on its SM: whole granules plus the reserved window."""
-        return block_footprint(dynamic_bytes, self.granule_bytes, self.reserved_bytes)
-
-    def carveout_probe_bytes(self) -> int:
-        """The dynamic size of the carveout sweep's blocks: a footprint of 8 KB, or more where the block
-        limit would otherwise cap the count before the largest carveout is full."""
-        footprint = CARVEOUT_FOOTPRINT_BYTES
-        if self.smem_per_sm_bytes and self.max_blocks_per_sm:
-            needed = ceil_div(self.smem_per_sm_bytes, self.max_blocks_per_sm)
-            footprint = max(footprint, round_up(needed, self.granule_bytes))
-        return max(footprint - self.reserved_bytes, 0)
-
-    def formula(self, dynamic_bytes: int, threads: int) -> tuple[int | None, str | None]:
-        """floor(smem_per_SM / footprint), capped by the block and thread limits, and which one binds."""
-        return blocks_per_sm(self.footprint(dynamic_bytes), threads, self.smem_per_sm_bytes, self.max_blocks_per_sm,
-                             self.max_threads_per_sm)
+PROBES = "residency_and_carveout"  # the key of these experiments' probes in Measured.probes
 
 
 def split_point(lo: int, hi: int, granule: int) -> int:
@@ -68,11 +42,13 @@ def split_point(lo: int, hi: int, granule: int) -> int:
 class ResidencyMeasurement:
     """The residency experiments on one device."""
 
-    def __init__(self, session: DeviceSession, progress: Callable[[str], None], hold_ns: int = HOLD_NS) -> None:
+    def __init__(self, session: DeviceSession, progress: Callable[[str], None], hold_ns: int = HOLD_NS,
+                 probes: int = 0) -> None:
+        """``probes``: how many this device's residency experiments made before (progress counts on)."""
         self.session = session
         self.progress = progress
         self.hold_ns = hold_ns
-        self.probes = 0
+        self.probes = probes
 
     def blocks(self, dynamic_bytes: int, threads: int, carveout_percent: int | None = None) -> ResidencyOutcome:
         """One residency probe; a too-big answer or a fault is an error, not a count."""
@@ -81,10 +57,8 @@ class ResidencyMeasurement:
             f", carveout {carveout_percent}%" if carveout_percent is not None else "")
         self.progress(f"{what} (probe {self.probes})")
         got = self.session.residency(dynamic_bytes, threads, self.hold_ns, carveout_percent)
-        if not got.ok:
-            if got.outcome in TOO_BIG:
-                raise MeasurementError(f"{what}: too big, {got.outcome.value} ({got.detail})")
-            raise ProbeFault(what, got.outcome, got.detail)
+        if not expect(got, what):
+            raise MeasurementError(f"{what}: too big, {got.outcome.value} ({got.detail})")
         return got
 
     @staticmethod
@@ -137,8 +111,7 @@ class ResidencyMeasurement:
         self.progress(f"carveout sweep at {size} B ({len(CARVEOUT_PERCENTS)} settings)")
         sweep = self.session.carveout_sweep(size, STAIRCASE_THREADS, self.hold_ns, CARVEOUT_PERCENTS)
         for got in sweep:
-            if not got.ok:
-                raise ProbeFault(f"carveout sweep at {size} B", got.outcome, got.detail)
+            expect(got, f"carveout sweep at {size} B", NOTHING_TOO_BIG)
         results = dict(zip(CARVEOUT_PERCENTS, sweep, strict=True))
         # Settings where the API predicts differently may use different carveouts even where the count
         # at this size is the same, so each (count, prediction) pair gets its own refinement.
@@ -171,3 +144,64 @@ class ResidencyMeasurement:
             else:
                 hi = mid
         return n * fp(lo), n * fp(lo + 1)
+
+
+@dataclass(frozen=True)
+class ResidencyResult:
+    """The residency staircase and the per-SM capacity it proves."""
+
+    steps: tuple[ResidencyStep, ...]
+    smem_per_sm_bytes: int | None
+
+
+@dataclass(frozen=True)
+class CarveoutResult:
+    """Residency under every carveout preference."""
+
+    points: tuple[CarveoutPoint, ...]
+
+
+def _runs(ctx: StepContext) -> ResidencyMeasurement:
+    return ResidencyMeasurement(ctx.session, ctx.progress, probes=ctx.probes[PROBES])
+
+
+@dataclass(frozen=True)
+class ResidencyStaircase(Step):
+    """Blocks resident per SM from 0 B to the opt-in ceiling, and the per-SM capacity."""
+
+    kind: ClassVar[str] = "residency"
+
+    def run(self, ctx: StepContext) -> ResidencyResult:
+        """The blocks-per-SM staircase up to the opt-in ceiling, and the per-SM capacity it proves."""
+        optin, limits = ctx.prior.require_optin(), ctx.prior.limits
+        runs = _runs(ctx)
+        try:
+            steps = runs.staircase(optin, limits)
+        finally:
+            ctx.probes[PROBES] = runs.probes
+        return ResidencyResult(tuple(steps), ResidencyMeasurement.smem_per_sm(steps, limits))
+
+    def contribute(self, value: ResidencyResult) -> dict[str, Any]:
+        """The staircase and the per-SM capacity."""
+        return {"residency": value.steps, "smem_per_sm_bytes": value.smem_per_sm_bytes}
+
+
+@dataclass(frozen=True)
+class CarveoutSweep(Step):
+    """Residency under every carveout preference."""
+
+    kind: ClassVar[str] = "carveout"
+
+    def run(self, ctx: StepContext) -> CarveoutResult:
+        """Residency under every carveout preference, and the carveout each gives."""
+        optin = ctx.prior.require_optin()
+        published = ctx.facts.profile.carveout_kib if ctx.facts.profile else None
+        runs = _runs(ctx)
+        try:
+            return CarveoutResult(tuple(runs.carveout(optin, published, ctx.prior.limits)))
+        finally:
+            ctx.probes[PROBES] = runs.probes
+
+    def contribute(self, value: CarveoutResult) -> dict[str, Any]:
+        """The carveout points."""
+        return {"carveout": value.points}

@@ -11,32 +11,20 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from bisect_smem.core.errors import MeasurementError, ProbeFault
 from bisect_smem.core.integrity import GranuleSweep, Leftovers, MarchResult, SmMarch
 from bisect_smem.devices.backends.base import DeviceSession
-from bisect_smem.devices.probes import TOO_BIG, LaunchOutcome, LeftoverOutcome, Outcome, ProbeKernel
-from bisect_smem.experiments.steps import Done, Step, granule_bytes, require_optin
-
-if TYPE_CHECKING:
-    from bisect_smem.experiments.measure import DeviceMeasurement
+from bisect_smem.devices.probes import TOO_BIG, ProbeKernel
+from bisect_smem.experiments.context import StepContext, WriteElsewhere
+from bisect_smem.experiments.expect import NOTHING_TOO_BIG, expect
+from bisect_smem.experiments.steps import Step
 
 MAX_MARCH_LAUNCHES = 4
 MARCH_THREADS = 512
 SWEEP_THREADS = 1024
-LEFTOVER_THREADS = 512
-
-WriteElsewhere = Callable[[int, int, int], LeftoverOutcome]
-"""``(dynamic_bytes, blocks, nonce)``: another process, with a CUDA context of its own, fills one block
-per SM with ``nonce``'s pattern (LEFTOVER_THREADS threads each) and ends; what it ran comes back. A
-failure to run it at all is a MeasurementError."""
-
-
-def _ok(outcome: LaunchOutcome | LeftoverOutcome, what: str) -> None:
-    """A validation launch must run; any other class is a fault of this step (sticky ones end the worker)."""
-    if outcome.outcome is not Outcome.OK:
-        raise ProbeFault(what, outcome.outcome, outcome.detail)
+LEFTOVER_THREADS = 512  # the block size of the leftover kernels, the other process's writer included
 
 
 def word_bytes(ceiling_bytes: int) -> int:
@@ -79,7 +67,7 @@ class Validation:
             launches += 1
             self.progress(f"march test: launch {launches}, {blocks} blocks of {dynamic} B")
             outcome = self.session.march(dynamic, MARCH_THREADS, blocks, secrets.randbits(32))
-            _ok(outcome, f"march test at {dynamic} B")
+            expect(outcome, f"march test at {dynamic} B", NOTHING_TOO_BIG)
             for block in outcome.blocks:
                 if block.sm_id not in by_sm or by_sm[block.sm_id].passed:
                     by_sm[block.sm_id] = block
@@ -94,11 +82,9 @@ class Validation:
         over = ceiling_bytes + 1
         # The attribute is raised as far as it goes, so that the byte over is refused by the launch itself
         # where the attribute would allow it.
-        accepted = self.session.set_max_dynamic(kernel, over)
-        if not accepted.ok:
-            if accepted.outcome not in TOO_BIG:
-                raise ProbeFault(f"attribute set to {over} B", accepted.outcome, accepted.detail)
-            _ok(self.session.set_max_dynamic(kernel, ceiling_bytes), f"attribute set to {ceiling_bytes} B")
+        if not expect(self.session.set_max_dynamic(kernel, over), f"attribute set to {over} B"):
+            expect(self.session.set_max_dynamic(kernel, ceiling_bytes), f"attribute set to {ceiling_bytes} B",
+                   NOTHING_TOO_BIG)
         sizes = sweep_sizes(ceiling_bytes, granule_bytes)
         self.progress(f"granule sweep: {len(sizes)} sizes in flight")
         outcomes = self.session.launch_many(kernel, sizes, SWEEP_THREADS)
@@ -124,18 +110,23 @@ class Validation:
         blocks, dynamic = self._blocks(), word_bytes(ceiling_bytes)
         nonce = secrets.randbits(64)
         written = self.write_elsewhere(dynamic, blocks, nonce)
-        _ok(written, "another process writing the leftover pattern")
+        expect(written, "another process writing the leftover pattern", NOTHING_TOO_BIG)
         across = self.session.leftover_read(dynamic, LEFTOVER_THREADS, blocks, nonce)
-        _ok(across, "reading what another process left")
+        expect(across, "reading what another process left", NOTHING_TOO_BIG)
         own = secrets.randbits(64)
-        _ok(self.session.leftover_write(dynamic, LEFTOVER_THREADS, blocks, own), "writing the leftover pattern")
+        expect(self.session.leftover_write(dynamic, LEFTOVER_THREADS, blocks, own), "writing the leftover pattern",
+               NOTHING_TOO_BIG)
         within = self.session.leftover_read(dynamic, LEFTOVER_THREADS, blocks, own)
-        _ok(within, "reading what this process left")
+        expect(within, "reading what this process left", NOTHING_TOO_BIG)
         return Leftovers(dynamic, within.words, within.matching_words, across.words, across.matching_words,
                          writer_sms=len(set(written.sm_ids)), reader_sms=len(set(across.sm_ids)))
 
 
 # The steps of --level full (plan.py appends them after the standard steps).
+
+
+def _validation(ctx: StepContext) -> Validation:
+    return Validation(ctx.session, ctx.facts.reported.multiprocessor_count, ctx.progress, ctx.write_elsewhere)
 
 
 @dataclass(frozen=True)
@@ -144,9 +135,9 @@ class SmMarchStep(Step):
 
     kind: ClassVar[str] = "sm_march"
 
-    def run(self, m: DeviceMeasurement, done: Done) -> MarchResult:  # type: ignore[override]
+    def run(self, ctx: StepContext) -> MarchResult:
         """March over every SM's whole dynamic shared memory."""
-        return m.validation.march(require_optin(done))
+        return _validation(ctx).march(ctx.prior.require_optin())
 
     def contribute(self, value: MarchResult) -> dict[str, Any]:
         """The march result."""
@@ -159,9 +150,9 @@ class GranuleSweepStep(Step):
 
     kind: ClassVar[str] = "granule_sweep"
 
-    def run(self, m: DeviceMeasurement, done: Done) -> GranuleSweep:  # type: ignore[override]
+    def run(self, ctx: StepContext) -> GranuleSweep:
         """Sweep with the measured granularity (the published one below cc 8.0)."""
-        return m.validation.granule_sweep(require_optin(done), granule_bytes(done, m.profile))
+        return _validation(ctx).granule_sweep(ctx.prior.require_optin(), ctx.prior.granule_bytes)
 
     def contribute(self, value: GranuleSweep) -> dict[str, Any]:
         """The sweep."""
@@ -174,9 +165,9 @@ class LeftoversStep(Step):
 
     kind: ClassVar[str] = "leftovers"
 
-    def run(self, m: DeviceMeasurement, done: Done) -> Leftovers:  # type: ignore[override]
+    def run(self, ctx: StepContext) -> Leftovers:
         """Another process writes and exits; this one reads without writing."""
-        return m.validation.leftovers(require_optin(done))
+        return _validation(ctx).leftovers(ctx.prior.require_optin())
 
     def contribute(self, value: Leftovers) -> dict[str, Any]:
         """The leftovers."""

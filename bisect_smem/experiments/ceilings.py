@@ -1,0 +1,178 @@
+"""The ceilings: the default dynamic ceiling, the attribute's accept ceiling, the opt-in ceiling beside
+each static size and block size (the static splits), and the PTX registers of running blocks (reserved
+bytes and allocation granularity). The quick level is these steps.
+
+Every ceiling is searched with bounds from galloping (core/search.py), never from the attribute it is
+later compared with. A probe passes only when the kernel read back every byte it asked for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar
+
+from bisect_smem.core.errors import MeasurementError
+from bisect_smem.core.levels import REFERENCE_THREADS, is_reference_split, split_search_name
+from bisect_smem.core.model import Ceiling, StaticSplit
+from bisect_smem.devices.probes import ProbeKernel
+from bisect_smem.experiments.context import StepContext
+from bisect_smem.experiments.expect import expect
+from bisect_smem.experiments.steps import Step
+
+
+@dataclass(frozen=True)
+class DefaultCeiling(Step):
+    """The largest dynamic size that launches without opt-in."""
+
+    kind: ClassVar[str] = "default_ceiling"
+
+    def run(self, ctx: StepContext) -> Ceiling:
+        """The largest dynamic size that launches on a function whose attribute was never raised."""
+        kernel = ProbeKernel(0, opt_in=False)
+        ceiling = ctx.search("default_dynamic_ceiling", lambda sizes: [
+            expect(got, f"default launch of {n} B")
+            for n, got in zip(sizes, ctx.session.launch_many(kernel, sizes, REFERENCE_THREADS), strict=True)])
+        # The default function's attribute is never raised, so this is the API's answer before opt-in.
+        return replace(ceiling, api_available_dynamic_bytes=ctx.session.available_dynamic_smem(kernel,
+                                                                                               REFERENCE_THREADS))
+
+    def contribute(self, value: Ceiling) -> dict[str, Any]:
+        """The default ceiling, and what cuOccupancyAvailableDynamicSMemPerBlock says beside it."""
+        return {"default_dynamic_ceiling_bytes": value.ceiling_bytes,
+                "default_api_available_dynamic_bytes": value.api_available_dynamic_bytes}
+
+
+@dataclass(frozen=True)
+class AttributeAcceptCeiling(Step):
+    """The largest value cudaFuncSetAttribute(MaxDynamicSharedMemorySize) accepts."""
+
+    kind: ClassVar[str] = "attribute_accept_ceiling"
+
+    def run(self, ctx: StepContext) -> Ceiling:
+        """Search the attribute's ceiling."""
+        kernel = ProbeKernel(0, opt_in=True)
+        return ctx.search("attribute_accept_ceiling", lambda sizes: [
+            expect(ctx.session.set_max_dynamic(kernel, n), f"attribute set to {n} B") for n in sizes])
+
+    def contribute(self, value: Ceiling) -> dict[str, Any]:
+        """The attribute's ceiling."""
+        return {"attribute_accept_ceiling_bytes": value.ceiling_bytes}
+
+
+@dataclass(frozen=True)
+class StaticSplitStep(Step):
+    """The opt-in dynamic ceiling beside ``static_bytes`` of static data, in blocks of ``threads``."""
+
+    static_bytes: int
+    threads: int
+    kind: ClassVar[str] = "static_split"
+    timing_name: ClassVar[str | None] = "static_splits"
+
+    @property
+    def key(self) -> str:
+        """``static_split:<static bytes>:<threads>``."""
+        return f"{self.kind}:{self.static_bytes}:{self.threads}"
+
+    @property
+    def is_reference(self) -> bool:
+        """The reference split (core/levels.py) is the opt-in ceiling the later steps build on."""
+        return is_reference_split(self.static_bytes, self.threads)
+
+    def run(self, ctx: StepContext) -> StaticSplit:
+        """Search the opt-in ceiling beside the static data."""
+        static_bytes, threads = self.static_bytes, self.threads
+        kernel = ProbeKernel(static_bytes, opt_in=True)
+        footprint = static_footprint(ctx, kernel, threads)
+
+        def predicate(sizes: list[int]) -> list[bool]:
+            # The attribute is set to each size just before its launch: a refused attribute is "too big".
+            launched = ctx.session.launch_many(kernel, sizes, threads, raise_limit=True)
+            return [expect(got, f"attribute set to and opt-in launch of {n} B + {static_bytes} B static, "
+                                f"{threads} threads") for n, got in zip(sizes, launched, strict=True)]
+
+        ceiling = ctx.search(split_search_name(static_bytes, threads), predicate)
+        return StaticSplit(static_bytes, threads, ceiling.ceiling_bytes, ceiling.probes, footprint,
+                           available_after_optin(ctx, kernel, threads, ceiling.ceiling_bytes))
+
+    def contribute(self, value: StaticSplit) -> dict[str, Any]:
+        """The split, and the opt-in ceiling where this is the reference split."""
+        fields: dict[str, Any] = {"static_splits": (value,)}
+        if self.is_reference:
+            fields["optin_dynamic_ceiling_bytes"] = value.dynamic_ceiling_bytes
+        return fields
+
+
+def available_after_optin(ctx: StepContext, kernel: ProbeKernel, threads: int, ceiling_bytes: int | None) -> int | None:
+    """cuOccupancyAvailableDynamicSMemPerBlock at one block per SM with the attribute raised to the
+    measured ceiling: the answer is capped by the attribute, so it is asked after opt-in."""
+    if ceiling_bytes is None:
+        return None
+    if not ctx.session.set_max_dynamic(kernel, ceiling_bytes).ok:
+        return None
+    return ctx.session.available_dynamic_smem(kernel, threads)
+
+
+def static_footprint(ctx: StepContext, kernel: ProbeKernel, threads: int) -> int | None:
+    """How many bytes the static data takes before the dynamic array, as the kernel sees addresses."""
+    bases = []
+    for k in (ProbeKernel(0, kernel.opt_in), kernel):
+        got = ctx.session.launch(k, 0, threads)
+        expect(got, f"launch with {k.static_bytes} B static and no dynamic memory")
+        bases.append(got.dynamic_base_offset_bytes)
+    if None in bases:
+        return None
+    return bases[1] - bases[0]
+
+
+@dataclass(frozen=True)
+class BlockRegisters:
+    """Reserved bytes and allocation granularity as a running block reads them (None below cc 8.0)."""
+
+    reserved_bytes: int | None
+    granule_bytes: int | None
+    at_ceiling: dict[str, int | None] | None
+
+
+@dataclass(frozen=True)
+class BlockRegistersStep(Step):
+    """Reserved bytes and granularity from the PTX registers, and the registers at the opt-in ceiling."""
+
+    kind: ClassVar[str] = "block_registers"
+
+    def run(self, ctx: StepContext) -> BlockRegisters:
+        """Reserved bytes and allocation granularity as a running block sees them in PTX registers.
+
+        The granularity is %total_smem_size for a 1-byte request, confirmed by the step after it.
+        """
+        session, kernel = ctx.session, ProbeKernel(0, opt_in=True)
+        expect(session.set_max_dynamic(kernel, 4096), "attribute set to 4096 B")
+        one = session.launch(kernel, 1, REFERENCE_THREADS)
+        expect(one, "launch of 1 B")
+        regs = one.registers
+        if regs is None or regs.total_smem_size is None:
+            return BlockRegisters(None, None, None)  # the registers need cc 8.0 or newer
+        granule = regs.total_smem_size
+        for n, wanted in ((granule, granule), (granule + 1, 2 * granule)):
+            got = session.launch(kernel, n, REFERENCE_THREADS)
+            expect(got, f"launch of {n} B")
+            seen = got.registers.total_smem_size if got.registers else None
+            if seen != wanted:
+                raise MeasurementError(f"%total_smem_size for {n} B was {seen}, expected {wanted}: "
+                                       f"no granularity of {granule} B")
+        return BlockRegisters(regs.reserved_bytes, granule, registers_at(ctx, kernel,
+                                                                         ctx.earlier.optin_dynamic_ceiling_bytes))
+
+    def contribute(self, value: BlockRegisters) -> dict[str, Any]:
+        """Reserved bytes, granularity and the registers at the ceiling."""
+        return {"reserved_bytes": value.reserved_bytes, "allocation_granularity_bytes": value.granule_bytes,
+                "registers_at_ceiling": value.at_ceiling}
+
+
+def registers_at(ctx: StepContext, kernel: ProbeKernel, optin_ceiling: int | None) -> dict[str, int | None] | None:
+    """The PTX registers of a block at the opt-in ceiling (None where the ceiling was not measured)."""
+    if optin_ceiling is None:
+        return None
+    expect(ctx.session.set_max_dynamic(kernel, optin_ceiling), f"attribute set to {optin_ceiling} B")
+    launched = ctx.session.launch(kernel, optin_ceiling, REFERENCE_THREADS)
+    expect(launched, f"launch at the ceiling, {optin_ceiling} B")
+    return dict(vars(launched.registers)) if launched.registers else None
