@@ -9,7 +9,8 @@ import pytest
 
 from bisect_smem.analysis.verdicts import carveout_verdicts, split_verdicts
 from bisect_smem.app.cli import main
-from bisect_smem.core.model import VERDICT_KINDS, CarveoutPoint, Measured, StaticSplit, Verdict
+from bisect_smem.core.model import CarveoutPoint, Measured, StaticSplit
+from bisect_smem.core.rows import VERDICT_KINDS, Verdict
 
 
 def run_json(args: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict, str]:

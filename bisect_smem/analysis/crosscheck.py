@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from bisect_smem.core.model import DeviceReport, Verdict
+from bisect_smem.analysis.compare import row
+from bisect_smem.core.model import DeviceReport
 from bisect_smem.core.quantities import quantities
+from bisect_smem.core.rows import Family, Verdict
 
 
 def cross_check(reference: DeviceReport, other: DeviceReport) -> list[Verdict]:
@@ -17,9 +19,10 @@ def cross_check(reference: DeviceReport, other: DeviceReport) -> list[Verdict]:
         if not key.startswith("measured.") or mine[key] is None or theirs.get(key) is None:
             continue
         same = mine[key] == theirs[key]
-        rows.append(Verdict(f"{reference.backend} = {other.backend}: {key.removeprefix('measured.')}",
-                            mine[key], reference.backend, theirs[key], "match" if same else "MISMATCH",
-                            "" if same else f"{reference.backend} {mine[key]!r}, {other.backend} {theirs[key]!r}"))
+        rows.append(row(f"{reference.backend} = {other.backend}: {key.removeprefix('measured.')}",
+                        mine[key], reference.backend, theirs[key], "match" if same else "MISMATCH",
+                        [] if same else [f"{reference.backend} {mine[key]!r}, {other.backend} {theirs[key]!r}"],
+                        family=Family.CROSS_CHECK))
     return rows
 
 

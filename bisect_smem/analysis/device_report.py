@@ -8,10 +8,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from bisect_smem.analysis.compare import row
 from bisect_smem.analysis.verdicts import build_verdicts
 from bisect_smem.core.levels import DEFAULT_LEVEL
-from bisect_smem.core.model import DeviceReport, Verdict
+from bisect_smem.core.model import DeviceReport
 from bisect_smem.core.profiles import cc_text, profile_for_cc
+from bisect_smem.core.rows import Family
 from bisect_smem.devices.device_info import DeviceInfo
 from bisect_smem.experiments.steps import Done, Step, assemble
 
@@ -28,9 +30,10 @@ def build_report(index: int, backend: str, info: DeviceInfo | None, done: Done, 
     measured = replace(measured, timings_s={"open": info.open_s, **measured.timings_s}, level=level)
     cc = info.identity.compute_capability
     verdicts = build_verdicts(info.reported, measured, profile_for_cc(cc), cc_text(cc))
-    failed = [Verdict(f"step {r.step.key}", None, None, None, "ERROR", r.error) for r in done.values() if r.error]
-    missing = [Verdict(f"step {step.key}", None, None, None, "ERROR", "not measured: the device was given up")
-               for step in planned or () if step not in done]
+    failed = [row(f"step {r.step.key}", None, None, None, "ERROR", [r.error], family=Family.STEP)
+              for r in done.values() if r.error]
+    missing = [row(f"step {step.key}", None, None, None, "ERROR", ["not measured: the device was given up"],
+                   family=Family.STEP) for step in planned or () if step not in done]
     context = replace(info.identity.extra, pci_bus_id=info.identity.pci_bus_id).with_nvml(info.nvml)
     return DeviceReport(index=index, name=info.identity.name, compute_capability=cc_text(cc), backend=backend,
                         context=context, reported=info.reported, measured=measured,

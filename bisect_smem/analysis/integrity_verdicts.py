@@ -8,6 +8,7 @@ march never reached is ERROR (not validated), named.
 
 from __future__ import annotations
 
+from bisect_smem.analysis.compare import row
 from bisect_smem.core.integrity import (
     MARCH_ELEMENTS,
     MARCH_PATTERN_NAMES,
@@ -18,7 +19,8 @@ from bisect_smem.core.integrity import (
     MarchResult,
     SmMarch,
 )
-from bisect_smem.core.model import Measured, Verdict
+from bisect_smem.core.model import Measured
+from bisect_smem.core.rows import Family, Verdict
 
 MAX_SIZES_SHOWN = 64
 
@@ -46,23 +48,23 @@ def march_verdicts(march: MarchResult) -> list[Verdict]:
     seen = len(march.sms_seen)
     launches = f"{march.launches} launch{'es' if march.launches > 1 else ''}"
     if march.covered:
-        rows = [Verdict("SMs covered by the march (%smid)", march.sm_count, "driver SM count", seen, "match",
-                        launches)]
+        rows = [row("SMs covered by the march (%smid)", march.sm_count, "driver SM count", seen, "match", [launches],
+                    family=Family.MARCH_COVERAGE)]
     else:
         missing = march.sms_missing
         named = f"never ran: SM {', '.join(map(str, missing))}" if missing else "SM ids outside 0..count-1"
-        rows = [Verdict("SMs covered by the march (%smid)", march.sm_count, "driver SM count", seen, "ERROR",
-                        f"{named} after {launches}")]
+        rows = [row("SMs covered by the march (%smid)", march.sm_count, "driver SM count", seen, "ERROR",
+                    [f"{named} after {launches}"], family=Family.MARCH_COVERAGE)]
     for f in march.failures:
         where = ""
         if f.pattern is not None and f.element is not None:
             where = f"pattern {MARCH_PATTERN_NAMES[f.pattern]}, {MARCH_ELEMENTS[f.element]}; "
-        rows.append(Verdict(f"shared memory of SM {f.sm_id} (march test)", "every byte reads back", "march test",
-                            _failure_text(f), "MISMATCH", f"{where}{f.bad_reads} wrong reads"))
+        rows.append(row(f"shared memory of SM {f.sm_id} (march test)", "every byte reads back", "march test",
+                        _failure_text(f), "MISMATCH", [f"{where}{f.bad_reads} wrong reads"], family=Family.MARCH))
     if not march.failures:
-        rows.append(Verdict("every SM's shared memory (march)", "every byte reads back", "march test",
-                            f"{seen} SMs x {march.dynamic_bytes} B", "match",
-                            f"{MARCH_PATTERNS} patterns, ascending and descending, every bank"))
+        rows.append(row("every SM's shared memory (march)", "every byte reads back", "march test",
+                        f"{seen} SMs x {march.dynamic_bytes} B", "match",
+                        [f"{MARCH_PATTERNS} patterns, ascending and descending, every bank"], family=Family.MARCH))
     return rows
 
 
@@ -73,15 +75,17 @@ def sweep_verdicts(sweep: GranuleSweep) -> list[Verdict]:
     if sweep.failing_bytes:
         shown = list(sweep.failing_bytes[:MAX_SIZES_SHOWN])
         more = f" and {len(sweep.failing_bytes) - len(shown)} more" if len(sweep.failing_bytes) > len(shown) else ""
-        rows = [Verdict(label, below, "sizes tested", below - len(sweep.failing_bytes), "ERROR",
-                        f"not monotone: failed at {shown}{more} B below the ceiling; first: {sweep.failure_detail}")]
+        rows = [row(label, below, "sizes tested", below - len(sweep.failing_bytes), "ERROR",
+                    [f"not monotone: failed at {shown}{more} B below the ceiling; first: {sweep.failure_detail}"],
+                    family=Family.GRANULE_SWEEP)]
     else:
-        rows = [Verdict(label, below, "sizes tested", below, "match",
-                        f"0..{sweep.ceiling_bytes} B: launched and verified, one synchronisation")]
+        rows = [row(label, below, "sizes tested", below, "match",
+                    [f"0..{sweep.ceiling_bytes} B: launched and verified, one synchronisation"],
+                    family=Family.GRANULE_SWEEP)]
     over = sweep.ceiling_bytes + 1
-    rows.append(Verdict(f"{over} B (the ceiling + 1) fails", "fails", "limit",
-                        "fails" if sweep.over_ceiling_failed else "launched",
-                        "match" if sweep.over_ceiling_failed else "MISMATCH"))
+    rows.append(row(f"{over} B (the ceiling + 1) fails", "fails", "limit",
+                    "fails" if sweep.over_ceiling_failed else "launched",
+                    "match" if sweep.over_ceiling_failed else "MISMATCH", family=Family.OVER_CEILING))
     return rows
 
 
@@ -94,10 +98,11 @@ def leftover_verdicts(left: Leftovers) -> list[Verdict]:
     across = left.across_processes_visible
     note = f"another process wrote {left.writer_sms} SMs and exited; this one read {left.reader_sms} SMs unwritten"
     return [
-        Verdict("data of an earlier process visible", "no", "isolation between processes",
-                _visible(left.across_processes_words_matching, left.across_processes_words_read),
-                "MISMATCH" if across else "match", note + ("; a data leak between tenants" if across else "")),
-        Verdict("data of an earlier kernel visible", None, None,
-                _visible(left.within_process_words_matching, left.within_process_words_read), "info",
-                "expected: kernels of one process may see what an earlier one left"),
+        row("data of an earlier process visible", "no", "isolation between processes",
+            _visible(left.across_processes_words_matching, left.across_processes_words_read),
+            "MISMATCH" if across else "match", [note, *(["a data leak between tenants"] if across else [])],
+            family=Family.LEFTOVERS),
+        row("data of an earlier kernel visible", None, None,
+            _visible(left.within_process_words_matching, left.within_process_words_read), "info",
+            ["expected: kernels of one process may see what an earlier one left"], family=Family.LEFTOVERS),
     ]

@@ -14,7 +14,8 @@ from bisect_smem.analysis.fit import FitRequest, FitResult
 from bisect_smem.app.fit_command import FIT_SCHEMA, Explained
 from bisect_smem.core.json_schema import definition_of, document, generate
 from bisect_smem.core.levels import LEVELS
-from bisect_smem.core.model import BASELINE_SCHEMA, REPORT_SCHEMA, VERDICT_KINDS, VERDICTS, DeviceReport, Report
+from bisect_smem.core.model import BASELINE_SCHEMA, REPORT_SCHEMA, DeviceReport, Report
+from bisect_smem.core.rows import VERDICT_KINDS, VERDICTS
 from bisect_smem.core.status import RESULTS, STATUSES
 
 KINDS = ("report", "fit", "baseline")

@@ -14,14 +14,11 @@ from typing import Any
 from bisect_smem.core.attributes import DeviceContext, ReportedAttributes
 from bisect_smem.core.integrity import GranuleSweep, Leftovers, MarchResult
 from bisect_smem.core.levels import DEFAULT_LEVEL
+from bisect_smem.core.rows import Verdict
 from bisect_smem.core.status import DeviceSummary
 
 REPORT_SCHEMA = "bisect_smem/report/v1"
 BASELINE_SCHEMA = "bisect_smem/baseline/v1"
-VERDICTS = ("match", "MISMATCH", "differs", "info", "ERROR")
-# limit: a launch contract (any difference fails); prediction: an occupancy API count the device may beat
-# (``differs``) but not fall short of; reference: the published table.
-VERDICT_KINDS = ("limit", "prediction", "reference")
 
 
 def dumps(data: Any) -> str:
@@ -135,25 +132,6 @@ class Measured:
     march: MarchResult | None = None
     granule_sweep: GranuleSweep | None = None
     leftovers: Leftovers | None = None
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """One row of the comparison: a quantity, what was reported (and by whom), what was measured."""
-
-    quantity: str
-    reported: int | str | None
-    source: str | None
-    measured: int | str | None
-    verdict: str
-    note: str = ""
-    kind: str = "limit"
-
-    def __post_init__(self) -> None:
-        if self.verdict not in VERDICTS:
-            raise ValueError(f"verdict must be one of {', '.join(VERDICTS)} (got {self.verdict!r})")
-        if self.kind not in VERDICT_KINDS:
-            raise ValueError(f"verdict kind must be one of {', '.join(VERDICT_KINDS)} (got {self.kind!r})")
 
 
 @dataclass(frozen=True)

@@ -94,6 +94,9 @@ def _checker(tp: Any, skip: frozenset[str] = frozenset()) -> Checker:
         return lambda value: None
     if dataclasses.is_dataclass(tp):
         return _dataclass_checker(tp, skip)
+    if isinstance(tp, type) and issubclass(tp, enum.StrEnum):
+        # Any string: a value this version does not know reads as the enum's own fallback member.
+        return _plain_checker((str,), "a string", False)
     if _is_union(tp):
         return _union_checker(tp, skip)
     origin, args = typing.get_origin(tp), typing.get_args(tp)
