@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from bisect_smem.app import output
-from bisect_smem.app.cli import _ProgressPrinter, build_parser, main
+from bisect_smem.app.cli import build_parser, main
+from bisect_smem.app.progress import ProgressLine
 from bisect_smem.core.errors import OutputError
 
 
@@ -238,7 +239,7 @@ def test_progress_uses_escapes_only_on_capable_terminals(term: str, escape: bool
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TERM", term)
     sink = Sink()
-    printer = _ProgressPrinter(sink, interval_s=0.01)  # type: ignore[arg-type]
+    printer = ProgressLine(sink, interval_s=0.01)  # type: ignore[arg-type]
     printer(0, "default: probe 1 at 4096 B")
     import time
 
@@ -249,7 +250,7 @@ def test_progress_uses_escapes_only_on_capable_terminals(term: str, escape: bool
 
 
 def test_progress_shows_a_probe_that_keeps_running() -> None:
-    printer = _ProgressPrinter(Sink(), interval_s=60)  # type: ignore[arg-type]
+    printer = ProgressLine(Sink(), interval_s=60)  # type: ignore[arg-type]
     try:
         printer(0, "optin: probe 3 at 1000 B")
         printer(0, "optin: probe 4 at 2000 B")

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from bisect_smem.app.cli import main
-from bisect_smem.core.quantities import ExactCheck, checks_for
+from bisect_smem.app.render.text import regression_line
+from bisect_smem.core.quantities import Regression, compare_quantities
 
 
 @pytest.fixture(scope="module")
@@ -65,9 +66,12 @@ def test_entries_removed_from_a_baseline_are_regressions(saved: Path, section: s
 
 
 def test_a_quantity_on_one_side_only_is_a_difference() -> None:
-    assert ExactCheck("q").fails({"q": 1}, {}) == "q: not in the baseline, now 1"
-    assert ExactCheck("q").fails({}, {"q": 1}) == "q: baseline 1, not measured now"
-    assert [c.name for c in checks_for({"a": 1}, {"b": 2})] == ["a", "b"]
+    assert regression_line(Regression.between("q", {"q": 1}, {})) == "q: not in the baseline, now 1"
+    assert regression_line(Regression.between("q", {}, {"q": 1})) == "q: baseline 1, not measured now"
+    assert [c.name for c in compare_quantities({"a": 1}, {"b": 2})] == ["a", "b"]
+    assert all(r.fails for r in compare_quantities({"a": 1}, {"b": 2}))
+    assert not Regression.between("q", {"q": None}, {"q": None}).fails and Regression.between("q", {"q": 1},
+                                                                                              {"q": 2}).fails
 
 
 def write(path: Path, doc: dict) -> str:

@@ -9,7 +9,7 @@ import pytest
 
 from bisect_smem import __version__
 from bisect_smem.app.cli import main
-from bisect_smem.app.report import HEADLINE_LINES, WIDTH
+from bisect_smem.app.render.rows import HEADLINE_LINES, WIDTH
 from bisect_smem.core.profiles import PROFILES, ArchProfile
 
 H200_REPORT = Path(__file__).parent / "data" / "h200_report.json"

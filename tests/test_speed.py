@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from bisect_smem.app.cli import run_concurrently
+from bisect_smem.app.runner import run_concurrently
 from bisect_smem.devices.backends import cupy_backend
 from bisect_smem.devices.kernel_abi import (
     ILLEGAL_ACCESS_NAME,

@@ -17,7 +17,7 @@ from bisect_smem import __version__
 from bisect_smem.core.errors import BaselineError
 from bisect_smem.core.levels import DEFAULT_LEVEL, at_level, common_level
 from bisect_smem.core.model import BASELINE_SCHEMA, DeviceReport, Report, dumps, to_jsonable
-from bisect_smem.core.quantities import checks_for, quantities
+from bisect_smem.core.quantities import Regression, compare_quantities, quantities
 from bisect_smem.core.saved import Baseline, load_baseline
 
 
@@ -127,7 +127,7 @@ class Comparison:
     baseline: Baseline | None
     note: str
     compared: int
-    regressions: tuple[str, ...]
+    regressions: tuple[Regression, ...]  # the quantities that failed
 
 
 def compare_device(directory: Path, dev: DeviceReport) -> Comparison:
@@ -140,6 +140,5 @@ def compare_device(directory: Path, dev: DeviceReport) -> Comparison:
     current, saved, level = comparable(dev, baseline)
     if level != device_level(dev) or level != device_level(baseline.device):
         note += f"; compared at level {level} (now {device_level(dev)}, baseline {device_level(baseline.device)})"
-    checks = checks_for(current, saved)
-    failures = tuple(msg for msg in (c.fails(current, saved) for c in checks) if msg)
-    return Comparison(baseline, note, len(checks), failures)
+    checks = compare_quantities(current, saved)
+    return Comparison(baseline, note, len(checks), tuple(r for r in checks if r.fails))

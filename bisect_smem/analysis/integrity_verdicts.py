@@ -76,7 +76,7 @@ def sweep_verdicts(sweep: GranuleSweep) -> list[Verdict]:
         shown = list(sweep.failing_bytes[:MAX_SIZES_SHOWN])
         more = f" and {len(sweep.failing_bytes) - len(shown)} more" if len(sweep.failing_bytes) > len(shown) else ""
         rows = [row(label, below, "sizes tested", below - len(sweep.failing_bytes), "ERROR",
-                    [f"not monotone: failed at {shown}{more} B below the ceiling; first: {sweep.failure_detail}"],
+                    [f"not monotone: failed at {shown}{more} B below the ceiling", f"first: {sweep.failure_detail}"],
                     family=Family.GRANULE_SWEEP)]
     else:
         rows = [row(label, below, "sizes tested", below, "match",

@@ -168,13 +168,22 @@ class Member:
 
 
 @dataclass(frozen=True)
+class Deviation:
+    """A quantity where a device differs from its group's majority (``MISSING`` where the device lacks it)."""
+
+    name: str
+    value: Any
+    majority: Any
+
+
+@dataclass(frozen=True)
 class Group:
     """The devices of one GPU model and driver, their majority values, deviations and ties."""
     model: str
     driver: str
     members: tuple[Member, ...]
     majority: dict[str, Any]
-    deviations: dict[str, list[str]]  # member label -> "quantity: value (majority: value)"
+    deviations: dict[str, tuple[Deviation, ...]]  # by member label: those with an error or a deviation
     ties: dict[str, list[Any]] = field(default_factory=dict)  # quantity -> the equally common values
 
 
@@ -238,13 +247,12 @@ class _Collector:
                 ties[name] = [_plain(v) for v, n in ranked if n == ranked[0][1]]
             else:
                 majority[name] = ranked[0][0]
-        diffs = {key: [f"{n}: {_plain(q.get(n, MISSING))!r} (majority: {_plain(v)!r})"
-                       for n, v in majority.items() if q.get(n, MISSING) != v] for key, q in distinct.items()}
-        deviations: dict[str, list[str]] = {}
+        diffs = {key: tuple(Deviation(n, _plain(q.get(n, MISSING)), _plain(v))
+                            for n, v in majority.items() if q.get(n, MISSING) != v) for key, q in distinct.items()}
+        deviations: dict[str, tuple[Deviation, ...]] = {}
         for member, items in zip(self.members, self.held, strict=True):
-            errors = [f"error: {member.error}"] if member.error else []
-            if diffs[id(items)] or errors:
-                deviations[member.label] = errors + diffs[id(items)]
+            if diffs[id(items)] or member.error:
+                deviations[member.label] = diffs[id(items)]
         return Group(model, driver, tuple(self.members), {n: _plain(v) for n, v in majority.items()},
                      deviations, ties)
 

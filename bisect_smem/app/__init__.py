@@ -1,6 +1,8 @@
 """app: the edges a person or a program touches. May import every layer below.
 
-The command line (cli: the only module that prints or exits), the subcommands (fit_command), worker
-supervision (runner), text and JSON output (report, output), the staircase plot (plot) and the pytest
-plugin (plugin).
+The command line (cli: the parser and the dispatch, the only module that exits), one module per command
+(measure_command, merge_command, profiles_command, fit_command), each turning its options into a frozen
+request and returning the text for stdout with the exit code; every output format (render/); worker
+supervision (runner, worker, leftover_writer); the one writer of files (output); the progress line
+(progress); the pytest plugin (plugin).
 """

@@ -41,12 +41,10 @@ class SmemRegression(AssertionError):
 class QuantityItem(pytest.Item):
     """One quantity of one device against its baseline (or a setup failure that stands in for them)."""
 
-    def __init__(self, *, check: Any = None, current: dict[str, Any] | None = None,
-                 saved: dict[str, Any] | None = None, problem: str | None = None, skip: str | None = None,
+    def __init__(self, *, regression: Any = None, problem: str | None = None, skip: str | None = None,
                  **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.check, self.current, self.saved = check, current or {}, saved or {}
-        self.problem, self.skip_reason = problem, skip
+        self.regression, self.problem, self.skip_reason = regression, problem, skip
 
     def runtest(self) -> None:
         """Fail with 'baseline X, now Y' when the quantity regressed; skip or fail for setup problems."""
@@ -54,9 +52,10 @@ class QuantityItem(pytest.Item):
             pytest.skip(self.skip_reason)
         if self.problem:
             raise SmemRegression(self.problem)
-        message = self.check.fails(self.current, self.saved)
-        if message:
-            raise SmemRegression(message)
+        if self.regression.fails:
+            from bisect_smem.app.render.text import regression_line  # deferred: see collect()
+
+            raise SmemRegression(regression_line(self.regression))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         """The regression line alone, without a traceback."""
@@ -78,9 +77,10 @@ class BaselineSuite(pytest.Collector):
 
     def collect(self) -> list[pytest.Item]:
         """Measure the devices once and yield a test per device and quantity."""
+        # Deferred: pytest loads this plugin in every session; the tool is imported only when asked to measure.
         from bisect_smem.analysis.baseline import comparable, find_baseline, model_slug
         from bisect_smem.core.errors import BisectSmemError
-        from bisect_smem.core.quantities import checks_for
+        from bisect_smem.core.quantities import compare_quantities
 
         try:
             devices = measure(self.simulate)
@@ -103,15 +103,14 @@ class BaselineSuite(pytest.Collector):
                                                       problem=None if self.allow_missing else note))
                 continue
             current, saved, _ = comparable(dev, found[0])
-            for check in checks_for(current, saved):
-                items.append(QuantityItem.from_parent(self, name=f"{prefix}::{check.name}", check=check,
-                                                      current=current, saved=saved))
+            for regression in compare_quantities(current, saved):
+                items.append(QuantityItem.from_parent(self, name=f"{prefix}::{regression.name}", regression=regression))
         return items
 
 
 def measure(simulate: list[str]) -> tuple[Any, ...]:
     """Every device, measured once: the simulated ones when given, else this machine's GPUs."""
-    from bisect_smem.app.requests import build_request
+    from bisect_smem.app.requests import build_request  # deferred: see BaselineSuite.collect
     from bisect_smem.app.runner import run
 
     return run(build_request(None, simulate))

@@ -15,12 +15,14 @@ import glob
 import multiprocessing
 import os
 import queue as queue_module
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from bisect_smem.analysis.crosscheck import with_cross_checks
 from bisect_smem.analysis.device_report import build_report
 from bisect_smem.app.requests import RunRequest
 from bisect_smem.app.worker import (
@@ -230,3 +232,39 @@ class _Supervisor:
             dev.finished = True
             return
         self._start(dev)
+
+
+def run_all(requests: list[RunRequest], progress: ProgressSink | None = None) -> tuple[DeviceReport, ...]:
+    """Measure through each backend asked for; with several (``--backend all``), add cross-check rows.
+    No backend available is exit 3, naming why each is missing."""
+    if len(requests) == 1:
+        return run(requests[0], progress)
+    return with_cross_checks(run_concurrently(requests, run, progress))
+
+
+def run_concurrently(requests: list[RunRequest], measure: Callable[[RunRequest, ProgressSink | None], Any],
+                     progress: ProgressSink | None) -> dict[str, Any]:
+    """Each request's reports by backend name. Backends measured in worker processes run side by side,
+    so numba's start and compile overlap CuPy's run; the first runs on this thread, which keeps Ctrl-C
+    and its workers' cleanup where they were (the others' workers are daemons). In-process runs, which
+    would share one CUDA context, run one after another."""
+    if not all(r.isolated for r in requests):
+        return {r.backend.name: measure(r, progress) for r in requests}
+    results: dict[int, Any] = {}
+    errors: dict[int, BaseException] = {}
+
+    def one(i: int) -> None:
+        try:
+            results[i] = measure(requests[i], progress)
+        except Exception as exc:  # noqa: BLE001 - re-raised on the calling thread below
+            errors[i] = exc
+
+    others = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(1, len(requests))]
+    for thread in others:
+        thread.start()
+    results[0] = measure(requests[0], progress)
+    for thread in others:
+        thread.join()
+    for i in sorted(errors):
+        raise errors[i]
+    return {r.backend.name: results[i] for i, r in enumerate(requests)}

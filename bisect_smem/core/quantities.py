@@ -86,23 +86,28 @@ def _validation_quantities(m: dict[str, Any]) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class ExactCheck:
-    """A regression check: the quantity must equal the baseline's, to the byte, and be present on both
-    sides (a quantity the baseline lacks or this run lacks is a difference, never a silent pass)."""
+class Regression:
+    """One quantity against its baseline: the same on both sides, to the byte, or a regression. A
+    quantity only one side has is a difference too, never a silent pass (``in_baseline``, ``measured_now``
+    say which side has it)."""
 
     name: str
+    baseline: Any = None
+    now: Any = None
+    in_baseline: bool = True
+    measured_now: bool = True
 
-    def fails(self, current: dict[str, Any], baseline: dict[str, Any]) -> str | None:
-        """The regression line, or None when the quantity is the same on both sides."""
-        if self.name not in baseline:
-            return f"{self.name}: not in the baseline, now {current.get(self.name)!r}"
-        if self.name not in current:
-            return f"{self.name}: baseline {baseline[self.name]!r}, not measured now"
-        if current[self.name] != baseline[self.name]:
-            return f"{self.name}: baseline {baseline[self.name]!r}, now {current[self.name]!r}"
-        return None
+    @property
+    def fails(self) -> bool:
+        """The quantity is missing on a side or differs."""
+        return not (self.in_baseline and self.measured_now) or self.baseline != self.now
+
+    @classmethod
+    def between(cls, name: str, current: dict[str, Any], baseline: dict[str, Any]) -> Regression:
+        """Quantity ``name`` of this run against the baseline's."""
+        return cls(name, baseline.get(name), current.get(name), name in baseline, name in current)
 
 
-def checks_for(current: dict[str, Any], baseline: dict[str, Any]) -> list[ExactCheck]:
-    """One check per quantity named on either side: what only one side has is compared too."""
-    return [ExactCheck(name) for name in sorted(set(current) | set(baseline))]
+def compare_quantities(current: dict[str, Any], baseline: dict[str, Any]) -> list[Regression]:
+    """Every quantity named on either side against the other side: what only one side has is compared too."""
+    return [Regression.between(name, current, baseline) for name in sorted(set(current) | set(baseline))]

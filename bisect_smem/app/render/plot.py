@@ -1,6 +1,7 @@
-"""The residency staircase and the carveout sweep as pictures (matplotlib, from the optional `plot` extra).
+"""The residency staircase and the carveout sweep as a picture (matplotlib, from the optional `plot` extra):
+one panel per device, and a carveout panel beside it where the device has a sweep.
 
-The plotted series are embedded in the file's metadata ("Description", as JSON), so the picture can
+The plotted series are embedded in the image's metadata ("Description", as JSON), so the picture can
 be checked against the report it was drawn from.
 """
 
@@ -12,20 +13,24 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bisect_smem.app.output import write_atomic
 from bisect_smem.core.errors import UsageError
 from bisect_smem.core.levels import STAIRCASE_THREADS
-from bisect_smem.core.model import DeviceReport
+from bisect_smem.core.model import DeviceReport, Report
 
-FORMATS = {".png": "png", ".svg": "svg"}
+IMAGE_FORMATS = {".png": "png", ".svg": "svg"}
 
 
 def check_plot_path(path: Path) -> None:
     """Raise UsageError before any measuring if the plot cannot be made or written."""
     if importlib.util.find_spec("matplotlib") is None:
         raise UsageError("--plot needs matplotlib: pip install 'bisect-smem[plot]'")
-    if path.suffix.lower() not in FORMATS:
-        raise UsageError(f"--plot writes {', '.join(FORMATS)} files (got {path.name!r})")
+    if path.suffix.lower() not in IMAGE_FORMATS:
+        raise UsageError(f"--plot writes {', '.join(IMAGE_FORMATS)} files (got {path.name!r})")
+
+
+def image_format(path: Path) -> str:
+    """The image format a plot path asks for (checked by ``check_plot_path``)."""
+    return IMAGE_FORMATS[path.suffix.lower()]
 
 
 def staircase_series(dev: DeviceReport) -> dict[str, Any]:
@@ -69,14 +74,14 @@ def _carveout_panel(ax: Any, s: dict[str, Any]) -> None:
     ax.legend()
 
 
-def plot_staircase(devices: tuple[DeviceReport, ...], path: Path) -> list[dict[str, Any]]:
-    """Draw blocks per SM against dynamic shared memory, one panel per device; return the series."""
-    import matplotlib
+def render(report: Report, fmt: str) -> bytes:
+    """Blocks per SM against dynamic shared memory, one panel per device, as a ``fmt`` (png, svg) image."""
+    import matplotlib  # deferred: the plot extra is optional, and slow to import
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    series = [staircase_series(d) for d in devices if d.measured and d.measured.residency]
+    series = [staircase_series(d) for d in report.devices if d.measured and d.measured.residency]
     columns = 2 if any(s["carveout_percent"] for s in series) else 1
     fig, axes = plt.subplots(len(series) or 1, columns, figsize=(9 * columns, 4 * max(len(series), 1)),
                              squeeze=False)
@@ -100,8 +105,6 @@ def plot_staircase(devices: tuple[DeviceReport, ...], path: Path) -> list[dict[s
         ax.legend()
     fig.tight_layout()
     buffer = io.BytesIO()
-    fmt = FORMATS[path.suffix.lower()]
     fig.savefig(buffer, format=fmt, metadata={"Description": json.dumps(series, sort_keys=True)})
     plt.close(fig)
-    write_atomic(path, buffer.getvalue())
-    return series
+    return buffer.getvalue()
