@@ -60,9 +60,14 @@ def test_only_the_two_backends_import_cupy_and_numba() -> None:
     }
 
 
+# The fit modules name each other for a type (fit_render's Explained): exempt until they no longer do.
+CYCLE_EXEMPT = {("bisect_smem.app.fit_render", "bisect_smem.app.fit_command")}
+
+
 def test_no_import_cycles() -> None:
-    graph = {module: {name for name in _imports(path, module_level_only=True) if name in MODULES and name != module}
-             for module, path in MODULES.items()}
+    # Every import counts, those inside functions and under TYPE_CHECKING too: a cycle hidden there is one.
+    graph = {module: {name for name in _imports(path) if name in MODULES and name != module
+                      and (module, name) not in CYCLE_EXEMPT} for module, path in MODULES.items()}
     # A package's __init__ is imported with any of its modules; leave those edges out.
     graph = {m: {n for n in deps if not m.startswith(n + ".")} for m, deps in graph.items()}
     state: dict[str, int] = {}
@@ -107,3 +112,38 @@ def test_files_are_replaced_in_one_place() -> None:
     writers = [module for module, path in MODULES.items() if module != "bisect_smem.core.atomic"
                and any(call in path.read_text() for call in ("os.replace(", "mkstemp(", "os.rename(", "os.link("))]
     assert writers == []
+
+
+# fit's modules defer project imports without saying why; exempt until they say it or move them up.
+DEFERRED_EXEMPT = {"bisect_smem.app.fit_command", "bisect_smem.app.fit_render"}
+
+
+def _deferred_without_reason(path: Path) -> list[str]:
+    """Imports of the project's own modules below a module's top level with no comment saying why: the
+    nearest comment above the import, within its function, must name the import deferred."""
+    lines = path.read_text().splitlines()
+    tree = ast.parse(path.read_text())
+    top = {id(node) for node in tree.body}
+    found = []
+    for node in ast.walk(tree):
+        if id(node) in top or not isinstance(node, ast.Import | ast.ImportFrom):
+            continue
+        names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+        if not any(n.startswith("bisect_smem") for n in names):
+            continue
+        reason, comment = False, False
+        for line in reversed(lines[:node.lineno]):
+            if "#" in line:  # the nearest comment, all of its lines
+                comment = True
+                reason = reason or "deferred" in line.split("#", 1)[1].lower()
+            elif comment or line.lstrip().startswith(("def ", "async def ")):
+                break
+        if not reason:
+            found.append(f"{path.name}:{node.lineno}")
+    return found
+
+
+def test_project_imports_are_at_the_top_or_say_why_not() -> None:
+    found = [where for module, path in MODULES.items() if module not in DEFERRED_EXEMPT
+             for where in _deferred_without_reason(path)]
+    assert found == []

@@ -131,3 +131,9 @@ def test_a_device_is_opened_again_by_its_address() -> None:
     assert session.identity().name == "Simulated sm_80 (A100)" and session.model.fewer_blocks == 1
     with pytest.raises(UsageError, match="unknown backend 'opencl'"):
         open_address(DeviceAddress("opencl", 0), (0,))
+
+
+def test_the_simulate_keys_are_documented_where_they_are_parsed() -> None:
+    from bisect_smem.devices.backends import sim_spec
+
+    assert all(f"{key}=" in (sim_spec.__doc__ or "") for key in (*sim_spec.PROFILE_KEYS, "device"))

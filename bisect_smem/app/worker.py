@@ -13,19 +13,17 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bisect_smem.analysis.device_report import build_report
 from bisect_smem.app.leftover_writer import write_elsewhere
+from bisect_smem.app.requests import RunRequest
 from bisect_smem.core.attributes import NvmlInfo
 from bisect_smem.core.errors import BisectSmemError, ProbeFault
 from bisect_smem.core.model import DeviceReport
 from bisect_smem.devices.device_info import DeviceInfo, open_device
 from bisect_smem.experiments.measure import DeviceMeasurement
 from bisect_smem.experiments.steps import Done, Step, StepResult
-
-if TYPE_CHECKING:
-    from bisect_smem.app.requests import RunRequest
 
 
 @dataclass(frozen=True)

@@ -59,11 +59,6 @@ class SearchResult:
         """True when the boundary was confirmed and no probe contradicted monotonicity."""
         return self.unstable_range is None and not self.non_monotone_at
 
-    @property
-    def within_bound(self) -> bool:
-        """The search used no more probes than its bound."""
-        return self.probes <= probe_bound(self.cap_bytes, self.confirm)
-
 
 def find_ceiling(fits: Predicate, *, cap_bytes: int, floor_bytes: int = 0, confirm: int = DEFAULT_CONFIRM,
                  start_bytes: int = GALLOP_START_BYTES, spot_check: bool = True) -> SearchResult:

@@ -14,8 +14,8 @@ REAL_BACKENDS = ("cupy", "numba")
 
 def get_backend(name: str, sim_specs: tuple[SimSpec, ...] = ()) -> Backend:
     """The backend called ``name`` (the simulator built from ``sim_specs``); an unknown name lists the valid ones."""
-    # The real backends' modules are imported when named, not before: a run that measures no GPU (fit
-    # against published rows, merge, profiles) never loads them.
+    # Deferred: the real backends' modules are imported when named, not before, so a run that measures
+    # no GPU (fit against published rows, merge, profiles) never loads them.
     if name == "cupy":
         from bisect_smem.devices.backends.cupy_backend import CupyBackend
 

@@ -162,7 +162,6 @@ class CupySession:
             raise BackendUnavailable(f"CuPy could not be imported ({exc}): {INSTALL_HINT}") from exc
         self._cupy = cupy
         self.index = index
-        self._static_sizes = static_sizes
         names = module_name_expressions(static_sizes, step_kinds)
         source = module_source()
         context.wait()

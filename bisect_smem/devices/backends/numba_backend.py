@@ -119,7 +119,7 @@ def compile_kernels(cuda: Any, cc: tuple[int, int], static_sizes: tuple[int, ...
     Each is its own dispatcher over the same function: two kernels, so the default one is never opted
     in; the second of a pair (and every kernel in a later run) is loaded from numba's disk cache.
     """
-    from bisect_smem.devices.backends import numba_kernels as nk
+    from bisect_smem.devices.backends import numba_kernels as nk  # deferred: it imports numba
 
     functions = nk.kernel_functions(cc, static_sizes)
     kernels = {(s, o): cached_jit(cuda, nk.PROBE_SIGNATURE, functions[f"probe:{s}"])

@@ -1,19 +1,8 @@
-"""The ``--simulate`` mini-language: ``PROFILE[,KEY=VALUE...]`` or ``REPORT.json[,KEY=VALUE...]``, parsed
-into a SimSpec (a DeviceModel, its faults, and the text it came from, which another process parses
-again to open the same device). A malformed value is a UsageError naming the part that is wrong."""
+"""The ``--simulate`` mini-language, parsed into a SimSpec (a DeviceModel, its faults, and the text it came
+from, which another process parses again to open the same device). A malformed value is a UsageError
+naming the part that is wrong.
 
-from __future__ import annotations
-
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
-
-from bisect_smem.core.errors import UsageError
-from bisect_smem.core.profiles import find_profile, profile_names
-from bisect_smem.core.sizes import parse_size
-from bisect_smem.devices.backends.sim_model import DeviceModel, load_replay
-
-SPEC_HELP = """--simulate PROFILE[,KEY=VALUE...]: a simulated device from the published table.
+--simulate PROFILE[,KEY=VALUE...]: a simulated device from the published table.
   faults:    flaky=P       probes within one granule of a limit answer wrongly with probability P
              hole=BYTES    a launch of exactly BYTES dynamic fails, below the ceiling
              sticky=BYTES  a launch of BYTES or more poisons the context (as an illegal address does)
@@ -25,7 +14,19 @@ SPEC_HELP = """--simulate PROFILE[,KEY=VALUE...]: a simulated device from the pu
   overrides: optin=BYTES, smem_per_sm=BYTES, reserved=BYTES (a device that differs from its table row),
              fewer=N       every SM holds N fewer blocks than the occupancy API predicts
 --simulate REPORT.json[,device=N,FAULT...]: replay device N (default 0) of a saved report or baseline;
-  it takes the faults flaky, seed, hole, sticky and hang."""
+  it takes the faults flaky, seed, hole, sticky and hang.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from bisect_smem.core.errors import UsageError
+from bisect_smem.core.profiles import find_profile, profile_names
+from bisect_smem.core.sizes import parse_size
+from bisect_smem.devices.backends.sim_model import DeviceModel, load_replay
 
 FAULT_KEYS = ("flaky", "seed", "hole", "sticky", "hang")  # the faults a replayed report takes too
 _FAULT_SIZE_KEYS = ("hole", "sticky", "hang")
@@ -63,7 +64,8 @@ class SimSpec:
 
     @classmethod
     def parse(cls, text: str) -> SimSpec:
-        """Parse a ``--simulate`` value (see SPEC_HELP); a malformed one is a UsageError naming it."""
+        """Parse a ``--simulate`` value (the module's docstring lists its keys); a malformed one is a
+        UsageError naming it."""
         name, *pairs = [part.strip() for part in text.split(",")]
         if name.lower().endswith(".json"):
             return _parse_replay(text, name, pairs)
