@@ -16,6 +16,7 @@ from bisect_smem.app import cli, render
 from bisect_smem.app.render.rows import FOLDED_NAMES, REASON_GROUPS, RenderOptions
 from bisect_smem.core.model import Report
 from bisect_smem.core.schema import build
+from bisect_smem.core.text import dash
 
 RENDER = Path(__file__).resolve().parents[1] / "bisect_smem" / "app" / "render"
 
@@ -79,3 +80,7 @@ def test_a_subcommand_is_one_registration(monkeypatch: pytest.MonkeyPatch, capsy
     monkeypatch.setitem(cli.SUBCOMMANDS, "hello", hello)
     assert cli.main(["hello", "world"]) == 1
     assert capsys.readouterr().out == "hello world\n"
+
+
+def test_dash() -> None:
+    assert (dash(None), dash(0), dash("x")) == ("-", "0", "x")

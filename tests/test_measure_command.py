@@ -1,5 +1,6 @@
-"""Hardening of the measuring command: every output target, empty paths, options that would be
-ignored, baselines saved exclusively and only from complete runs, messages that say what happened."""
+"""The measuring command: every output target, empty paths, options that would be ignored, baselines
+saved exclusively and only from complete runs, messages that say what happened, the progress line, and
+the help's defaults read from where they are defined."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from bisect_smem.app import output
 from bisect_smem.app.cli import build_parser, main
 from bisect_smem.app.progress import ProgressLine
 from bisect_smem.core.errors import OutputError
+from bisect_smem.core.levels import DEFAULT_LEVEL, LEVELS
+from bisect_smem.core.search import DEFAULT_CONFIRM
 
 
 def run_main(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -261,3 +264,11 @@ def test_progress_shows_a_probe_that_keeps_running() -> None:
         assert printer.line(now + 3.2) == "device 0: optin: probe 4 at 2000 B (running 3 s)"
     finally:
         printer.close()
+
+
+def test_help_shows_the_defaults_from_their_definitions(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"default {DEFAULT_LEVEL}" in text and f"(default {DEFAULT_CONFIRM})" in text
+    assert "{" + ",".join(LEVELS) + "}" in text

@@ -1,4 +1,4 @@
-"""What the speed work must not change: the CuPy module holds what the planned steps need and still
+"""Starting fast without cutting corners: the CuPy module holds what the planned steps need and still
 compiles, the context starts beside the import, and backends run side by side give the same reports."""
 
 from __future__ import annotations
