@@ -147,3 +147,8 @@ def test_project_imports_are_at_the_top_or_say_why_not() -> None:
     found = [where for module, path in MODULES.items() if module not in DEFERRED_EXEMPT
              for where in _deferred_without_reason(path)]
     assert found == []
+
+
+def test_no_module_is_longer_than_400_lines() -> None:
+    long = {module: n for module, path in MODULES.items() if (n := len(path.read_text().splitlines())) > 400}
+    assert long == {}

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
-import re
-import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,14 +17,10 @@ from bisect_smem.core.errors import BackendUnavailable, KernelCompileError
 from bisect_smem.core.hardware import NONPORTABLE_CLUSTER_SIZE, DriverAttribute, has_clusters
 from bisect_smem.core.profiles import cc_text
 from bisect_smem.devices import attributes
-from bisect_smem.devices.backends.base import (
-    CudaErrorFunnel,
-    DeviceAddress,
-    DeviceIdentity,
-    RealDevices,
-    driver_failure,
-    driver_value,
-)
+from bisect_smem.devices.backends import driver_calls
+from bisect_smem.devices.backends.base import CudaErrorFunnel, DeviceAddress, DeviceIdentity, RealDevices
+from bisect_smem.devices.backends.cupy_wheel import INSTALL_HINT, check_driver_for_cupy, cupy_cuda_major
+from bisect_smem.devices.backends.driver_calls import DriverError
 from bisect_smem.devices.backends.libcuda import libcuda
 from bisect_smem.devices.kernel_abi import (
     CLUSTER_RESULT_WORDS,
@@ -68,37 +62,6 @@ from bisect_smem.devices.validation_abi import (
     decode_leftover_slots,
     decode_march_slot,
 )
-
-INSTALL_HINT = "install CuPy for your driver: pip install 'bisect-smem[cuda13]' (or [cuda12])"
-
-
-class _DriverError(Exception):
-    """A cuda-bindings call that failed; the message is the CUDA error name."""
-
-
-def cupy_cuda_major(search_path: Sequence[str] | None = None) -> int | None:
-    """The CUDA major version the installed CuPy wheel was built for, from its ``cupy_cudaNNx-*.dist-info``
-    folder on the import path (no import, and no scan of every installed package's metadata, which
-    takes a fifth of a second on a well-stocked image)."""
-    for entry in sys.path if search_path is None else search_path:
-        folder = Path(entry or ".")
-        if not folder.is_dir():
-            continue
-        for info in folder.glob("cupy_cuda*.dist-info"):
-            found = re.match(r"cupy_cuda(\d\d)", info.name.lower())
-            if found:
-                return int(found.group(1))
-    return None
-
-
-def check_driver_for_cupy(driver_version: int, cupy_major: int | None) -> None:
-    """A driver older than CuPy's CUDA major fails at the first launch: say so before measuring."""
-    if cupy_major is None or driver_version <= 0:
-        return
-    if driver_version // 1000 < cupy_major:
-        raise BackendUnavailable(
-            f"the driver supports CUDA {driver_version // 1000}.{driver_version % 1000 // 10}, but CuPy was built "
-            f"for CUDA {cupy_major}: update the driver or install bisect-smem[cuda{driver_version // 1000}]")
 
 
 class ContextStarter:
@@ -178,7 +141,7 @@ class CupySession:
         self._seeds = itertools.count(1)
         self._residency_grid = libcuda().residency_grid(index)
         self._streams: list[Any] = []  # for launch_many, created as needed
-        self.cuda_errors = CudaErrorFunnel((_DriverError, cupy.cuda.driver.CUDADriverError,
+        self.cuda_errors = CudaErrorFunnel((DriverError, cupy.cuda.driver.CUDADriverError,
                                             cupy.cuda.runtime.CUDARuntimeError))
 
     def _load_module(self, source: str, names: list[str]) -> tuple[Any, dict[str, Any]]:
@@ -238,13 +201,7 @@ class CupySession:
         return decode_probe_result(words, kernel.static_bytes, dynamic_bytes, seed)
 
     def available_dynamic_smem(self, kernel: ProbeKernel, threads: int) -> int | None:
-        try:
-            from cuda.bindings import driver as cu
-        except ImportError:
-            return None
-        handle = cu.CUfunction(self._function(kernel).kernel.ptr)
-        size = driver_value(cu.cuOccupancyAvailableDynamicSMemPerBlock(handle, 1, threads))
-        return None if size is None else int(size)
+        return driver_calls.available_dynamic_smem(self._function(kernel).kernel.ptr, threads)
 
     def residency(self, dynamic_bytes: int, threads: int, hold_ns: int,
                   carveout_percent: int | None = None) -> ResidencyOutcome:
@@ -270,7 +227,7 @@ class CupySession:
         """Test only: a real out-of-window shared-memory store. The context is poisoned afterwards."""
         self._functions[ILLEGAL_ACCESS_NAME]((1,), (32,), (self._cupy.uint32(0x00F00000),))
 
-    # Thread block clusters: CuPy has no cluster launch, so these go through cuda-bindings' cuLaunchKernelEx.
+    # Thread block clusters: CuPy has no cluster launch, so these go through cuda-bindings (driver_calls).
 
     def cluster_support(self) -> str | None:
         cc = self.identity().compute_capability
@@ -278,56 +235,17 @@ class CupySession:
             return f"thread block clusters need cc 9.0+ (this device: {cc_text(cc)})"
         if not libcuda().attribute(DriverAttribute.CLUSTER_LAUNCH, self.index):
             return "the driver reports no cluster launch (attribute 120 is 0)"
-        try:
-            from cuda.bindings import driver  # noqa: F401
-        except ImportError:
+        if not driver_calls.bindings_installed():
             return "cluster launches need cuda-bindings: pip install 'bisect-smem[cuda13]' (or [cuda12])"
         return None
 
     def _cluster_function(self, name: str, nonportable: bool, dynamic_bytes: int) -> Any:
-        from cuda.bindings import driver as cu
-
         fn = self._functions[name]
         fn.max_dynamic_shared_size_bytes = dynamic_bytes
-        handle = cu.CUfunction(fn.kernel.ptr)
-        if nonportable:
-            (err,) = cu.cuFuncSetAttribute(
-                handle, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1)
-            refused = driver_failure(err)
-            if refused:
-                raise _DriverError(refused)
-        return handle
-
-    @staticmethod
-    def _launch_config(grid: int, threads: int, dynamic_bytes: int, cluster_size: int | None) -> Any:
-        from cuda.bindings import driver as cu
-
-        config = cu.CUlaunchConfig()
-        config.gridDimX, config.gridDimY, config.gridDimZ = grid, 1, 1
-        config.blockDimX, config.blockDimY, config.blockDimZ = threads, 1, 1
-        config.sharedMemBytes = dynamic_bytes
-        config.hStream = cu.CUstream(0)
-        if cluster_size is not None:
-            attr = cu.CUlaunchAttribute()
-            attr.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
-            attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster_size, 1, 1
-            config.attrs = [attr]
-            config.numAttrs = 1
-        else:
-            config.numAttrs = 0
-        return config
-
-    def _launch_ex(self, handle: Any, config: Any, args: tuple, types: tuple) -> str | None:
-        """cuLaunchKernelEx; the CUDA error name when it fails."""
-        from cuda.bindings import driver as cu
-
-        (err,) = cu.cuLaunchKernelEx(config, handle, (args, types), 0)
-        return driver_failure(err)
+        return driver_calls.function_handle(fn.kernel.ptr, nonportable)
 
     def cluster_launches(self, dynamic_bytes: int, sizes: tuple[int, ...], nonportable: bool,
                          threads: int) -> list[ClusterOutcome]:
-        import ctypes
-
         cupy = self._cupy
         outs = cupy.zeros((len(sizes), CLUSTER_RESULT_WORDS), dtype=cupy.uint32)
         failure = None
@@ -337,9 +255,8 @@ class CupySession:
             for row, size in enumerate(sizes):
                 seed = next(self._seeds) & 0xFF
                 # A cluster that cannot launch is refused here, synchronously; the rest run back to back.
-                refused = self._launch_ex(handle, self._launch_config(size, threads, dynamic_bytes, size),
-                                          (dynamic_bytes, seed, outs[row].data.ptr),
-                                          (ctypes.c_uint, ctypes.c_uint, ctypes.c_void_p))
+                refused = driver_calls.launch(handle, driver_calls.launch_config(size, threads, dynamic_bytes, size),
+                                              (dynamic_bytes, seed, outs[row].data.ptr), ("uint", "uint", "pointer"))
                 if refused:
                     failure = ClusterOutcome(classify_cuda_error(refused), refused)
                     break
@@ -354,18 +271,13 @@ class CupySession:
 
     def cluster_residency(self, dynamic_bytes: int, cluster_size: int, nonportable: bool, threads: int,
                           hold_ns: int, clusters: int) -> ClusterResidencyOutcome:
-        import ctypes
-
-        from cuda.bindings import driver as cu
-
         cupy = self._cupy
         with self.cuda_errors() as failed:
             handle = self._cluster_function(cluster_residency_name(nonportable), nonportable, dynamic_bytes)
-            config = self._launch_config(clusters * cluster_size, threads, dynamic_bytes, cluster_size)
-            api = driver_value(cu.cuOccupancyMaxActiveClusters(handle, config))
-            api_count = None if api is None else int(api)
+            config = driver_calls.launch_config(clusters * cluster_size, threads, dynamic_bytes, cluster_size)
+            api_count = driver_calls.max_active_clusters(handle, config)
             counters = cupy.zeros(len(ResidencyWord), dtype=cupy.uint32)
-            refused = self._launch_ex(handle, config, (counters.data.ptr, hold_ns), (ctypes.c_void_p, ctypes.c_ulonglong))
+            refused = driver_calls.launch(handle, config, (counters.data.ptr, hold_ns), ("pointer", "ulonglong"))
             if refused:
                 return ClusterResidencyOutcome(classify_cuda_error(refused), refused, None, api_count)
             peak = int(counters.get()[ResidencyWord.PEAK])
@@ -374,15 +286,12 @@ class CupySession:
         return ClusterResidencyOutcome(Outcome.OK, "", peak, api_count)
 
     def cluster_api_max_size(self, dynamic_bytes: int, threads: int) -> int | None:
-        from cuda.bindings import driver as cu
-
         with self.cuda_errors() as failed:
             handle = self._cluster_function(cluster_dsm_name(True), True, dynamic_bytes)
         if failed:
             return None
-        config = self._launch_config(NONPORTABLE_CLUSTER_SIZE, threads, dynamic_bytes, None)
-        size = driver_value(cu.cuOccupancyMaxPotentialClusterSize(handle, config))
-        return None if size is None else int(size)
+        return driver_calls.max_potential_cluster_size(
+            handle, driver_calls.launch_config(NONPORTABLE_CLUSTER_SIZE, threads, dynamic_bytes, None))
 
     def carveout_sweep(self, dynamic_bytes: int, threads: int, hold_ns: int,
                        percents: tuple[int, ...]) -> list[ResidencyOutcome]:

@@ -8,10 +8,7 @@ that a fault has poisoned, and what each SM's shared memory holds for the leftov
 
 from __future__ import annotations
 
-import json
-import os
 import random
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,11 +27,11 @@ from bisect_smem.core.hardware import (
     has_smem_registers,
     round_up,
 )
-from bisect_smem.core.integrity import MARCH_READS_PER_WORD, SmMarch
 from bisect_smem.core.model import ClusterMeasurement
 from bisect_smem.core.profiles import cc_text
 from bisect_smem.devices import attributes
 from bisect_smem.devices.backends.base import DeviceAddress, DeviceIdentity, launch_each
+from bisect_smem.devices.backends.sim_memory import SharedMemory
 from bisect_smem.devices.backends.sim_model import DeviceModel
 from bisect_smem.devices.backends.sim_spec import SimSpec
 from bisect_smem.devices.probes import (
@@ -48,7 +45,6 @@ from bisect_smem.devices.probes import (
     ResidencyOutcome,
     SmemRegisters,
 )
-from bisect_smem.devices.validation_abi import first_bad_byte, march_word
 
 _POISONED = "CUDA_ERROR_ILLEGAL_ADDRESS (simulated, poisoned context)"
 _INVALID = "CUDA_ERROR_INVALID_VALUE: invalid argument"
@@ -104,7 +100,7 @@ class SimSession:
         self._max_dynamic: dict[ProbeKernel, int] = {}
         self._random = random.Random(spec.faults.seed)
         self._poisoned = False
-        self._residue: dict[int, tuple[int, int]] = {}  # SM -> (nonce, words) of the last leftover writer
+        self.memory = SharedMemory(spec.model.multiprocessor_count, spec.faults.bitflip, spec.faults.leak)
         self._sweep_bytes: int | None = None  # the size of the last carveout sweep
 
     # What the device says about itself: recorded, else what the rules' parameters make it.
@@ -357,18 +353,10 @@ class SimSession:
 
     def close(self) -> None:
         """End the context: shared memory keeps what was written only on a device that leaks."""
-        if self.faults.leak and self._residue:
-            by_nonce: dict[int, dict[int, int]] = {}
-            for sm, (nonce, words) in self._residue.items():
-                by_nonce.setdefault(nonce, {})[sm] = words
-            for nonce, sms in by_nonce.items():
-                leftover_file(nonce).parent.mkdir(parents=True, exist_ok=True)
-                leftover_file(nonce).write_text(json.dumps(sms))
-        self._residue.clear()
+        self.memory.close()
         self._max_dynamic.clear()
 
-    # Validation (experiments/validation.py): one block per SM; what each SM's shared memory holds is
-    # modelled as the nonce of the last leftover writer there and its word count.
+    # Validation (experiments/validation.py): one block per SM, over the simulated shared memory.
 
     def _validation_fault(self, dynamic_bytes: int, threads: int) -> LaunchOutcome | None:
         if self._poisoned:
@@ -377,64 +365,20 @@ class SimSession:
             return LaunchOutcome(Outcome.INVALID_VALUE, _INVALID)
         return self._fault(dynamic_bytes)
 
-    def _sms(self, blocks: int) -> list[int]:
-        """The SM each block runs on: one block per SM fits at a time, so block b lands on SM b mod count."""
-        return [b % self.model.multiprocessor_count for b in range(blocks)]
-
     def march(self, dynamic_bytes: int, threads: int, blocks: int, seed: int) -> MarchOutcome:
         fault = self._validation_fault(dynamic_bytes, threads)
         if fault is not None:
             return MarchOutcome(fault.outcome, fault.detail)
-        flip_sm, flip_byte = self.faults.bitflip or (None, None)
-        results = []
-        for sm in self._sms(blocks):
-            self._residue.pop(sm, None)  # the march overwrites the whole array
-            results.append(simulate_march(sm, dynamic_bytes, seed, flip_byte if sm == flip_sm else None))
-        return MarchOutcome(Outcome.OK, "", tuple(results))
+        return self.memory.march(dynamic_bytes, blocks, seed)
 
     def leftover_write(self, dynamic_bytes: int, threads: int, blocks: int, nonce: int) -> LeftoverOutcome:
         fault = self._validation_fault(dynamic_bytes, threads)
         if fault is not None:
             return LeftoverOutcome(fault.outcome, fault.detail)
-        sms = self._sms(blocks)
-        for sm in sms:
-            self._residue[sm] = (nonce, dynamic_bytes // 4)
-        return LeftoverOutcome(Outcome.OK, "", tuple(sms), len(sms) * (dynamic_bytes // 4))
+        return self.memory.write(dynamic_bytes, blocks, nonce)
 
     def leftover_read(self, dynamic_bytes: int, threads: int, blocks: int, nonce: int) -> LeftoverOutcome:
         fault = self._validation_fault(dynamic_bytes, threads)
         if fault is not None:
             return LeftoverOutcome(fault.outcome, fault.detail)
-        path = leftover_file(nonce)
-        earlier = {int(sm): words for sm, words in json.loads(path.read_text()).items()} if path.is_file() else {}
-        path.unlink(missing_ok=True)
-        sms = self._sms(blocks)
-        words = dynamic_bytes // 4
-        matching = 0
-        for sm in sms:
-            mine = self._residue.get(sm)
-            kept = mine[1] if mine is not None and mine[0] == nonce else earlier.get(sm, 0)
-            matching += min(kept, words)
-        return LeftoverOutcome(Outcome.OK, "", tuple(sms), len(sms) * words, matching)
-
-
-def leftover_file(nonce: int) -> Path:
-    """Where a leaking simulated device keeps what a context left in shared memory after the context ends:
-    the state of the device, which outlives processes as the real one does."""
-    return Path(tempfile.gettempdir()) / f"bisect-smem-sim-{os.getuid()}" / f"leftover-{nonce:016x}.json"
-
-
-def simulate_march(sm_id: int, dynamic_bytes: int, seed: int, flip_byte: int | None) -> SmMarch:
-    """What the march kernel reports for an SM whose every read of byte ``flip_byte`` has its low bit
-    flipped (None: a sound SM): the march run in its own order on the one faulty word."""
-    words = dynamic_bytes // 4
-    checked = MARCH_READS_PER_WORD * words
-    if flip_byte is None or not 0 <= flip_byte < words * 4:
-        return SmMarch(sm_id, words * 4, checked)
-    index, mask = flip_byte // 4, 1 << (8 * (flip_byte % 4))
-    # A bit that reads inverted makes every read of its word wrong, so the first is the first read of
-    # the march: pattern 0, element 1.
-    expected = march_word(0, index, seed)
-    read = expected ^ mask
-    return SmMarch(sm_id, words * 4, checked, MARCH_READS_PER_WORD, first_bad_byte(index, expected, read),
-                   expected, read, 0, 1)
+        return self.memory.read(dynamic_bytes, blocks, nonce)
