@@ -184,6 +184,32 @@ def shown_rows(dev: DeviceReport, verbose: bool) -> list[Shown]:
     return [Shown.of(v) for v in dev.verdicts] if verbose else compact_rows(dev)
 
 
+@dataclass(frozen=True)
+class DeviceSection:
+    """What every format shows of one device, in order: header, headline, rows and their summary line
+    (none of the three where the device has no rows), its error and its events."""
+
+    header: tuple[str, str]
+    headline: tuple[tuple[str, str], ...]
+    rows: tuple[Shown, ...]
+    summary: str | None
+    error: str | None
+    events: tuple[tuple[str, str], ...]  # (what, where)
+
+
+def sections(report: Report, options: RenderOptions) -> list[DeviceSection]:
+    """One section per device of the report."""
+    out = []
+    for dev in report.devices:
+        first, second = header_lines(dev)
+        measured = bool(dev.verdicts)
+        out.append(DeviceSection(
+            (first, second), tuple(headline(dev, options.strict)) if measured else (),
+            tuple(shown_rows(dev, options.verbose)) if measured else (), device_summary(dev) if measured else None,
+            dev.error, tuple((str(e.get("what")), str(e.get("where"))) for e in dev.events)))
+    return out
+
+
 def _static_cost(dev: DeviceReport) -> str:
     splits = [s for s in (dev.measured.static_splits if dev.measured else ()) if s.static_bytes]
     known = sorted({(s.static_bytes, s.static_footprint_bytes) for s in splits if s.static_footprint_bytes is not None})

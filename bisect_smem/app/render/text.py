@@ -14,10 +14,7 @@ from bisect_smem.app.render.rows import (
     RenderOptions,
     Shown,
     closing_lines,
-    device_summary,
-    header_lines,
-    headline,
-    shown_rows,
+    sections,
 )
 from bisect_smem.core.model import Report
 from bisect_smem.core.profiles import ArchProfile
@@ -32,16 +29,15 @@ COMPACT_HEADERS = ("quantity", "reported", "measured", "verdict", "note")
 def render(report: Report, options: RenderOptions = DEFAULT_OPTIONS) -> str:
     """The whole report as text: the host, then per device its header, headline, table and any error."""
     blocks = [f"host {report.host}: {describe(report.host_context)}"] if report.host_context else []
-    for dev in report.devices:
-        lines = header_lines(dev)
-        if dev.verdicts:
-            lines += [f"  {label:<{HEADLINE_INDENT - 2}}{text}" for label, text in headline(dev, options.strict)]
-            lines.append(device_table(shown_rows(dev, options.verbose), None if options.verbose else WIDTH))
-            lines.append(device_summary(dev))
-        if dev.error:
-            lines.append(f"error: {dev.error}")
-        for event in dev.events:
-            lines.append(f"event: {event.get('what')} ({event.get('where')})")
+    for section in sections(report, options):
+        lines = list(section.header)
+        if section.summary is not None:
+            lines += [f"  {label:<{HEADLINE_INDENT - 2}}{text}" for label, text in section.headline]
+            lines.append(device_table(list(section.rows), None if options.verbose else WIDTH))
+            lines.append(section.summary)
+        if section.error:
+            lines.append(f"error: {section.error}")
+        lines += [f"event: {what} ({where})" for what, where in section.events]
         blocks.append("\n".join(lines))
     if len(report.devices) > 1:
         blocks.append("\n".join(closing_lines(report, options.strict)))
