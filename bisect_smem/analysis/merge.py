@@ -38,8 +38,6 @@ try:  # the optional extra "fast": the same values, parsed several times faster
 except ImportError:  # pragma: no cover - exercised by monkeypatching _orjson away
     _orjson = None
 
-SUMMARY = ("measured.default_dynamic_ceiling_bytes", "measured.optin_dynamic_ceiling_bytes",
-           "measured.smem_per_sm_bytes")
 MISSING = "missing"  # how a quantity one device lacks is shown beside the others' values
 # What merge never reads, so neither checks: half of a report is verdicts, and run-to-run figures vary.
 _MEASURED_UNREAD = frozenset({"searches", "probes", "timings_s", "registers_at_ceiling"})

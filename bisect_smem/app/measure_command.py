@@ -21,9 +21,8 @@ from bisect_smem.analysis.baseline import baseline_documents, baseline_path, com
 from bisect_smem.app import output
 from bisect_smem.app.argtypes import non_negative_int, positive_float, positive_int
 from bisect_smem.app.progress import ProgressLine
-from bisect_smem.app.render import FORMATS, plot
+from bisect_smem.app.render import FORMATS, baselines, plot
 from bisect_smem.app.render import json as json_render
-from bisect_smem.app.render import text as text_render
 from bisect_smem.app.render.rows import RenderOptions
 from bisect_smem.app.requests import ALL_BACKENDS, RunRequest, build_requests
 from bisect_smem.core.attributes import DeviceContext
@@ -161,12 +160,12 @@ def execute(request: MeasureRequest) -> tuple[str, int]:
     report = Report(tool_version=__version__, created_utc=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
                     host=platform.node(), backend=request.backend, devices=_measure(request),
                     host_context=host_context() if request.backend != "sim" else {}, level=request.level)
-    baselines = baseline_documents(report, request.save_baseline, request.force) if request.save_baseline else {}
+    documents = baseline_documents(report, request.save_baseline, request.force) if request.save_baseline else {}
     document = json_render.render(report)
     shown = document if request.format == "json" else FORMATS[request.format](report, request.options)
     if request.json_path is not None:
         output.write_atomic(request.json_path, document, what="the report")
-    for path, content in baselines.items():
+    for path, content in documents.items():
         output.make_folders(path, "the baseline")
         output.write_atomic(path, content, exclusive=not request.force, what="the baseline")
         print(f"saved baseline {path}", file=sys.stderr)
@@ -216,7 +215,7 @@ def _compare(report: Report, directory: Path, allow_missing: bool, to_stderr: bo
     text, code = "", ExitCode.OK
     for dev in report.devices:
         result = compare_device(directory, dev)
-        shown = text_render.comparison(dev.index, result)
+        shown = baselines.comparison(dev.index, result)
         if to_stderr:
             print(shown, end="", file=sys.stderr)
         else:

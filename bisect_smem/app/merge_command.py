@@ -6,8 +6,6 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from bisect_smem.analysis.merge import group_reports
-from bisect_smem.app.render import text
 from bisect_smem.core.errors import ExitCode
 
 
@@ -33,6 +31,10 @@ def parse(args: argparse.Namespace) -> MergeRequest:
 
 def run(args: argparse.Namespace) -> tuple[str, int]:
     """The merged table and every deviation; exit 1 when any device deviates or a quantity ties."""
+    # Deferred: the fleet reader (its process pool, orjson) loads only when merging, not with the parser.
+    from bisect_smem.analysis.merge import group_reports
+    from bisect_smem.app.render import fleet
+
     groups = group_reports(list(parse(args).paths))
     code = ExitCode.MISMATCH if any(g.deviations or g.ties for g in groups) else ExitCode.OK
-    return text.merge(groups), code
+    return fleet.merge(groups), code

@@ -53,7 +53,7 @@ class QuantityItem(pytest.Item):
         if self.problem:
             raise SmemRegression(self.problem)
         if self.regression.fails:
-            from bisect_smem.app.render.text import regression_line  # deferred: see collect()
+            from bisect_smem.app.render.baselines import regression_line  # deferred: see collect()
 
             raise SmemRegression(regression_line(self.regression))
 

@@ -13,9 +13,7 @@ from bisect_smem.core.errors import UsageError
 from bisect_smem.devices.backends import BACKEND_NAMES, REAL_BACKENDS, get_backend
 from bisect_smem.devices.backends.base import Backend
 from bisect_smem.devices.backends.sim_spec import SimSpec
-from bisect_smem.experiments.measure import MeasureConfig
-from bisect_smem.experiments.plan import plan_steps
-from bisect_smem.experiments.steps import Step
+from bisect_smem.experiments.config import MeasureConfig
 
 ALL_BACKENDS = "all"
 
@@ -47,11 +45,6 @@ class RunRequest:
         if self.isolate is not None:
             return self.isolate
         return self.backend.needs_isolation or self.inject_fault is not None
-
-    @property
-    def steps(self) -> list[Step]:
-        """The steps to run, in order, for what the backend can measure."""
-        return plan_steps(self.config, self.backend.supported_steps)
 
 
 def backend_for(name: str | None, simulate: Sequence[str] | None = None) -> Backend:

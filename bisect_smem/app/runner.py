@@ -37,6 +37,7 @@ from bisect_smem.app.worker import (
     StepStarted,
     WorkerCrashed,
     measure_in_process,
+    planned_steps,
     worker_main,
 )
 from bisect_smem.core.errors import BackendUnavailable, UsageError
@@ -125,7 +126,7 @@ class _Supervisor:
         self.ctx = multiprocessing.get_context("spawn")  # CUDA and fork do not mix
         self.out = self.ctx.Queue()
         self.devices: dict[int, _Device] = {}
-        self.steps = request.steps
+        self.steps = planned_steps(request)
 
     def start(self, indices: tuple[int, ...] | list[int]) -> None:
         for index in indices:

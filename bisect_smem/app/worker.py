@@ -23,6 +23,7 @@ from bisect_smem.core.errors import BisectSmemError, ProbeFault
 from bisect_smem.core.model import DeviceReport
 from bisect_smem.devices.device_info import DeviceInfo, open_device
 from bisect_smem.experiments.measure import DeviceMeasurement
+from bisect_smem.experiments.plan import plan_steps
 from bisect_smem.experiments.steps import Done, Step, StepResult
 
 
@@ -145,7 +146,7 @@ def measure_in_process(request: RunRequest, index: int, progress: Callable[[str]
     """The whole device in this process, with no restarts: a sticky fault ends the measurement."""
     start = time.perf_counter()
     name = request.backend.name
-    steps = request.steps
+    steps = planned_steps(request)
     try:
         session, info = open_device(request.backend, index, request.config.static_sizes,
                                     step_kinds=frozenset(step.kind for step in steps))
@@ -158,6 +159,11 @@ def measure_in_process(request: RunRequest, index: int, progress: Callable[[str]
         session.close()
     return build_report(index, name, info, done, [], error, time.perf_counter() - start, steps,
                         request.config.level)
+
+
+def planned_steps(request: RunRequest) -> list[Step]:
+    """The steps to run, in order, for what the request's backend can measure."""
+    return plan_steps(request.config, request.backend.supported_steps)
 
 
 def leave(out: Any, code: int) -> None:

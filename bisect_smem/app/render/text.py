@@ -1,12 +1,10 @@
 """The text a person reads in a terminal: the report (per device a header, the headline, a table that fits
-in WIDTH columns, and a summary line), the comparison with baselines, the merged fleet and the profiles."""
+in WIDTH columns, and a summary line), and the profiles."""
 
 from __future__ import annotations
 
 from tabulate import tabulate
 
-from bisect_smem.analysis.baseline import Comparison
-from bisect_smem.analysis.merge import SUMMARY, Group
 from bisect_smem.app.render.rows import (
     DEFAULT_OPTIONS,
     HEADLINE_INDENT,
@@ -18,7 +16,6 @@ from bisect_smem.app.render.rows import (
 )
 from bisect_smem.core.model import Report
 from bisect_smem.core.profiles import ArchProfile
-from bisect_smem.core.quantities import Regression
 from bisect_smem.core.text import dash
 from bisect_smem.devices.host import describe
 
@@ -72,56 +69,6 @@ def device_table(rows: list[Shown], width: int | None = WIDTH) -> str:
         if excess <= 0 or note_width <= 12:
             return text
         note_width = max(note_width - excess, 12)
-
-
-def regression_detail(r: Regression) -> str:
-    """``baseline X, now Y``, or which side lacks the quantity."""
-    if not r.in_baseline:
-        return f"not in the baseline, now {r.now!r}"
-    if not r.measured_now:
-        return f"baseline {r.baseline!r}, not measured now"
-    return f"baseline {r.baseline!r}, now {r.now!r}"
-
-
-def regression_line(r: Regression) -> str:
-    """``QUANTITY: baseline X, now Y``."""
-    return f"{r.name}: {regression_detail(r)}"
-
-
-def comparison(index: int, result: Comparison) -> str:
-    """One device against its baseline: which one, how many quantities, and a table of what regressed."""
-    if result.baseline is None:
-        return f"device {index}: {result.note}\n"
-    text = f"device {index}: {result.note}: {result.compared} quantities, {len(result.regressions)} regressed\n"
-    if result.regressions:
-        rows = [(index, r.name, regression_detail(r)) for r in result.regressions]
-        text += tabulate(rows, headers=("device", "quantity", "baseline -> now"), disable_numparse=True) + "\n"
-    return text
-
-
-def deviations(group: Group) -> dict[str, list[str]]:
-    """Per deviating device (by label), its error and each quantity that differs from the majority."""
-    errors = {m.label: m.error for m in group.members if m.error}
-    return {label: [*([f"error: {errors[label]}"] if label in errors else []),
-                    *(f"{d.name}: {d.value!r} (majority: {d.majority!r})" for d in found)]
-            for label, found in group.deviations.items()}
-
-
-def merge(groups: list[Group]) -> str:
-    """The merged fleet: one row per GPU model and driver with the devices that deviate (``tie`` where the
-    most common values are equally common), then every deviation and tie on its own line."""
-    rows, lines = [], []
-    for g in groups:
-        per_device = deviations(g)
-        deviating = "; ".join(f"{label} ({len(d)} differ: {d[0]})" for label, d in per_device.items()) or "none"
-        summary = ("tie" if name in g.ties else dash(g.majority.get(name)) for name in SUMMARY)
-        rows.append((g.model, g.driver, len(g.members), *summary, deviating))
-        lines += [f"{label}: {line}" for label, found in per_device.items() for line in found]
-        lines += [f"{g.model} (driver {g.driver}): {name}: a tie between {', '.join(map(repr, values))}; "
-                  f"no majority, nobody blamed" for name, values in g.ties.items()]
-    table = tabulate(rows, headers=("GPU model", "driver", "devices", "default B", "opt-in B", "smem/SM B",
-                                    "deviating from the majority"), disable_numparse=True)
-    return "\n".join([table, *lines]) + "\n"
 
 
 def profiles(rows: tuple[ArchProfile, ...]) -> str:

@@ -1,0 +1,34 @@
+"""One device against its baseline as text: which baseline, how many quantities, and a table of each
+regression (``baseline X, now Y``, or which side lacks the quantity)."""
+
+from __future__ import annotations
+
+from tabulate import tabulate
+
+from bisect_smem.analysis.baseline import Comparison
+from bisect_smem.core.quantities import Regression
+
+
+def regression_detail(r: Regression) -> str:
+    """``baseline X, now Y``, or which side lacks the quantity."""
+    if not r.in_baseline:
+        return f"not in the baseline, now {r.now!r}"
+    if not r.measured_now:
+        return f"baseline {r.baseline!r}, not measured now"
+    return f"baseline {r.baseline!r}, now {r.now!r}"
+
+
+def regression_line(r: Regression) -> str:
+    """``QUANTITY: baseline X, now Y``."""
+    return f"{r.name}: {regression_detail(r)}"
+
+
+def comparison(index: int, result: Comparison) -> str:
+    """One device against its baseline: which one, how many quantities, and a table of what regressed."""
+    if result.baseline is None:
+        return f"device {index}: {result.note}\n"
+    text = f"device {index}: {result.note}: {result.compared} quantities, {len(result.regressions)} regressed\n"
+    if result.regressions:
+        rows = [(index, r.name, regression_detail(r)) for r in result.regressions]
+        text += tabulate(rows, headers=("device", "quantity", "baseline -> now"), disable_numparse=True) + "\n"
+    return text

@@ -1,0 +1,38 @@
+"""The merged fleet as text: per GPU model and driver, the majority's values of the summary quantities and
+who deviates from them, then every deviation and tie on its own line."""
+
+from __future__ import annotations
+
+from tabulate import tabulate
+
+from bisect_smem.analysis.merge import Group
+from bisect_smem.core.text import dash
+
+# The quantities the merged table shows per group; every other one appears only where a device deviates.
+SUMMARY = ("measured.default_dynamic_ceiling_bytes", "measured.optin_dynamic_ceiling_bytes",
+           "measured.smem_per_sm_bytes")
+
+
+def deviations(group: Group) -> dict[str, list[str]]:
+    """Per deviating device (by label), its error and each quantity that differs from the majority."""
+    errors = {m.label: m.error for m in group.members if m.error}
+    return {label: [*([f"error: {errors[label]}"] if label in errors else []),
+                    *(f"{d.name}: {d.value!r} (majority: {d.majority!r})" for d in found)]
+            for label, found in group.deviations.items()}
+
+
+def merge(groups: list[Group]) -> str:
+    """The merged fleet: one row per GPU model and driver with the devices that deviate (``tie`` where the
+    most common values are equally common), then every deviation and tie on its own line."""
+    rows, lines = [], []
+    for g in groups:
+        per_device = deviations(g)
+        deviating = "; ".join(f"{label} ({len(d)} differ: {d[0]})" for label, d in per_device.items()) or "none"
+        summary = ("tie" if name in g.ties else dash(g.majority.get(name)) for name in SUMMARY)
+        rows.append((g.model, g.driver, len(g.members), *summary, deviating))
+        lines += [f"{label}: {line}" for label, found in per_device.items() for line in found]
+        lines += [f"{g.model} (driver {g.driver}): {name}: a tie between {', '.join(map(repr, values))}; "
+                  f"no majority, nobody blamed" for name, values in g.ties.items()]
+    table = tabulate(rows, headers=("GPU model", "driver", "devices", "default B", "opt-in B", "smem/SM B",
+                                    "deviating from the majority"), disable_numparse=True)
+    return "\n".join([table, *lines]) + "\n"
