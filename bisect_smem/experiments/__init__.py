@@ -1,6 +1,7 @@
 """experiments: what is measured and how a probe's outcome is read. May import core and devices.
 
-The typed steps of a device's measurement (plan), the ceilings and static splits (measure), the
-residency staircase and carveout (residency) and thread block clusters (clusters). Experiments talk to
-a device only through the DeviceSession protocol of devices.backends.base.
+One module per experiment (ceilings, residency, clusters, validation), each holding its steps; a step
+runs with a StepContext (context) and reads outcomes with expect; steps (the step protocol and
+assemble), config, plan (the steps per level) and measure (the step loop). Experiments talk to a
+device only through the DeviceSession protocol of devices.backends.base.
 """
