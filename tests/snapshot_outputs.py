@@ -32,7 +32,8 @@ VERDICT_FIELDS = ("quantity", "reported", "source", "measured", "verdict", "note
 # What changes from run to run: dates, hosts, seconds.
 VOLATILE = {"created_utc", "host", "elapsed_s", "timings_s", "when", "date_utc"}
 _SECONDS = re.compile(r"\d+\.\d+ s\b")
-_DATE = re.compile(r"\d{4}-\d\d-\d\dT[0-9:.+]+")
+_DATE = re.compile(r"\d{4}-\d\d-\d\dT[0-9:.+Z]+")
+_TIMESTAMP = re.compile(r"(timestamp\S*[ =])[0-9.e+]+")
 
 
 def _cases(work: Path) -> list[tuple[str, list[str]]]:
@@ -89,6 +90,14 @@ def _file_cases(work: Path) -> list[tuple[str, list[str]]]:
         ("fit tile", ["fit", "--tile", "128x256x64", "--stages", "auto", "--dtype", "bf16", "--no-local"]),
         ("fit target", ["fit", "200K", "--target", str(ROOT / "tests/data/h200_report.json")]),
         ("json stdout", ["--simulate", "t4", "--json", "-"]),
+        ("fleet files", ["--simulate", "h200", "--simulate", "h200,fewer=1", "--json", b, "--prom",
+                         str(work / "m.prom"), "--nfd", str(work / "f.nfd")]),
+        ("export prom", ["export", "prom", b]),
+        ("export nfd", ["export", "nfd", b]),
+        ("check", ["check", b]),
+        ("check ok", ["check", a]),
+        ("schema", ["schema"]),
+        ("no gpu json", ["--json", str(work / "none.json")]),
     ]
 
 
@@ -108,7 +117,8 @@ def _bad_input_cases() -> list[tuple[str, list[str]]]:
 
 
 def _blank(text: str, work: Path) -> str:
-    return _DATE.sub("DATE", _SECONDS.sub("S s", text.replace(str(work), "WORK")))
+    text = _SECONDS.sub("S s", text.replace(str(work), "WORK"))
+    return _TIMESTAMP.sub(r"\1T", _DATE.sub("DATE", text))
 
 
 def _stable(value: Any) -> Any:
@@ -126,19 +136,21 @@ def _run(args: list[str], work: Path) -> dict[str, Any]:
 
     report = work / "snapshot-report.json"
     report.unlink(missing_ok=True)
-    extra = [] if any(a in ("--json", "merge", "profiles", "fit") for a in args) else ["--json", str(report)]
+    commands = ("merge", "profiles", "fit", "check", "export", "schema")
+    extra = [] if "--json" in args or args[0] in commands else ["--json", str(report)]
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = cli.main([*args, *extra, *([] if "--quiet" in args or args[0] in ("merge", "profiles") else
-                                          ["--quiet"])])
+        quiet = [] if "--quiet" in args or args[0] in ("merge", "profiles", "check", "export", "schema") else ["--quiet"]
+        code = cli.main([*args, *extra, *quiet])
     stdout = out.getvalue()
     result: dict[str, Any] = {"code": code, "stderr": _blank(err.getvalue(), work)}
     if stdout.startswith("{"):  # the JSON report itself: compared as the --json file is
         result["stdout_json"] = _stable(json.loads(stdout))
     else:
         result["stdout"] = _blank(stdout, work)
-    if report.is_file():
-        data = json.loads(report.read_text())
+    written = next((Path(b) for a, b in zip(args, args[1:], strict=False) if a == "--json" and b != "-"), report)
+    if written.is_file():
+        data = json.loads(written.read_text())
         result["json"] = _stable(data)
         result["devices"] = [{"quantities": json_quantities(d),
                               "verdicts": [[v.get(f) for f in VERDICT_FIELDS] for v in d.get("verdicts", ())]}

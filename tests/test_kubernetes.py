@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from bisect_smem.app import cli
+from bisect_smem.core.errors import ExitCode
 from tests.test_nfd import NAME, VALUE, parse
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -79,8 +80,8 @@ def test_the_job_tells_a_mismatch_from_no_gpu_by_exit_code() -> None:
             assert rule["onExitCodes"]["containerName"] == container["name"]
             assert rule["onExitCodes"]["operator"] == "In"
             actions.update(dict.fromkeys(rule["onExitCodes"]["values"], rule["action"]))
-    assert actions == {cli.EXIT_MISMATCH: "FailJob", cli.EXIT_USAGE: "FailJob", cli.EXIT_NO_GPU: "Count",
-                       cli.EXIT_INCOMPLETE: "Count"}
+    assert actions == {ExitCode.MISMATCH: "FailJob", ExitCode.USAGE: "FailJob", ExitCode.NO_GPU: "Count",
+                       ExitCode.INCOMPLETE: "Count"}
     assert container["terminationMessagePath"] == "/dev/termination-log"
     assert _env(container)["TERMINATION_LOG"] == container["terminationMessagePath"]
     assert container["resources"]["limits"]["nvidia.com/gpu"] == 1

@@ -116,7 +116,7 @@ def test_label_values_are_escaped() -> None:
     report = load_report(H200_REPORT)
     odd = 'driver "580"\\ with\na newline'
     dev = report.devices[0]
-    report = replace(report, devices=(replace(dev, context={**dev.context, "nvml_driver_version": odd}),))
+    report = replace(report, devices=(replace(dev, context=replace(dev.context, nvml_driver_version=odd)),))
     parsed = families(render(report))
     assert parsed["bisect_smem_device_ok"].samples[0].labels["driver_version"] == odd
 

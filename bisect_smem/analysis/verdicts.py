@@ -181,14 +181,13 @@ def published_verdicts(measured: Measured, profile: ArchProfile | None, cc: str 
         return [row("published table", None, None, cc, "info", [f"cc {cc} is not in the published table"],
                     "reference", Family.NOT_PUBLISHED)]
     source = f"published cc {profile.cc_string}" + ("" if profile.confirmed else " (unconfirmed)")
-    about = {"kind": "reference", "family": Family.PUBLISHED}
     rows = [
         compare("published: shared memory per SM", profile.smem_per_sm_bytes, source, measured.smem_per_sm_bytes,
-                **about),
+                kind="reference", family=Family.PUBLISHED_SMEM_PER_SM),
         compare("published: opt-in per block", profile.max_smem_per_block_optin_bytes, source,
-                measured.optin_dynamic_ceiling_bytes, **about),
+                measured.optin_dynamic_ceiling_bytes, kind="reference", family=Family.PUBLISHED_OPTIN),
         compare("published: reserved per block", profile.reserved_smem_per_block_bytes, source,
-                measured.reserved_bytes, **about),
+                measured.reserved_bytes, kind="reference", family=Family.PUBLISHED_RESERVED),
     ]
     if not profile.confirmed:
         rows = [with_notes(r, r.notes or ["unconfirmed row"], "info") if r.verdict == "MISMATCH" else r

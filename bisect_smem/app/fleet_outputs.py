@@ -66,16 +66,16 @@ def write(report: Report, paths: FleetPaths) -> None:
         output.write_atomic(paths.nfd, nfd.render(report, paths.nfd_expiry_s), what="the feature file")
 
 
-def write_failed(args: argparse.Namespace, backend: str, json_path: Path | None, paths: FleetPaths,
-                 code: int, error: str) -> str | None:
+def write_failed(level: str, backend: str, json_path: Path | None, paths: FleetPaths, code: int, error: str,
+                 json_stdout: bool) -> str | None:
     """A run that measured nothing (no GPU: exit 3; an error: exit 4) still leaves a valid report, with
     ``error`` set, wherever one was asked for: --json PATH, --prom and --nfd are written here; the JSON
-    for stdout (--json - or --format json) is returned for cli.py to print, else None."""
+    for stdout (``json_stdout``: --json - or --format json) is returned to be printed, else None."""
     now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     report = with_status(Report(tool_version=__version__, created_utc=now, host=platform.node(), backend=backend,
-                                devices=(), level=args.level), code, error=error)
+                                devices=(), level=level), code, error=error)
     text = dumps(report.to_dict())
     if json_path is not None:
         output.write_atomic(json_path, text, what="the report")
     write(report, paths)
-    return text if args.json == "-" or args.format == "json" else None
+    return text if json_stdout else None

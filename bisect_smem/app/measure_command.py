@@ -17,16 +17,23 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bisect_smem import __version__
-from bisect_smem.analysis.baseline import baseline_documents, baseline_path, compare_device, refuse_existing
-from bisect_smem.app import output
+from bisect_smem.analysis.baseline import (
+    Comparison,
+    baseline_documents,
+    baseline_path,
+    compare_device,
+    refuse_existing,
+)
+from bisect_smem.app import fleet_outputs, output
 from bisect_smem.app.argtypes import non_negative_int, positive_float, positive_int
+from bisect_smem.app.fleet_outputs import FleetPaths
 from bisect_smem.app.progress import ProgressLine
 from bisect_smem.app.render import FORMATS, baselines, plot
 from bisect_smem.app.render import json as json_render
 from bisect_smem.app.render.rows import RenderOptions
 from bisect_smem.app.requests import ALL_BACKENDS, RunRequest, build_requests
 from bisect_smem.core.attributes import DeviceContext
-from bisect_smem.core.errors import BackendUnavailable, ExitCode, UsageError
+from bisect_smem.core.errors import BackendUnavailable, BisectSmemError, ExitCode, UsageError
 from bisect_smem.core.levels import DEFAULT_LEVEL, LEVELS
 from bisect_smem.core.model import DeviceReport, Report
 from bisect_smem.core.profiles import cc_text
@@ -75,6 +82,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--inject-fault", metavar="STEP", help=argparse.SUPPRESS)  # test only
     add("--inline", action="store_true", help="measure in this process instead of one worker process per device")
     add("--quiet", action="store_true", help="no progress on stderr")
+    fleet_outputs.add_arguments(parser)
 
 
 @dataclass(frozen=True)
@@ -88,6 +96,7 @@ class MeasureRequest:
     format: str  # what stdout shows (FORMATS); json as well with --json -
     options: RenderOptions
     json_path: Path | None
+    fleet: FleetPaths  # --prom and --nfd
     plot_path: Path | None
     save_baseline: Path | None
     force: bool
@@ -114,12 +123,13 @@ def parse(args: argparse.Namespace) -> MeasureRequest:
         raise UsageError(f"--json - prints JSON on stdout; it cannot be combined with --format {args.format}")
     _check_options(args)
     json_path = output.output_path(args.json)
+    fleet = fleet_outputs.check_paths(args)
     plot_path = Path(args.plot) if args.plot else None
     if plot_path is not None:
         plot.check_plot_path(plot_path)  # a plot's name has a suffix, so it is a path, never '-' or empty
         plot_path = output.output_path(args.plot, "the plot")
     return MeasureRequest(tuple(runs), tuple(skipped), backend, args.level, "json" if args.json == "-" else args.format,
-                          RenderOptions(args.verbose, args.strict), json_path, plot_path,
+                          RenderOptions(args.verbose, args.strict), json_path, fleet, plot_path,
                           Path(args.save_baseline) if args.save_baseline else None, args.force,
                           Path(args.compare) if args.compare else None, args.allow_missing,
                           not args.quiet and sys.stderr.isatty())
@@ -161,23 +171,43 @@ def execute(request: MeasureRequest) -> tuple[str, int]:
                     host=platform.node(), backend=request.backend, devices=_measure(request),
                     host_context=host_context() if request.backend != "sim" else {}, level=request.level)
     documents = baseline_documents(report, request.save_baseline, request.force) if request.save_baseline else {}
+    comparisons = [compare_device(request.compare, dev) for dev in report.devices] if request.compare else None
+    code = exit_code(report.devices, compare_code(comparisons, request.allow_missing), request.options.strict)
+    regressions = {d.index: [baselines.regression_line(r) for r in c.regressions]
+                   for d, c in zip(report.devices, comparisons or (), strict=False)}
+    report = fleet_outputs.finish(report, code, request.options.strict, regressions)
     document = json_render.render(report)
     shown = document if request.format == "json" else FORMATS[request.format](report, request.options)
     if request.json_path is not None:
         output.write_atomic(request.json_path, document, what="the report")
+    fleet_outputs.write(report, request.fleet)
     for path, content in documents.items():
         output.make_folders(path, "the baseline")
         output.write_atomic(path, content, exclusive=not request.force, what="the baseline")
         print(f"saved baseline {path}", file=sys.stderr)
-    compared, compare_code = _compare(report, request.compare, request.allow_missing,
-                                      request.format == "json") if request.compare else ("", None)
+    compared = _show_comparisons(report, comparisons, request.allow_missing, request.format == "json")
     if request.plot_path is not None:
         output.write_atomic(request.plot_path, plot.render(report, plot.image_format(request.plot_path)))
-    return shown + compared, exit_code(report.devices, compare_code, request.options.strict)
+    return shown + compared, code
 
 
 def _measure(request: MeasureRequest) -> tuple[DeviceReport, ...]:
-    """Every device of every backend asked for; no backend available is exit 3, naming why each is missing."""
+    """Every device of every backend asked for; no backend available is exit 3, naming why each is missing.
+    When nothing could be measured (no GPU: exit 3; an error: exit 4), a report saying why is still written
+    wherever one was asked for (and printed, where stdout has the JSON) before the error goes on to main."""
+    try:
+        return _measure_all(request)
+    except BisectSmemError as exc:
+        if exc.exit_code in (ExitCode.NO_GPU, ExitCode.INCOMPLETE):
+            no_gpu = exc.exit_code == ExitCode.NO_GPU
+            shown = fleet_outputs.write_failed(request.level, request.backend, request.json_path, request.fleet,
+                                               exc.exit_code, f"no usable GPU: {exc}" if no_gpu else str(exc),
+                                               request.format == "json")
+            sys.stdout.write(shown or "")
+        raise
+
+
+def _measure_all(request: MeasureRequest) -> tuple[DeviceReport, ...]:
     if not request.runs:
         raise BackendUnavailable("; ".join(request.skipped))
     for reason in request.skipped:
@@ -209,24 +239,32 @@ def _refuse_existing_sim_baselines(run: RunRequest, directory: Path) -> None:
     refuse_existing(paths, force=False)
 
 
-def _compare(report: Report, directory: Path, allow_missing: bool, to_stderr: bool) -> tuple[str, int]:
-    """The comparison with the baselines in ``directory`` (for stdout, or already on stderr when stdout
-    has the JSON), and the exit code it calls for."""
-    text, code = "", ExitCode.OK
-    for dev in report.devices:
-        result = compare_device(directory, dev)
+def compare_code(comparisons: list[Comparison] | None, allow_missing: bool) -> int | None:
+    """The exit code the comparisons call for: 2 for a missing baseline (unless allowed), else 1 for any
+    regression, else 0; None without --compare."""
+    if comparisons is None:
+        return None
+    if any(c.baseline is None for c in comparisons) and not allow_missing:
+        return ExitCode.USAGE
+    return ExitCode.MISMATCH if any(c.regressions for c in comparisons) else ExitCode.OK
+
+
+def _show_comparisons(report: Report, comparisons: list[Comparison] | None, allow_missing: bool,
+                      to_stderr: bool) -> str:
+    """Each device's comparison with its baseline, for stdout (or already on stderr when stdout has the
+    JSON); a missing baseline that is not allowed is also an error line on stderr."""
+    text = ""
+    if comparisons is None:
+        return text
+    for dev, result in zip(report.devices, comparisons, strict=True):
         shown = baselines.comparison(dev.index, result)
         if to_stderr:
             print(shown, end="", file=sys.stderr)
         else:
             text += shown
-        if result.baseline is None:
-            if not allow_missing:
-                print(f"error: {result.note} (use --allow-missing to accept)", file=sys.stderr)
-                code = max(code, ExitCode.USAGE)
-        elif result.regressions and code == ExitCode.OK:
-            code = ExitCode.MISMATCH
-    return text, code
+        if result.baseline is None and not allow_missing:
+            print(f"error: {result.note} (use --allow-missing to accept)", file=sys.stderr)
+    return text
 
 
 def exit_code(devices: tuple[DeviceReport, ...], compare_code: int | None, strict: bool) -> int:

@@ -15,6 +15,10 @@ import os
 import sys
 from typing import Any
 
+from bisect_smem.devices import nvrtc
+from bisect_smem.devices.kernel_abi import NVRTC_OPTIONS, module_name_expressions, module_source
+from bisect_smem.experiments.config import DEFAULT_STATIC_SIZES
+
 
 def mapped_nvrtc() -> list[str]:
     """The libnvrtc files mapped into this process (empty where /proc cannot be read)."""
@@ -29,10 +33,6 @@ def origin(arch: str = "sm_90") -> dict[str, Any]:
     """What the lookup found, what compiling the probe module loaded, and the CUDA variables that could
     point elsewhere."""
     from cuda.pathfinder import load_nvidia_dynamic_lib
-
-    from bisect_smem.devices import nvrtc
-    from bisect_smem.devices.kernel_abi import NVRTC_OPTIONS, module_name_expressions, module_source
-    from bisect_smem.experiments.measure import DEFAULT_STATIC_SIZES
 
     found = load_nvidia_dynamic_lib("nvrtc")
     built = nvrtc.compile_source(module_source(), arch, module_name_expressions(DEFAULT_STATIC_SIZES),

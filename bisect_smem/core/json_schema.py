@@ -11,6 +11,7 @@ consumer validating with an older schema must still accept a newer file.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import inspect
 import types
 import typing
@@ -40,6 +41,9 @@ class _Generator:
             return {}
         if dataclasses.is_dataclass(tp):
             return self.ref(tp)
+        if isinstance(tp, type) and issubclass(tp, enum.StrEnum):
+            # Any string: a reader maps a value it does not know to the enum's fallback member.
+            return {"type": "string"}
         if _is_union(tp):
             return self._union(typing.get_args(tp))
         if tp in _PLAIN:

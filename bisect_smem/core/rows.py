@@ -37,7 +37,9 @@ class Family(enum.StrEnum):
     CLUSTER_LARGEST = "cluster_largest"
     CLUSTER_ACTIVE = "cluster_active"  # co-resident clusters
     CLUSTER_DSM = "cluster_dsm"  # distributed shared memory read back
-    PUBLISHED = "published"  # a field of the published row
+    PUBLISHED_SMEM_PER_SM = "published_smem_per_sm"  # the published row's fields
+    PUBLISHED_OPTIN = "published_optin"
+    PUBLISHED_RESERVED = "published_reserved"
     NOT_PUBLISHED = "not_published"  # the cc has no published row
     MARCH_COVERAGE = "march_coverage"
     MARCH = "march"  # the march test: one SM that failed, or all passed

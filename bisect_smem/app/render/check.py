@@ -7,28 +7,36 @@ could not measure).
 
 from __future__ import annotations
 
-import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from bisect_smem.analysis.summary import summarize
-from bisect_smem.core.model import DeviceReport, Report, Verdict
+from bisect_smem.core.model import DeviceReport, Report
+from bisect_smem.core.rows import Family, RowParameters, Verdict
 from bisect_smem.core.status import DeviceSummary
 
 MAX_LINE_BYTES = 80
 OK, PROBLEM, UNKNOWN = 0, 1, 2
-# Row names shortened for the line, and whether the value is a byte count.
-_SHORT: tuple[tuple[re.Pattern[str], str, bool], ...] = tuple((re.compile(p), s, b) for p, s, b in (
-    (r"^(published: )?opt-in per block$", "opt-in", True),
-    (r"^opt-in dynamic ceiling, 0 B static, \d+ threads$", "opt-in", True),
-    (r"^opt-in dynamic ceiling, (\d+) B static, \d+ threads$", r"opt-in at \1 B static", True),
-    (r"^opt-in attribute accepts up to$", "opt-in attribute", True),
-    (r"^default dynamic ceiling.*$", "default", True),
-    (r"^(published: shared memory per SM|shared memory per SM.*)$", "per-SM", True),
-    (r"^(published: reserved per block|reserved shared memory per block)$", "reserved", True),
-    (r"^granularity.*$", "granularity", True),
-    (r"^blocks/SM from (\d+) B dynamic, (\d+) threads$", r"blocks/SM at \1 B", False),
-    (r"^blocks/SM at carveout (.*)$", r"blocks/SM at carveout \1", False),
-))
+
+
+def _percent(p: RowParameters) -> str:
+    return f"{p.percent}%" if p.percent == p.last_percent else f"{p.percent}..{p.last_percent}%"
+
+
+# Rows shortened for the line, by family: the short name, and whether the value is a byte count.
+_SHORT: dict[Family, Callable[[RowParameters], tuple[str, bool]]] = {
+    Family.PUBLISHED_OPTIN: lambda p: ("opt-in", True),
+    Family.SPLIT_CEILING: lambda p: ("opt-in" if p.static_bytes == 0 else f"opt-in at {p.static_bytes} B static", True),
+    Family.ATTRIBUTE_ACCEPT: lambda p: ("opt-in attribute", True),
+    Family.DEFAULT_CEILING: lambda p: ("default", True),
+    Family.PUBLISHED_SMEM_PER_SM: lambda p: ("per-SM", True),
+    Family.SMEM_PER_SM: lambda p: ("per-SM", True),
+    Family.PUBLISHED_RESERVED: lambda p: ("reserved", True),
+    Family.RESERVED: lambda p: ("reserved", True),
+    Family.GRANULARITY: lambda p: ("granularity", True),
+    Family.RESIDENCY: lambda p: (f"blocks/SM at {p.dynamic_bytes} B", False),
+    Family.CARVEOUT: lambda p: (f"blocks/SM at carveout {_percent(p)}", False),
+}
 
 
 @dataclass(frozen=True)
@@ -51,15 +59,15 @@ def fit(text: str, suffix: str = "") -> str:
 
 def device_id(dev: DeviceReport) -> str:
     """``GPU-9a3c02ab`` (the UUID's first 12 characters), else ``gpu0``."""
-    uuid = str(dev.context.get("nvml_uuid") or "")
+    uuid = str(dev.context.nvml_uuid or "")
     return uuid[:12] if uuid else f"gpu{dev.index}"
 
 
 def _short(v: Verdict) -> str:
-    for pattern, short, in_bytes in _SHORT:
-        if pattern.match(v.quantity):
-            unit = " B" if in_bytes and isinstance(v.measured, int) else ""
-            return f"{pattern.sub(short, v.quantity)} {v.measured}{unit}, reported {v.reported}"
+    if v.family in _SHORT:
+        short, in_bytes = _SHORT[v.family](v.parameters)
+        unit = " B" if in_bytes and isinstance(v.measured, int) else ""
+        return f"{short} {v.measured}{unit}, reported {v.reported}"
     return f"{v.quantity}: {v.measured}, reported {v.reported}"
 
 
@@ -69,6 +77,7 @@ def _summary(dev: DeviceReport) -> DeviceSummary:
 
 def _failure(dev: DeviceReport, summary: DeviceSummary) -> str:
     rows = [v for v in dev.verdicts if v.verdict == "MISMATCH"] or [v for v in dev.verdicts if v.verdict == "differs"]
+    # The summary names a regression in its reason only (core/status.py has no field for it).
     if summary.reason and summary.reason.startswith("regression: "):
         return f"REGRESSION {device_id(dev)} {summary.reason.removeprefix('regression: ')}"
     if rows:
@@ -85,6 +94,7 @@ def report_line(report: Report) -> CheckLine:
         more = f" (+{len(failed) - 1} GPUs)" if len(failed) > 1 else ""
         return CheckLine(fit(f"smem {_failure(*failed[0])}", more), PROBLEM)
     if report.result == "no_gpu" or not report.devices:
+        # The report's error says "no usable GPU: ..." on its own; the line says NO GPU already.
         why = (report.error or "the report has no device").removeprefix("no usable GPU: ")
         return CheckLine(fit(f"smem NO GPU: {why}"), UNKNOWN)
     incomplete = [(d, s) for d, s in summaries if s.status == "incomplete"]

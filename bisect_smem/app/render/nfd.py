@@ -10,7 +10,7 @@ is slugged (``NVIDIA H200`` becomes ``NVIDIA-H200``).
 from __future__ import annotations
 
 import datetime as dt
-import re
+import string
 from collections.abc import Iterable
 
 from bisect_smem.analysis.summary import summarize
@@ -21,15 +21,33 @@ NAMESPACE = "bisect-smem.feature.node.kubernetes.io"
 MAX_FILE_BYTES = 65536  # NFD ignores a larger feature file
 MAX_VALUE_CHARS = 63
 DEFAULT_EXPIRY_S = 86400
-_NOT_ALLOWED = re.compile(r"[^-A-Za-z0-9_.]+")
-_EDGES = re.compile(r"^[^A-Za-z0-9]+|[^A-Za-z0-9]+$")
+_ALPHANUMERIC = frozenset(string.ascii_letters + string.digits)
+_ALLOWED = _ALPHANUMERIC | frozenset("-_.")
+
+
+def _trim(value: str) -> str:
+    """``value`` without the characters at its ends that are not letters or digits."""
+    start, end = 0, len(value)
+    while start < end and value[start] not in _ALPHANUMERIC:
+        start += 1
+    while end > start and value[end - 1] not in _ALPHANUMERIC:
+        end -= 1
+    return value[start:end]
 
 
 def slug(text: str) -> str:
     """``text`` as a valid label value: runs of other characters become ``-``, the ends are alphanumeric,
     at most 63 characters ('' when nothing is left)."""
-    value = _EDGES.sub("", _NOT_ALLOWED.sub("-", text))
-    return _EDGES.sub("", value[:MAX_VALUE_CHARS])
+    out: list[str] = []
+    replaced = False  # the last character was one a label may not hold: its run is one "-"
+    for char in text:
+        if char in _ALLOWED:
+            out.append(char)
+        elif not replaced:
+            out.append("-")
+        replaced = char not in _ALLOWED
+    value = _trim("".join(out))
+    return _trim(value[:MAX_VALUE_CHARS])
 
 
 def _minimum(values: Iterable[int | None]) -> int | None:
@@ -55,7 +73,7 @@ def labels(report: Report) -> dict[str, str]:
     """The node's labels, by name within the namespace; a quantity no GPU measured is left out."""
     devices = report.devices
     names = {d.name for d in devices if d.name}
-    drivers = [d.context.get("nvml_driver_version") for d in devices if d.context.get("nvml_driver_version")]
+    drivers = [d.context.nvml_driver_version for d in devices if d.context.nvml_driver_version]
     found: dict[str, object] = {
         "gpu.count": len(devices),
         "gpu.product": (names.pop() if len(names) == 1 else "mixed") if names else None,

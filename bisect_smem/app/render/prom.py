@@ -31,7 +31,6 @@ MEASURED = (
     ("reserved_bytes", "Shared memory the system reserves per block, read from the PTX registers."),
     ("allocation_granularity_bytes", "Unit in which shared memory is allocated to a block."),
 )
-REPORTED_OPTIN = "max_shared_memory_per_block_optin_bytes"
 
 
 @dataclass(frozen=True)
@@ -56,9 +55,9 @@ def escape_help(text: str) -> str:
 def device_labels(dev: DeviceReport) -> Labels:
     """The labels that name a device as dcgm-exporter does, plus its driver version ('' where unknown)."""
     ctx = dev.context
-    return (("gpu", str(dev.index)), ("UUID", str(ctx.get("nvml_uuid") or "")),
-            ("pci_bus_id", str(ctx.get("nvml_pci_bus_id") or ctx.get("pci_bus_id") or "")),
-            ("driver_version", str(ctx.get("nvml_driver_version") or "")))
+    return (("gpu", str(dev.index)), ("UUID", str(ctx.nvml_uuid or "")),
+            ("pci_bus_id", str(ctx.nvml_pci_bus_id or ctx.pci_bus_id or "")),
+            ("driver_version", str(ctx.nvml_driver_version or "")))
 
 
 def timestamp_seconds(created_utc: str) -> int:
@@ -83,9 +82,9 @@ def _device_families(report: Report) -> Iterator[Family]:
                      tuple((device_labels(d), float(getattr(d.measured, field_name))) for d in devices
                            if d.measured is not None and getattr(d.measured, field_name) is not None))
     yield Family("reported_optin_bytes", "Opt-in shared memory per block as a source reports it (attribute 97).",
-                 tuple(((*device_labels(d), ("source", source)), float(values[REPORTED_OPTIN]))
-                       for d in devices for source, values in sorted(d.reported.items())
-                       if isinstance(values.get(REPORTED_OPTIN), int)))
+                 tuple(((*device_labels(d), ("source", source)), float(view.max_shared_memory_per_block_optin_bytes))
+                       for d in devices for source, view in sorted(d.reported.sources().items())
+                       if isinstance(view.max_shared_memory_per_block_optin_bytes, int)))
 
 
 def families(report: Report) -> list[Family]:

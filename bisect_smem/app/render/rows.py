@@ -27,7 +27,8 @@ SUMMARIES: dict[Family, str] = {
     Family.AVAILABLE_API: "available dynamic (API)", Family.RESIDENCY: "residency staircase",
     Family.CARVEOUT: "carveout sweep", Family.CLUSTER_LARGEST: "thread block clusters",
     Family.CLUSTER_ACTIVE: "thread block clusters", Family.CLUSTER_DSM: "thread block clusters",
-    Family.PUBLISHED: "published table",
+    Family.PUBLISHED_SMEM_PER_SM: "published table", Family.PUBLISHED_OPTIN: "published table",
+    Family.PUBLISHED_RESERVED: "published table",
 }
 
 
