@@ -9,6 +9,7 @@ from pathlib import Path
 from bisect_smem.app import output
 from bisect_smem.app.argtypes import positive_float
 from bisect_smem.app.render import nfd, prom
+from bisect_smem.core.errors import ExitCode
 from bisect_smem.core.saved import load_report
 
 FORMATS = ("prom", "nfd")
@@ -36,6 +37,6 @@ def run(args: argparse.Namespace) -> tuple[str, int]:
     path = output.output_path(args.output, "the export") if args.output is not None else None
     text = render(args.format, Path(args.report), args.nfd_expiry)
     if path is None:
-        return text, 0
+        return text, ExitCode.OK
     output.write_atomic(path, text, what="the export")
-    return "", 0
+    return "", ExitCode.OK

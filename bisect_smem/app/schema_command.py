@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from bisect_smem.app.schema_documents import KINDS, published
+from bisect_smem.core.errors import ExitCode
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -17,4 +18,4 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> tuple[str, int]:
     """The schema's text and exit code 0."""
-    return published(args.kind), 0
+    return published(args.kind), ExitCode.OK

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bisect_smem.core.errors import ExitCode
+
 STATUSES = ("pass", "fail", "incomplete")
 # The run's result by exit code: a report is written on 0, 1, 3 and 4, and on 2 when --compare finds no
 # baseline after measuring; a signal (128+N) writes none.
-RESULTS = {0: "pass", 1: "fail", 2: "bad_input", 3: "no_gpu", 4: "incomplete"}
+RESULTS = {ExitCode.OK: "pass", ExitCode.MISMATCH: "fail", ExitCode.USAGE: "bad_input", ExitCode.NO_GPU: "no_gpu",
+           ExitCode.INCOMPLETE: "incomplete"}
 
 
 def result_for(exit_code: int) -> str:
