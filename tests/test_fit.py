@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bisect_smem.analysis.fit import FitRequest, Target, evaluate, tile_smem_bytes
+from bisect_smem.analysis.fit.targets import FitRequest, Target, evaluate
 from bisect_smem.app import cli
 from bisect_smem.core.errors import UsageError
 from bisect_smem.core.profiles import PROFILES, ArchProfile, find_profile
@@ -38,16 +38,6 @@ def test_bad_sizes_say_what_was_received(text: str, message: str) -> None:
         parse_size(text)
 
 
-def test_the_tile_formula() -> None:
-    assert tile_smem_bytes("128x256x128", 2, "bf16") == 196608
-    assert tile_smem_bytes("128x128x64", 4, "fp8") == 65536
-    assert tile_smem_bytes("256x128x128", 3, "fp4") == 73728
-    with pytest.raises(UsageError, match="must look like"):
-        tile_smem_bytes("128x256", 2, "bf16")
-    with pytest.raises(UsageError, match="unknown --dtype 'int3'"):
-        tile_smem_bytes("1x1x1", 1, "int3")
-
-
 @pytest.mark.parametrize("profile", PROFILES, ids=lambda p: p.key)
 def test_fit_for_every_profile(profile: ArchProfile, capsys: pytest.CaptureFixture[str]) -> None:
     optin = profile.max_smem_per_block_optin_bytes
@@ -62,26 +52,6 @@ def test_fit_for_every_profile(profile: ArchProfile, capsys: pytest.CaptureFixtu
     assert code == 0 and data["results"][0]["over_bytes"] == 0
     code, data = fit_json([str(optin - 15), "--static", "1", "--arch", profile.key], capsys)
     assert code == 1 and data["results"][0]["over_bytes"] == 1
-
-
-def test_the_gemm_question_gets_a_straight_answer(capsys: pytest.CaptureFixture[str]) -> None:
-    code, data = fit_json(["--tile", "128x256x128", "--stages", "2", "--dtype", "bf16", "--arch", "9.0",
-                           "--arch", "12.0"], capsys)
-    assert data["request"]["total_bytes"] == 196608
-    hopper, blackwell = data["results"]
-    assert hopper["verdict"] == "fits with opt-in" and hopper["over_bytes"] == -35840
-    assert blackwell["verdict"] == "does not fit" and blackwell["over_bytes"] == 95232
-    assert code == 1
-
-
-def test_fit_table_as_text(capsys: pytest.CaptureFixture[str]) -> None:
-    code = cli.main(["fit", "--tile", "128x256x128", "--stages", "2", "--dtype", "bf16", "--arch", "h200",
-                     "--arch", "rtx-pro-6000", "--no-local"])
-    lines = capsys.readouterr().out.splitlines()
-    assert code == 1
-    assert lines[0].startswith("kernel: 196608 B dynamic + 0 B static = 196608 B per block, 128 threads (tile ")
-    assert "fits with opt-in" in lines[3] and "35840 to spare" in lines[3] and lines[3].startswith("sm_90 ")
-    assert "over by 95232" in lines[4] and "does not fit" in lines[4]
 
 
 def test_blocks_per_sm_follow_the_footprint() -> None:
@@ -105,7 +75,7 @@ def test_local_simulated_device_is_measured(capsys: pytest.CaptureFixture[str]) 
     (["100", "--tile", "1x1x1"], "give the dynamic size once"),
     (["100", "--arch", "k80"], "unknown profile 'k80'"),
     (["100", "--static", "49153"], "static bytes must be in 0..49152"),
-    (["--cubin", "x.cubin"], "--cubin needs --kernel NAME"),
+    (["--cubin", "x.cubin", "--kernel", "k", "--ptx", "y.ptx"], "give --cubin or --ptx, not both"),
     (["--cubin", "/nonexistent.cubin", "--kernel", "k"], "cannot read /nonexistent.cubin"),
     (["--tile", "1x1", "--stages", "2"], "--tile must look like"),
 ])

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bisect_smem.analysis.cubin import EM_CUDA, MAX_COMPILED_FILE_BYTES
+from bisect_smem.analysis.fit.compiled import EM_CUDA, MAX_COMPILED_FILE_BYTES
 from bisect_smem.app import cli
 
 from .nvrtc import NvrtcUnavailable, compile_source, supported_archs
@@ -104,12 +104,15 @@ def test_the_intact_cubin_still_reads(cubin: bytes, tmp_path: Path, capsys: pyte
     (["100", "--stages", "3"], "--stages applies only to --tile MxNxK"),
     (["100", "--dtype", "fp8"], "--dtype applies only to --tile MxNxK"),
     (["100", "--dtype-a", "fp8", "--epilogue", "1K"], "--dtype-a, --epilogue apply only to --tile MxNxK"),
-    (["100", "--align", "1024"], "--align applies only to --tile MxNxK"),
-    (["--tile", "-1x2x3"], "--tile dimensions must be >= 1 (got '-1x2x3')"),
-    (["--tile", "-128x256x64", "--stages", "2"], "--tile dimensions must be >= 1 (got '-128x256x64')"),
+    (["100", "--schedule", "pingpong"], "--schedule applies only to --tile MxNxK"),
+    (["--tile", "-1x2x3"], "--tile must look like 128x256x64 (MxNxK, each 1..65536; got '-1x2x3')"),
+    (["--tile", "-128x256x64", "--stages", "2"], "--tile must look like 128x256x64"),
+    (["--tile", "1" * 5000 + "x2x3"], "--tile must look like 128x256x64"),
+    (["--tile", "\u00b2x2x3"], "--tile must look like 128x256x64"),
+    (["100", "--kernel", "mm"], "--kernel names a kernel in --cubin or --ptx"),
     (["99999999999999999999999"], "dynamic bytes must be <= 4294967296 B (4 GiB; got 99999999999999999999999)"),
     (["--dynamic", "5000000K", "--static", "0"], "dynamic bytes must be <= 4294967296 B"),
-    (["--tile", "65536x65536x65536", "--dtype", "fp32"], "must be <= 4294967296 B"),
+    (["--tile", "65537x8x8", "--dtype", "fp32"], "tile M must be in 1..65536"),
     (["--tile", "65537x1x1"], "tile M must be in 1..65536"),
     (["--explain", "Required: 99999999999999999999, Hardware limit: 101376"], "Required must be <= 4294967296 B"),
 ])

@@ -10,20 +10,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from bisect_smem.analysis.fit import (
-    DOES_NOT_FIT,
-    UNKNOWN,
-    FitRequest,
-    FitResult,
-    Target,
-    check_bound,
-    evaluate,
-    evaluate_gemm,
-)
-from bisect_smem.analysis.stages import GemmSpec, Tile, dtype_bits
+from bisect_smem.analysis.fit.compiled import cubin_static_smem, ptx_static_smem
+from bisect_smem.analysis.fit.cutlass import CUTLASS_VERSION
+from bisect_smem.analysis.fit.cutlass.gemm import SCHEDULES, GemmKernel
+from bisect_smem.analysis.fit.gemm import DOES_NOT_BUILD, evaluate_cutlass
+from bisect_smem.analysis.fit.targets import DOES_NOT_FIT, UNKNOWN, FitRequest, FitResult, Target, check_bound, evaluate
+from bisect_smem.analysis.fit.tiles import Tile
 from bisect_smem.app import output
 from bisect_smem.app.argtypes import parse_stages, positive_int
-from bisect_smem.app.fit_render import render, render_explain, render_matrix, render_stages
+from bisect_smem.app.render.fit import render, render_explain, render_gemm
 from bisect_smem.core.errors import BackendUnavailable, UsageError
 from bisect_smem.core.model import Report, to_jsonable
 from bisect_smem.core.profiles import PROFILES, ArchProfile, find_profile, profile_names
@@ -52,16 +47,18 @@ class Explained:
 
 @dataclass(frozen=True)
 class Gemm:
-    """The tiles asked about, their common types and carveout, and the stage count (None: auto)."""
+    """The CUTLASS kernels asked about (one per tile) and the stage count (None: auto)."""
 
-    specs: tuple[GemmSpec, ...]
+    kernels: tuple[GemmKernel, ...]
     stages: int | None
 
 def build_gemm(args: argparse.Namespace) -> Gemm | None:
-    """The tile pipelines from --tile and its options; the options without --tile are a usage error."""
+    """The CUTLASS kernels from --tile and its options; the options without --tile are a usage error."""
     options = [name for name, value in (("--stages", args.stages), ("--dtype", args.dtype), ("--dtype-a", args.dtype_a),
                                         ("--dtype-b", args.dtype_b), ("--epilogue", args.epilogue),
-                                        ("--align", args.align)) if value is not None]
+                                        ("--c-dtype", args.c_dtype), ("--d-dtype", args.d_dtype),
+                                        ("--schedule", args.schedule), ("--grouped", args.grouped or None))
+               if value is not None]
     if not args.tile:
         if options:
             raise UsageError(f"{', '.join(options)} {'applies' if len(options) == 1 else 'apply'} only to "
@@ -69,16 +66,15 @@ def build_gemm(args: argparse.Namespace) -> Gemm | None:
         return None
     if args.explain and args.stages not in (None, "auto"):
         raise UsageError("--explain shows the stage counts of --tile that fit: drop --stages")
-    dtype = args.dtype or "fp16"
-    for option, value in (("--dtype", dtype), ("--dtype-a", args.dtype_a), ("--dtype-b", args.dtype_b)):
-        if value is not None:
-            dtype_bits(value, option)
-    epilogue = check_bound(parse_size(args.epilogue, "--epilogue"), "--epilogue") if args.epilogue else 0
-    align = args.align if args.align is not None else 1
+    dtype = "fp16" if args.dtype is None else args.dtype
+    epilogue = check_bound(parse_size(args.epilogue, "--epilogue"), "--epilogue") if args.epilogue else None
+    auto = args.explain or args.stages in (None, "auto")
+    stages = None if auto else args.stages
     tiles = list(dict.fromkeys(Tile.parse(text) for text in args.tile))
-    specs = tuple(GemmSpec(t, args.dtype_a or dtype, args.dtype_b or dtype, epilogue, align) for t in tiles)
-    auto = args.explain or args.stages == "auto"
-    return Gemm(specs, None if auto else (args.stages or 1))
+    kernels = tuple(GemmKernel(t.m, t.n, t.k, args.dtype_a or dtype, args.dtype_b or dtype, args.c_dtype or "bf16",
+                               args.d_dtype or "bf16", args.schedule or "auto", args.grouped, stages, epilogue)
+                    for t in tiles)
+    return Gemm(kernels, stages)
 
 def build_request(args: argparse.Namespace, gemm: Gemm | None, explained: Explained | None) -> tuple[FitRequest, str]:
     """The kernel's fixed sizes from the arguments, and a line saying where they came from."""
@@ -90,8 +86,8 @@ def build_request(args: argparse.Namespace, gemm: Gemm | None, explained: Explai
     if args.cubin and args.ptx:
         raise UsageError("give --cubin or --ptx, not both")
     compiled = args.cubin or args.ptx
-    if compiled and not args.kernel:
-        raise UsageError(f"--{'cubin' if args.cubin else 'ptx'} needs --kernel NAME")
+    if args.kernel is not None and not compiled:
+        raise UsageError("--kernel names a kernel in --cubin or --ptx: add one of them or drop --kernel")
     if compiled and args.static is not None:
         raise UsageError("the static size comes from the compiled file: drop --static")
     if not sources and not compiled:
@@ -109,26 +105,21 @@ def build_request(args: argparse.Namespace, gemm: Gemm | None, explained: Explai
     if compiled:
         name, static, how = read_static(Path(compiled), args.kernel, ptx=bool(args.ptx), ask_driver=_local(args))
         notes.append(f"static {static} B of {name}, {how}")
-    request = FitRequest(dynamic if gemm is None or explained else gemm.specs[0].fixed_bytes(gemm.stages or 1),
-                         static, args.threads)
+    request = FitRequest(dynamic, static, args.threads)
     return request, "; ".join(notes)
 
 def _gemm_note(gemm: Gemm) -> str:
-    spec = gemm.specs[0]
-    tile = f"tile {spec.tile}, " if len(gemm.specs) == 1 else ""
-    types = spec.dtype_a if spec.dtype_a == spec.dtype_b else f"A {spec.dtype_a}, B {spec.dtype_b}"
-    extra = "".join([f", epilogue {spec.epilogue_bytes} B" if spec.epilogue_bytes else "",
-                     f", operand tiles aligned to {spec.align_bytes} B" if spec.align_bytes > 1 else ""])
-    if gemm.stages is None:
-        return f"{tile}{types}{extra}, stages auto: the most that fit by each target's CUTLASS rule"
-    return f"{tile}{gemm.stages} stage(s), {types}{extra}: {gemm.stages} * (M*K + N*K) * {types} bytes" + (
-        " + epilogue" if spec.epilogue_bytes else "")
+    k = gemm.kernels[0]
+    tile = f"tile {k.m}x{k.n}x{k.k}, " if len(gemm.kernels) == 1 else ""
+    types = k.a if k.a == k.b else f"A {k.a}, B {k.b}"
+    stages = "stages auto (StageCountAutoCarveout)" if gemm.stages is None else f"{gemm.stages} stages (StageCount)"
+    epilogue = f"epilogue {k.epilogue_bytes} B (given)" if k.epilogue_bytes is not None else f"C {k.c}, D {k.d}"
+    return (f"{tile}{types}, {epilogue}, schedule {k.schedule}{', grouped' if k.grouped else ''}, {stages}: "
+            f"CUTLASS {CUTLASS_VERSION}'s builders")
 
 
-def read_static(path: Path, kernel: str, ptx: bool, ask_driver: bool = True) -> tuple[str, int, str]:
+def read_static(path: Path, kernel: str | None, ptx: bool, ask_driver: bool = True) -> tuple[str, int, str]:
     """The kernel's static shared memory: from the driver where a local GPU may load the file, else the file."""
-    from bisect_smem.analysis.cubin import cubin_static_smem, ptx_static_smem
-
     name, static = (ptx_static_smem if ptx else cubin_static_smem)(path, kernel)
     if ask_driver:
         try:
@@ -244,28 +235,31 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     fit.add_argument("--threads", type=positive_int, default=128, metavar="N", help="threads per block (default 128)")
     fit.add_argument("--cubin", metavar="FILE", help="read the kernel's static shared memory from a cubin")
     fit.add_argument("--ptx", metavar="FILE", help="read the kernel's static shared memory from PTX")
-    fit.add_argument("--kernel", metavar="NAME", help="the kernel in --cubin/--ptx (a unique part of its name)")
+    fit.add_argument("--kernel", metavar="NAME", help="the kernel in --cubin/--ptx (a unique part of its name; "
+                                                      "not needed when the file has one kernel)")
     fit.add_argument("--tile", action="append", metavar="MxNxK",
-                     help="GEMM tile (repeatable: one table, tiles by targets); dynamic = stages * (M*K + N*K) * "
-                          "dtype bytes, or with --stages auto the most stages that fit")
+                     help="a CUTLASS GEMM's MMA tile (repeatable): the stages its builder picks per target and "
+                          "the SharedStorageSize the launch asks for, byte for byte as CUTLASS " + CUTLASS_VERSION)
     fit.add_argument("--stages", type=parse_stages, metavar="S|auto",
-                     help="pipeline stages of --tile (default 1), or auto: the most that fit per target by "
-                          "CUTLASS's StageCountAutoCarveout rule (sm_90 or sm_100/sm_120)")
-    fit.add_argument("--dtype", help="both operands' type with --tile: fp32, tf32, fp16, bf16, fp8, int8, fp6, fp4 "
-                                     "(default fp16)")
-    fit.add_argument("--dtype-a", metavar="DTYPE", help="A's type with --tile (overrides --dtype)")
-    fit.add_argument("--dtype-b", metavar="DTYPE", help="B's type with --tile (overrides --dtype)")
-    fit.add_argument("--epilogue", metavar="BYTES", help="with --tile: the epilogue's shared storage, carved out "
-                                                         "before the stages (default 0)")
-    fit.add_argument("--align", type=positive_int, metavar="BYTES",
-                     help="with --tile: pad each operand tile to this alignment (1024 for block-scaled sm_120 "
-                          "kernels' alignas(1024) buffers)")
+                     help="auto (default): StageCountAutoCarveout; S: StageCount<S>, its exact size and margin")
+    fit.add_argument("--dtype", help="both operands' type: bf16, fp16, tf32, fp32, e4m3, e5m2, int8, e3m2, e2m3, "
+                                     "e2m1 (fp8, fp6, fp4), or block-scaled nvfp4, mxfp4, mxfp6, mxfp8 (default fp16)")
+    fit.add_argument("--dtype-a", metavar="DTYPE", help="A's type (overrides --dtype)")
+    fit.add_argument("--dtype-b", metavar="DTYPE", help="B's type (overrides --dtype)")
+    fit.add_argument("--c-dtype", metavar="DTYPE", help="the epilogue's C: bf16 (default), fp16, fp32, void (no C)")
+    fit.add_argument("--d-dtype", metavar="DTYPE", help="the epilogue's D: bf16 (default), fp16, fp32")
+    fit.add_argument("--schedule", choices=SCHEDULES, help="auto (default: KernelScheduleAuto, "
+                     "EpilogueScheduleAuto), cooperative, pingpong (sm_90, sm_120), 1sm, 2sm (sm_100)")
+    fit.add_argument("--grouped", action="store_true", help="the grouped (ptr-array) kernel")
+    fit.add_argument("--epilogue", metavar="BYTES", help="the epilogue's shared storage, instead of the default "
+                                                         "epilogue's from --c-dtype and --d-dtype")
+    fit.add_argument("--verbose", action="store_true", help="the per-target table and every byte, for every target")
     fit.add_argument("--explain", metavar="TEXT",
                      help="Triton's 'out of resource: shared memory, Required: X, Hardware limit: Y' message, or "
                           "a kernel's shared memory in bytes (CUTLASS): by how much it is over, per target; with "
                           "--tile, the stage counts that fit")
     fit.add_argument("--arch", action="append", metavar="PROFILE", help="only these architectures (repeatable)")
-    fit.add_argument("--target", action="append", metavar="REPORT.json|DIR",
+    fit.add_argument("--target", action="append", metavar="REPORT.json|BASELINE.json|DIR",
                      help="limits measured on a fleet: every device of a saved report, or every baseline in a "
                           "baseline folder (repeatable; implies --no-local; published rows only with --arch)")
     fit.add_argument("--simulate", action="append", metavar="PROFILE", help="add a simulated local device")
@@ -282,7 +276,7 @@ def run(args: argparse.Namespace) -> tuple[str, int]:
 
 def exit_code(results: list[FitResult]) -> int:
     """1 when something does not fit; else 4 when a target's limit is unknown; else 0."""
-    if any(r.verdict == DOES_NOT_FIT for r in results):
+    if any(r.verdict in (DOES_NOT_FIT, DOES_NOT_BUILD) for r in results):
         return EXIT_DOES_NOT_FIT
     return EXIT_INCOMPLETE if any(r.verdict == UNKNOWN for r in results) else EXIT_FITS
 
@@ -294,13 +288,12 @@ def run_fit(args: argparse.Namespace) -> FitOutput:
     json_path = output.output_path(args.json, "the result")
     found, note = targets(args)
     if gemm is not None and explained is None:
-        results = [evaluate_gemm(s, gemm.stages, request.static_bytes, request.threads, t)
-                   for s in gemm.specs for t in found]
+        results = [evaluate_cutlass(k, request.static_bytes, request.threads, t) for k in gemm.kernels for t in found]
     else:
         results = [evaluate(request, t) for t in found]
-    alternatives = [evaluate_gemm(s, None, request.static_bytes, request.threads, t)
-                    for s in gemm.specs for t in found] if gemm is not None and explained is not None else []
-    varies = gemm is not None and explained is None and (gemm.stages is None or len(gemm.specs) > 1)
+    alternatives = [evaluate_cutlass(k, request.static_bytes, request.threads, t)
+                    for k in gemm.kernels for t in found] if gemm is not None and explained is not None else []
+    varies = gemm is not None and explained is None
     shown_request = {**to_jsonable(request), "total_bytes": request.total_bytes}
     if varies:
         shown_request.update(dynamic_bytes=None, total_bytes=None)
@@ -317,26 +310,26 @@ def run_fit(args: argparse.Namespace) -> FitOutput:
     code = exit_code(results)
     if args.json == "-":
         return FitOutput(text, code)
-    return FitOutput(render_all(request, source, results, note, gemm, explained, alternatives) + "\n", code)
+    return FitOutput(render_all(request, source, results, note, gemm, explained, alternatives, args.verbose)
+                     + "\n", code)
 
 def _gemm_json(gemm: Gemm | None) -> dict[str, Any] | None:
     if gemm is None:
         return None
-    spec = gemm.specs[0]
-    return {"tiles": [str(s.tile) for s in gemm.specs], "dtype_a": spec.dtype_a, "dtype_b": spec.dtype_b,
-            "stages": "auto" if gemm.stages is None else gemm.stages, "epilogue_bytes": spec.epilogue_bytes,
-            "align_bytes": spec.align_bytes}
+    k = gemm.kernels[0]
+    return {"tiles": [f"{g.m}x{g.n}x{g.k}" for g in gemm.kernels], "dtype_a": k.a, "dtype_b": k.b, "c_dtype": k.c,
+            "d_dtype": k.d, "schedule": k.schedule, "grouped": k.grouped, "cutlass_version": CUTLASS_VERSION,
+            "stages": "auto" if gemm.stages is None else gemm.stages, "epilogue_bytes": k.epilogue_bytes}
+
 
 def render_all(request: FitRequest, source: str, results: list[FitResult], note: str | None, gemm: Gemm | None,
-               explained: Explained | None, alternatives: list[FitResult]) -> str:
-    """The text a person reads: a head line, one table, the notes."""
+               explained: Explained | None, alternatives: list[FitResult], verbose: bool) -> str:
+    """The text a person reads: the answer first, then the table and the notes."""
     if explained is not None:
         body = render_explain(request, explained, results, alternatives)
-    elif gemm is not None and len(gemm.specs) > 1:
-        body = render_matrix(request, source, results, gemm.stages is None)
-    elif gemm is not None and gemm.stages is None:
-        body = render_stages(request, source, results)
+    elif gemm is not None:
+        body = render_gemm(source, results, verbose)
     else:
-        body = render(request, source, results)
+        body = render(request, source, results, verbose)
     failures = [f"{r.target}: limit unknown: {r.error}" for r in results if r.verdict == UNKNOWN]
     return "\n".join([body, *dict.fromkeys(failures), *([note] if note else [])])

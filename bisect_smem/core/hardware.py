@@ -123,3 +123,17 @@ def blocks_per_sm(footprint_bytes: int, threads: int, smem_per_sm_bytes: int | N
 def portable_cluster_limit(potential_size: int | None) -> int | None:
     """The largest portable cluster given cuOccupancyMaxPotentialClusterSize's answer."""
     return None if potential_size is None else min(potential_size, PORTABLE_CLUSTER_SIZE)
+
+
+# CUTLASS 3.x/4.x collective families: the architectures with TMA warp-specialized GEMM builders.
+SM90_FAMILY, SM100_FAMILY, SM120_FAMILY = (9, 0), (10, 0), (12, 0)
+
+
+def gemm_family(compute_capability: tuple[int, int] | None) -> str | None:
+    """The CUTLASS collective family of an architecture: 'sm90' (cc 9.x), 'sm100' (10.x, 11.x), 'sm120'
+    (12.x), or None before sm_90 (CUTLASS's multistage sm_80 kernels are another model) and when unknown."""
+    if compute_capability is None or compute_capability < SM90_FAMILY:
+        return None
+    if compute_capability < SM100_FAMILY:
+        return "sm90"
+    return "sm100" if compute_capability < SM120_FAMILY else "sm120"

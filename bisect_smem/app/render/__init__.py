@@ -8,6 +8,7 @@ rows, from the verdicts' families and parameters; nothing reads a row's text bac
 - plot: the residency staircase and carveout sweep as a picture (png or svg bytes, for ``--plot``);
 - prom, nfd, check: for a fleet, the Prometheus textfile, the Node Feature Discovery feature file and the
   one line a node-health agent reads (``--prom``, ``--nfd``, ``export``, ``check``).
+- fit: what ``fit`` prints: the answer first, the per-target table, where every byte goes.
 
 ``FORMATS`` maps each ``--format`` name to its renderer: a new format is a module and one line here.
 May import every layer below app.

@@ -23,12 +23,16 @@ HEAD_BYTES = 64 << 10
 ELF_HEADER_BYTES = 64
 SECTION_HEADER_BYTES = 64
 EM_CUDA = 190  # ELF e_machine of NVIDIA cubins
-_PTX_SHARED = re.compile(r"\.shared\s+(?:\.align\s+(\d+)\s+)?\.(?:b|u|s|f)(8|16|32|64)\s+([\w$]+)(?:\[(\d+)\])?")
-_PTX_ENTRY = re.compile(r"\.(?:visible\s+)?\.entry\s+([\w$]+)\s*\(")
+# Counts and alignments are ASCII digits, at most 12 of them (no PTX declares a terabyte).
+_PTX_SHARED = re.compile(r"\.shared\s+(?:\.align\s+(\d{1,12})\s+)?\.(?:b|u|s|f)(8|16|32|64)\s+([\w$]+)(?:\[(\d{1,12})\])?",
+                         re.ASCII)
+_PTX_ENTRY = re.compile(r"\.(?:visible\s+)?\.entry\s+([\w$]+)\s*\(", re.ASCII)
+_PTX_WORD = re.compile(r"[\w$]+", re.ASCII)
 
 
-def cubin_static_smem(path: Path, kernel: str) -> tuple[str, int]:
-    """(kernel's full name, static shared bytes) from an ELF cubin. ``kernel`` may be a unique part of the name."""
+def cubin_static_smem(path: Path, kernel: str | None) -> tuple[str, int]:
+    """(kernel's full name, static shared bytes) from an ELF cubin. ``kernel`` may be a unique part of the name, or None
+    for the only kernel."""
     data = read_compiled(path, _check_elf_header)
     names = _section_sizes(path, data)
     kernels = sorted(n[len(".text."):] for n in names if n.startswith(".text."))
@@ -73,7 +77,7 @@ def _section_sizes(path: Path, data: bytes) -> dict[str, int]:
         raise UsageError(f"{path} is a cut-short or corrupt cubin ({exc}; the file has {len(data)} B)") from None
 
 
-def ptx_static_smem(path: Path, kernel: str) -> tuple[str, int]:
+def ptx_static_smem(path: Path, kernel: str | None) -> tuple[str, int]:
     """(kernel's full name, static shared bytes) from PTX: the ``.shared`` declarations of that entry."""
     text = read_compiled(path, _check_ptx_head).decode(errors="replace")
     entries = [(m.group(1), m.start()) for m in _PTX_ENTRY.finditer(text)]
@@ -83,19 +87,27 @@ def ptx_static_smem(path: Path, kernel: str) -> tuple[str, int]:
     end = following[0] if following else len(text)
     body = text[start:end]
     total = 0
-    # Function-scope __shared__ arrays become module-scope declarations: they count where the entry uses them.
+    # Function-scope __shared__ arrays become module-scope declarations: they count where the entry uses
+    # them. The entry's words are collected once, so each declaration is one set look-up (linear time).
+    used = set(_PTX_WORD.findall(body))
     for match in _PTX_SHARED.finditer(text):
         align, bits, name, count = match.groups()
         inside = start <= match.start() < end
-        if not inside and not re.search(rf"\b{re.escape(name)}\b", body):
+        if not inside and name not in used:
             continue
         size = int(bits) // 8 * int(count or 1)
         alignment = int(align or int(bits) // 8)
+        if alignment < 1 or alignment & (alignment - 1):
+            raise UsageError(f"{path}: .shared {name} has .align {alignment}; PTX alignments are powers of two")
         total = round_up(total, alignment) + size
     return full, total
 
 
-def _pick(wanted: str, names: list[str], path: Path) -> str:
+def _pick(wanted: str | None, names: list[str], path: Path) -> str:
+    if wanted is None:
+        if len(names) == 1:
+            return names[0]
+        raise UsageError(f"{path} has {len(names)} kernels: name one with --kernel ({', '.join(names) or 'none'})")
     if wanted in names:
         return wanted
     matches = [n for n in names if wanted in n]

@@ -1,13 +1,12 @@
 """Would a launch fit? A kernel's shared memory against each architecture's published limits, the local
 devices' measured ones, or those a saved report or baseline recorded: without opt-in, with opt-in, or
-not at all, by how many bytes, how many such blocks fit on one SM, and for a GEMM tile how many
-pipeline stages fit (the stage rules live in stages.py)."""
+not at all, by how many bytes, and how many such blocks fit on one SM."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from typing import Any
 
-from bisect_smem.analysis.stages import GemmSpec, Tile, auto_stages, dtype_bits, rule_for
 from bisect_smem.core.errors import UsageError
 from bisect_smem.core.hardware import (
     DEFAULT_GRANULE_BYTES,
@@ -33,12 +32,6 @@ def check_bound(value: int, what: str) -> int:
     if value > MAX_FIT_BYTES:
         raise UsageError(f"{what} must be <= {MAX_FIT_BYTES} B (4 GiB; got {value})")
     return value
-
-
-def tile_smem_bytes(tile: str, stages: int, dtype: str) -> int:
-    """Shared memory of a multi-stage A/B tile pipeline: stages * (M*K + N*K) * bytes per element."""
-    dtype_bits(dtype, "--dtype")
-    return GemmSpec(Tile.parse(tile), dtype, dtype).fixed_bytes(stages)
 
 
 @dataclass(frozen=True)
@@ -138,20 +131,22 @@ class FitResult:
     compute_capability: str | None = None
     driver_version: str | None = None
     source: str | None = None
+    dynamic_bytes: int | None = None
     tile: str | None = None
     stages: int | None = None
     stages_requested: int | str | None = None  # a number, or "auto"
     stage_rule: str | None = None
     stage_bytes: int | None = None
-    dynamic_bytes: int | None = None
-    capacity_bytes: int | None = None  # for "auto": the opt-in limit less the static footprint
-    used_bytes: int | None = None
-    left_bytes: int | None = None
-
-    @property
-    def fits(self) -> bool:
-        """True for either "fits" verdict."""
-        return self.verdict.startswith("fits")
+    capacity_bytes: int | None = None  # the library's capacity for its stage rule, less what it reserves
+    cutlass_version: str | None = None
+    builds: bool | None = None  # False: the library refuses to build the kernel (build_reason says why)
+    build_reason: str | None = None
+    mainloop_bytes: int | None = None
+    epilogue_bytes: int | None = None
+    kernel_bytes: int | None = None
+    shared_storage_bytes: int | None = None  # what the launch asks for: GemmKernel::SharedStorageSize
+    next_stage_bytes: int | None = None  # what one more stage would ask for
+    parts: list[list[Any]] | None = None  # [name, bytes]: where every byte of the storage goes
 
 
 def evaluate(request: FitRequest, target: Target) -> FitResult:
@@ -175,29 +170,3 @@ def evaluate(request: FitRequest, target: Target) -> FitResult:
         blocks, _ = blocks_per_sm(footprint, request.threads, target.smem_per_sm_bytes, target.max_blocks_per_sm,
                                   target.max_threads_per_sm)
     return FitResult(target.name, target.kind, verdict, total, target.optin_limit_bytes, over, blocks, **about)
-
-
-def evaluate_gemm(spec: GemmSpec, stages: int | None, static_bytes: int, threads: int, target: Target) -> FitResult:
-    """A tile pipeline on ``target``: ``stages`` fixed, or (None) the most that fit by the target's CUTLASS rule.
-
-    With 0 stages the result is evaluated at one stage, so its margin says by how much even that is over.
-    """
-    gemm = {"tile": str(spec.tile), "stages_requested": "auto" if stages is None else stages}
-    if stages is not None:
-        dynamic = check_bound(spec.fixed_bytes(stages), f"tile {spec.tile} x {stages} stages")
-        result = evaluate(FitRequest(dynamic, static_bytes, threads), target)
-        return replace(result, stages=stages, **gemm)
-    rule = rule_for(target.compute_capability)
-    if target.optin_limit_bytes is None:
-        one = auto_stages(spec, 0, rule).used_bytes
-        return replace(evaluate(FitRequest(check_bound(one, f"tile {spec.tile}"), static_bytes, threads), target),
-                       stage_rule=rule, **gemm)
-    plan = auto_stages(spec, max(0, target.optin_limit_bytes - static_footprint(static_bytes)), rule)
-    dynamic = check_bound(plan.used_bytes, f"one stage of tile {spec.tile}")
-    result = evaluate(FitRequest(dynamic, static_bytes, threads), target)
-    if plan.stages == 0:
-        # The rule's rounding can refuse a stage that the bare limit would take: the rule decides.
-        result = replace(result, verdict=DOES_NOT_FIT, blocks_per_sm=None)
-    return replace(result, stages=plan.stages, stage_rule=rule, stage_bytes=plan.stage_bytes,
-                   capacity_bytes=plan.capacity_bytes, used_bytes=plan.used_bytes, left_bytes=plan.left_bytes,
-                   **gemm)

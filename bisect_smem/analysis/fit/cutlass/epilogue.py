@@ -1,0 +1,125 @@
+"""The default epilogue's shared storage (CUTLASS's TMA warp-specialized epilogues with a linear
+combination): the C and D staging buffers of the epilogue tile, the C load pipeline, and for grouped
+kernels the tensor maps. sm_90 and sm_120 use ``Sm90TmaWarpSpecialized``'s storage
+(epilogue/collective/sm90_epilogue_tma_warpspecialized.hpp), sm_100 its own (sm100_epilogue_...).
+The tile and stage rules are the builders' (epilogue/collective/builders/sm90_builder.inl,
+sm100_builder.inl, sm120_builder.inl)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from bisect_smem.analysis.fit.cutlass.layout import EMPTY, Part, array, barriers, struct, union
+
+TMA_DESCRIPTOR_BYTES = 128
+
+
+@dataclass(frozen=True)
+class Epilogue:
+    """The epilogue's storage: ``tensors`` (C/D buffers and the fusion's storage) and ``pipeline`` go into
+    the kernel's storage separately; ``shared`` is sizeof(CollectiveEpilogue::SharedStorage), the
+    carveout the mainloop builder is given."""
+
+    tile: tuple[int, int] | None
+    stages_c: int
+    stages_d: int
+    tensors: Part
+    pipeline: Part
+    tensormaps: Part | None
+    shared: Part
+
+
+NO_SMEM = Epilogue(None, 0, 0, EMPTY, EMPTY, None, EMPTY)
+
+
+def swizzle_alignment(row_bytes: int) -> int:
+    """alignment_for_swizzle of the widest swizzle a K-major row of ``row_bytes`` takes: 128 B rows swizzle
+    128 B (Swizzle<3,4,3>: 1024 B), 64 B rows 512, 32 B rows 256, narrower ones interleave (128)."""
+    for width, alignment in ((128, 1024), (64, 512), (32, 256)):
+        if row_bytes % width == 0:
+            return alignment
+    return 128
+
+
+def stages(tiles: int, reuse: bool, c_most: int, d_most: int = 2) -> tuple[int, int]:
+    """(StagesC, StagesD): D double-buffered, C up to ``c_most`` and one more than D when C's smem is reused."""
+    stages_d = min(tiles, d_most)
+    stages_c = max(min(tiles, c_most), stages_d + 1) if reuse else min(tiles, c_most)
+    return stages_c, stages_d
+
+
+def storage(tile: tuple[int, int], c_bits: int, d_bits: int, stages_c: int, stages_d: int, reuse: bool,
+            tensormap_count: int = 0) -> Epilogue:
+    """The storage of a TMA epilogue with these buffers (row-major C and D, bytes per element from bits)."""
+    elems = tile[0] * tile[1]
+    c_stage, d_stage = elems * c_bits // 8, elems * d_bits // 8
+    align_d = swizzle_alignment(tile[1] * d_bits // 8)
+    if c_bits == 0:
+        collective = union(Part(0, 1), array(stages_d * d_stage, align_d))
+    elif reuse:
+        most = max(swizzle_alignment(tile[1] * c_bits // 8), align_d)
+        stride = max(c_stage, d_stage)
+        collective = union(array((stages_c - 1) * stride + c_stage, most), array((stages_c - 1) * stride + d_stage, most))
+    else:
+        collective = struct(array(stages_c * c_stage, swizzle_alignment(tile[1] * c_bits // 8)),
+                            array(stages_d * d_stage, align_d))
+    tensors = struct(collective, EMPTY)
+    pipeline = barriers(stages_c)
+    maps = struct(Part(TMA_DESCRIPTOR_BYTES * tensormap_count, 128), align=128) if tensormap_count else None
+    shared = struct(tensors, *([maps] if maps else []), pipeline)
+    return Epilogue(tile, stages_c, stages_d, tensors, pipeline, maps, shared)
+
+
+def sm90(m: int, n: int, c_bits: int, d_bits: int, cooperative: bool, grouped: bool) -> Epilogue:
+    """sm_90's TmaWarpSpecialized[Cooperative] epilogue: a 128xN (cooperative) or 64xN tile, N up to 32."""
+    if cooperative:
+        tile = (min(128, m), math.gcd(min(32, n), n))
+    else:
+        n_perf = 64 if d_bits == 8 and n % 64 == 0 else 32
+        tile = (min(64, m), math.gcd(min(n_perf, n), n))
+    tiles = (m // tile[0]) * (n // tile[1])
+    reuse = c_bits == d_bits and d_bits > 8
+    stages_c, stages_d = stages(tiles, reuse, 4)
+    return storage(tile, c_bits, d_bits, stages_c, stages_d, reuse, 1 + 2 if grouped else 0)
+
+
+def sm120(m: int, n: int, c_bits: int, d_bits: int, grouped: bool, warp_groups: int = 2) -> Epilogue:
+    """sm_120's epilogue: a 64x32 tile, D double-buffered, C one deeper when reused."""
+    tile = (128 if n < 16 else 64, n if n < 32 else 32)
+    tiles = (m // tile[0]) * (n // tile[1])
+    reuse = c_bits == d_bits and d_bits > 8
+    stages_d = min(tiles, 2)
+    stages_c = max(min(tiles, 2), stages_d + 1) if reuse else stages_d
+    return storage(tile, c_bits, d_bits, stages_c, stages_d, reuse, 1 + warp_groups if grouped else 0)
+
+
+def sm100_tile(cta_m: int, n: int, c_bits: int, d_bits: int, warps: tuple[int, int], block_scaled: bool) -> tuple[int, int]:
+    """sm100_dense_compute_tile_shape_or_override for EpilogueTileAuto with row-major C and D."""
+    warp_m, warp_n = warps
+    m = min(cta_m, 32 * warp_m)
+    if block_scaled and n == 256:
+        return m, 128
+    most = max(c_bits or d_bits, d_bits)
+    if c_bits == 0:
+        n_perf = (8192 if most == 4 else 4096) // m
+    elif most == 32:
+        n_perf = 16 if cta_m > 64 and n <= 128 else 32
+    elif most == 16:
+        n_perf = 32 if n <= 128 else 64
+    else:
+        n_perf = 64
+    n_min_c = 8 * warp_n if c_bits == 0 else 128 // c_bits * warp_n
+    n_min_d = 128 // d_bits * warp_n
+    n_tmp = min(n, max(n_perf, n_min_c, n_min_d))
+    return m, n_tmp if n % n_tmp == 0 else n
+
+
+def sm100(cta_m: int, n: int, c_bits: int, d_bits: int, warps: tuple[int, int], block_scaled: bool,
+          grouped: bool) -> Epilogue:
+    """sm_100's TmaWarpSpecialized1Sm/2Sm epilogue: C's smem reused whenever C is wider than 8 bits."""
+    tile = sm100_tile(cta_m, n, c_bits, d_bits, warps, block_scaled)
+    tiles = (cta_m // tile[0]) * (n // tile[1])
+    reuse = c_bits > 8
+    stages_c, stages_d = stages(tiles, reuse, 4)
+    return storage(tile, c_bits, d_bits, stages_c, stages_d, reuse, 2 if grouped else 0)

@@ -1,0 +1,93 @@
+"""sm_100's UMMA GEMM on one or two SMs, dense and block-scaled (gemm/collective/builders/
+sm100_umma_builder.inl, sm100_blockscaled_umma_builder.inl, sm100_pipeline_carveout.inl,
+sm100_mma_warpspecialized.hpp, sm100_blockscaled_mma_warpspecialized.hpp,
+kernel/sm100_gemm_tma_warpspecialized.hpp). A 2-SM tile is split between two CTAs: each holds half
+of A's rows and half of B's columns, and the kernel's storage is per CTA."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from bisect_smem.analysis.fit.cutlass import epilogue as epi
+from bisect_smem.analysis.fit.cutlass.gemm import MIN_STAGES, Build, GemmKernel, auto_stage_count
+from bisect_smem.analysis.fit.cutlass.layout import Part, aligned16, array, barriers, struct
+from bisect_smem.analysis.fit.cutlass.sm90 import epilogue_parts, parts
+from bisect_smem.core.hardware import ceil_div, round_up
+
+CAPACITY_BYTES = 232448  # cutlass::arch::sm100_smem_capacity_bytes
+TMEM_COLUMNS, TMEM_ROWS = 512, 128
+SCHEDULER_STAGES = 2
+CLC_RESPONSE_BYTES = 16
+SF_BLOCK_MN, SF_BLOCK_K = 128, 4  # a scale-factor atom: 128 rows by 4 factors along K
+
+
+def alloc_bytes(g: GemmKernel, bits: int) -> float:
+    """Shared-memory bytes per element: narrow types take a byte except in the fp4 (MXF4/NVF4) MMA."""
+    mxf4 = g.op_a.kind == g.op_b.kind == "f4" and g.block_scaled and g.op_a.scale_vector == g.op_b.scale_vector
+    return bits / 8 if bits >= 8 or mxf4 else 1
+
+
+def scale_factors(mn: int, k: int, vector: int) -> int:
+    """Scale factors of one operand tile: MN padded to 128 rows, K/vector padded to 4 factors (1 B each)."""
+    return round_up(mn, SF_BLOCK_MN) * round_up(ceil_div(k, vector), SF_BLOCK_K)
+
+
+def accumulator_stages(g: GemmKernel, cta_m: int, two_sm: bool) -> int:
+    """How many accumulators the tensor memory holds: block-scaled 1 for N = 256 else 2; dense up to 4."""
+    if g.block_scaled:
+        return 1 if g.n == 256 else 2
+    if two_sm or cta_m > 64:
+        return min(4, TMEM_ROWS * TMEM_COLUMNS // (cta_m * g.n))
+    return min(4, TMEM_COLUMNS // g.n * 2)
+
+
+def refuse(g: GemmKernel) -> str | None:
+    """Why sm_100 has no collective modelled here for this kernel, or None."""
+    if g.schedule in ("cooperative", "pingpong"):
+        return f"--schedule {g.schedule} is sm_90's and sm_120's; sm_100 has auto, 1sm, 2sm"
+    if g.op_a.block_scaled != g.op_b.block_scaled or (g.block_scaled and g.op_a.scale_vector != g.op_b.scale_vector):
+        return "A and B must both be block-scaled with one scale-factor vector size"
+    if g.grouped:
+        return "grouped (ptr-array) sm_100 kernels are not modelled yet"
+    if g.schedule == "2sm" and g.m not in (128, 256):
+        return "a 2-SM tile has M = 128 or 256"
+    return None
+
+
+def build(g: GemmKernel) -> Build:
+    """sm_100's CollectiveBuilder with KernelTmaWarpSpecialized1Sm/2Sm (or the block-scaled ones)."""
+    reason = refuse(g)
+    if reason:
+        return Build("sm100", False, reason, parts=(("not modelled", 0),) if "modelled" in reason else ())
+    two_sm = g.schedule == "2sm"
+    cta_m, cta_n = (g.m // 2, g.n // 2) if two_sm else (g.m, g.n)
+    a = int(alloc_bytes(g, g.op_a.bits) * cta_m * g.k)
+    b = int(alloc_bytes(g, g.op_b.bits) * cta_n * g.k)
+    acc = accumulator_stages(g, cta_m, two_sm)
+    reserved = (16 * acc + 16 * SCHEDULER_STAGES + 16 + 8 + 16 * SCHEDULER_STAGES
+                + SCHEDULER_STAGES * CLC_RESPONSE_BYTES + SCHEDULER_STAGES * 4)
+    capacity = CAPACITY_BYTES - reserved
+    warps = (2, 2) if two_sm and g.m == 128 else (4, 1)
+    ep = epi.sm100(cta_m, g.n, g.c_bits, g.d_bits, warps, g.block_scaled, False)
+    carveout = ep.shared.size if g.epilogue_bytes is None else g.epilogue_bytes
+    sfa = scale_factors(cta_m, g.k, g.op_a.scale_vector) if g.block_scaled else 0
+    sfb = scale_factors(g.n, g.k, g.op_b.scale_vector) if g.block_scaled else 0
+    stage = a + b + sfa + sfb + (round_up(barriers(1).size, 128) if g.block_scaled else barriers(1).size)
+    stages = g.stages or auto_stage_count(capacity, carveout, stage)
+    arrays = [array(stages * x, 16) for x in ((a, b, sfa, sfb) if g.block_scaled else (a, b))]
+    tensors = struct(*arrays, align=128)
+    mainloop = struct(tensors, barriers(stages))
+    pipes = struct(aligned16(barriers(stages)), aligned16(ep.pipeline), Part(16, 16), aligned16(barriers(SCHEDULER_STAGES)),
+                   aligned16(barriers(acc)), aligned16(barriers(SCHEDULER_STAGES)), Part(16, 16), align=16)
+    kernel = struct(pipes, Part(SCHEDULER_STAGES * CLC_RESPONSE_BYTES, 16), Part(4, 4),
+                    struct(ep.tensors, tensors, align=128))
+    own = kernel.size - tensors.size - barriers(stages).size - ep.tensors.size - ep.pipeline.size
+    named = [("A tiles", stages * a), ("B tiles", stages * b), ("scale factors SFA", stages * sfa),
+             ("scale factors SFB", stages * sfb), ("mainloop barriers", barriers(stages).size), *epilogue_parts(ep),
+             (f"kernel pipelines (accumulator x{acc}, CLC, order, TMEM)", pipes.size - barriers(stages).size
+              - ep.pipeline.size), ("CLC responses and TMEM pointer", SCHEDULER_STAGES * CLC_RESPONSE_BYTES + 4)]
+    built = Build("sm100", stages >= MIN_STAGES, None, stages, stage, capacity, carveout, mainloop.size,
+                  ep.shared.size, own, kernel.size, parts(named, kernel.size))
+    if stages < MIN_STAGES:
+        return replace(built, reason="Smem usage is too high: the collective needs 2 stages or more.")
+    return built

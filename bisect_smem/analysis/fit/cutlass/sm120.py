@@ -1,0 +1,81 @@
+"""sm_120's GEMM, dense (F8F6F4 types only) and block-scaled (gemm/collective/builders/
+sm120_mma_builder.inl, sm120_blockscaled_mma_builder.inl, sm120_mma_tma.hpp,
+sm120_blockscaled_mma_tma.hpp and the ptr-array variant). Its operand buffers are ``alignas(1024)``,
+its scale-factor buffers ``alignas(16)``; its kernels are laid out like sm_90's."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from bisect_smem.analysis.fit.cutlass import epilogue as epi
+from bisect_smem.analysis.fit.cutlass.gemm import MIN_STAGES, Build, GemmKernel, auto_stage_count
+from bisect_smem.analysis.fit.cutlass.layout import Part, aligned16, array, barriers, struct
+from bisect_smem.analysis.fit.cutlass.sm90 import epilogue_parts, kernel_storage, parts
+from bisect_smem.analysis.fit.cutlass.sm100 import alloc_bytes
+from bisect_smem.core.hardware import ceil_div
+
+CAPACITY_BYTES = 101376  # cutlass::arch::sm120_smem_capacity_bytes
+SCHEDULER_STAGES = 3
+CLC_RESPONSE_BYTES = 16
+# What the block-scaled builder reserves for the kernel: a CLC pipeline and its responses, or (grouped)
+# a scheduler pipeline of 8, two tensor maps and a tensor-map-ready pipeline.
+RESERVED = {False: 16 * SCHEDULER_STAGES + SCHEDULER_STAGES * CLC_RESPONSE_BYTES,
+            True: 16 * 8 + 2 * epi.TMA_DESCRIPTOR_BYTES + 16 * SCHEDULER_STAGES}
+SF_BLOCK_MN = 128
+
+
+def scale_factors(g: GemmKernel) -> tuple[int, int]:
+    """SFA and SFB bytes of one stage: M in whole 128-row blocks (rounded down), N at least 128."""
+    k_factors = ceil_div(g.k, g.op_a.scale_vector)
+    return g.m // SF_BLOCK_MN * SF_BLOCK_MN * k_factors, max(g.n, SF_BLOCK_MN) // SF_BLOCK_MN * SF_BLOCK_MN * k_factors
+
+
+def refuse(g: GemmKernel) -> str | None:
+    """Why sm_120's builders refuse these operands, or None."""
+    if g.schedule in ("1sm", "2sm"):
+        return f"--schedule {g.schedule} is sm_100's; sm_120 has auto, cooperative, pingpong"
+    if g.op_a.block_scaled != g.op_b.block_scaled or (g.block_scaled and g.op_a.scale_vector != g.op_b.scale_vector):
+        return "A and B must both be block-scaled with one scale-factor vector size"
+    if not g.block_scaled and not {g.op_a.kind, g.op_b.kind} <= {"f8", "f6", "f4"}:
+        return "SM120 TmaWarpSpecialized builder currently only supports F8F6F4 MMA."
+    if not g.block_scaled and {g.op_a.kind, g.op_b.kind} & {"f6", "f4"} and g.k % 128:
+        return "TileSize and MNK Major does not met with MMA Mix 8-bit TMA load requirement"
+    if g.grouped:
+        return "grouped (ptr-array) sm_120 kernels are not modelled yet"
+    return None
+
+
+def build(g: GemmKernel) -> Build:
+    """sm_120's CollectiveBuilder: OpClassTensorOp (F8F6F4) or OpClassBlockScaledTensorOp."""
+    reason = refuse(g)
+    if reason:
+        return Build("sm120", False, reason)
+    pingpong = g.schedule == "pingpong"
+    ep = epi.sm120(g.m, g.n, g.c_bits, g.d_bits, g.grouped)
+    carveout = ep.shared.size if g.epilogue_bytes is None else g.epilogue_bytes
+    a = int(alloc_bytes(g, g.op_a.bits) * g.m * g.k)
+    b = int(alloc_bytes(g, g.op_b.bits) * g.n * g.k)
+    if g.block_scaled:
+        sfa, sfb = scale_factors(g)
+        stage = a + b + 128 + sfa + sfb
+        capacity = CAPACITY_BYTES - RESERVED[g.grouped]
+    else:
+        sfa = sfb = 0
+        stage, capacity = a + b + barriers(1).size, CAPACITY_BYTES
+    stages = g.stages or auto_stage_count(capacity, carveout, stage)
+    arrays = [array(stages * a, 1024), array(stages * b, 1024)]
+    if g.block_scaled:
+        arrays += [array(stages * sfa, 16), array(stages * sfb, 16)]
+    tensors = struct(*arrays, align=128)
+    maps = Part(4 * epi.TMA_DESCRIPTOR_BYTES, 128) if g.grouped else None
+    mainloop = struct(tensors, *([maps] if maps else []), aligned16(barriers(stages)))
+    kernel = kernel_storage(tensors, barriers(stages), maps, ep, pingpong, g.grouped)
+    own = kernel.size - tensors.size - barriers(stages).size - ep.tensors.size - ep.pipeline.size
+    named = [("A tiles", stages * a), ("B tiles", stages * b), ("scale factors SFA", stages * sfa),
+             ("scale factors SFB", stages * sfb), ("mainloop barriers", barriers(stages).size), *epilogue_parts(ep),
+             ("kernel pipelines, scheduler, alignment" + (", tensor maps" if g.grouped else ""), own)]
+    built = Build("sm120", stages >= MIN_STAGES, None, stages, stage, capacity, carveout, mainloop.size,
+                  ep.shared.size, own, kernel.size, parts(named, kernel.size))
+    if stages < MIN_STAGES:
+        return replace(built, reason="Specialization requires Stages set to value 2 or more.")
+    return built

@@ -1,0 +1,146 @@
+"""What ``fit`` shows: the answer on the first line, then (for several targets or --verbose) the table,
+and for a GEMM kernel where every byte goes. Text only; cli.py prints it."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tabulate import tabulate
+
+from bisect_smem.analysis.fit.gemm import DOES_NOT_BUILD
+from bisect_smem.analysis.fit.targets import DOES_NOT_FIT, UNKNOWN, FitRequest, FitResult
+from bisect_smem.core.text import dash
+
+if TYPE_CHECKING:
+    from bisect_smem.app.fit_command import Explained
+
+
+def margin(r: FitResult) -> str:
+    """``over by N`` or ``N to spare`` against the opt-in limit."""
+    if r.over_bytes is None:
+        return "-"
+    return f"over by {r.over_bytes}" if r.over_bytes > 0 else f"{-r.over_bytes} to spare"
+
+
+def _head(request: FitRequest, source: str) -> str:
+    return (f"kernel: {request.dynamic_bytes} B dynamic + {request.static_bytes} B static = {request.total_bytes} B "
+            f"per block, {request.threads} threads" + (f" ({source})" if source else ""))
+
+
+def short_name(r: FitResult) -> str:
+    """``sm_120``, ``device 0``, or a measured model with its driver."""
+    if r.kind == "published":
+        return r.target.split(" ")[0]
+    if r.source is None:
+        return r.target.split(":")[0]
+    return f"{r.target.split(' (cc')[0]} {r.driver_version or ''}".strip()
+
+
+def answer(r: FitResult) -> str:
+    """One target's answer in a sentence: fits, with which margin, or why not."""
+    where = short_name(r)
+    if r.verdict == UNKNOWN:
+        return f"{where}: limit unknown"
+    if r.verdict == DOES_NOT_FIT:
+        return f"{where}: does not fit: {r.total_bytes} B against {r.optin_limit_bytes} B, over by {r.over_bytes} B"
+    how = "without opt-in" if r.verdict == "fits without opt-in" else "with opt-in"
+    return f"{where}: fits {how}: {r.total_bytes} of {r.optin_limit_bytes} B, {dash(r.blocks_per_sm)} block(s)/SM"
+
+
+def render(request: FitRequest, source: str, results: list[FitResult], verbose: bool = False) -> str:
+    """One size against every target: the answer line, then (several targets, --verbose) the table."""
+    lines = ["; ".join(answer(r) for r in results) or "no targets",
+             _head(request, source)]
+    if verbose or len(results) > 1:
+        rows = [(r.target, r.kind, r.verdict, dash(r.optin_limit_bytes), margin(r), dash(r.blocks_per_sm))
+                for r in results]
+        lines.append(tabulate(rows, headers=("target", "limits", "verdict", "opt-in limit B", "margin B",
+                                             "blocks/SM"), disable_numparse=True))
+    return "\n".join(lines)
+
+
+def gemm_answer(r: FitResult) -> str:
+    """A CUTLASS kernel on one target: "3 stages fit on sm_120: 97280 of 101376 B; 4 would need 124928 B"."""
+    where = short_name(r)
+    if r.shared_storage_bytes is None:
+        return f"{where}: no stage count: {r.build_reason}"
+    if r.verdict == DOES_NOT_BUILD:
+        return (f"{where}: does not build: {r.build_reason} ({r.stages} stage(s) of {r.stage_bytes} B, "
+                f"{r.shared_storage_bytes} B)")
+    if r.verdict == UNKNOWN:
+        return f"{where}: {r.stages} stages, {r.shared_storage_bytes} B; limit unknown"
+    if r.verdict == DOES_NOT_FIT:
+        return (f"{r.stages} stages do not fit on {where}: {r.shared_storage_bytes} B against "
+                f"{r.optin_limit_bytes} B, over by {r.over_bytes} B")
+    more = f"; {r.stages + 1} would need {r.next_stage_bytes} B" if r.next_stage_bytes else ""
+    return f"{r.stages} stages fit on {where}: {r.shared_storage_bytes} of {r.optin_limit_bytes} B{more}"
+
+
+def breakdown(r: FitResult) -> list[str]:
+    """Where every byte of one build goes, and against which limit."""
+    if not r.parts:
+        return []
+    lines = [f"{short_name(r)}: {r.shared_storage_bytes} B = GemmKernel::SharedStorageSize ({r.stage_rule}; "
+             f"stage {r.stage_bytes} B, builder capacity {r.capacity_bytes} B, epilogue carveout "
+             f"{r.epilogue_bytes} B)"]
+    lines += [f"  {bytes_:>7} B  {name}" for name, bytes_ in r.parts]
+    if r.optin_limit_bytes is not None:
+        lines.append(f"  against the opt-in limit {r.optin_limit_bytes} B: {margin(r)}")
+    return lines
+
+
+def render_gemm(source: str, results: list[FitResult], verbose: bool) -> str:
+    """CUTLASS kernels: one answer per target (the first line is the first), then where the bytes go."""
+    lines = [gemm_answer(r) for r in results]
+    tiles = list(dict.fromkeys(r.tile for r in results))
+    if len(tiles) > 1:
+        lines = [f"{r.tile}: {line}" for r, line in zip(results, lines, strict=True)]
+    lines.append(f"kernel: {source}" if source else "kernel:")
+    if verbose or len(results) > 1:
+        rows = [(r.tile, r.target, stages_cell(r), dash(r.stage_bytes), dash(r.mainloop_bytes),
+                 dash(r.epilogue_bytes), dash(r.kernel_bytes), dash(r.shared_storage_bytes),
+                 dash(r.optin_limit_bytes), margin(r) if r.shared_storage_bytes else "-") for r in results]
+        lines.append(tabulate(rows, headers=("tile", "target", "stages", "B/stage", "mainloop B", "epilogue B",
+                                             "kernel B", "SharedStorageSize B", "opt-in limit B", "margin B"),
+                              disable_numparse=True))
+    shown = results if verbose or len(results) <= 3 else results[:1]
+    for r in shown:
+        lines += breakdown(r)
+    return "\n".join(lines)
+
+
+def stages_cell(r: FitResult) -> str:
+    """A stage count as a person reads it: ``4``, ``0: does not fit``, ``?`` when the limit is unknown."""
+    if r.stages is None:
+        return "-"
+    if r.verdict == DOES_NOT_BUILD:
+        return f"{r.stages}: does not build"
+    return "?" if r.verdict == UNKNOWN else str(r.stages)
+
+
+def render_explain(request: FitRequest, explained: Explained, results: list[FitResult],
+                   alternatives: list[FitResult]) -> str:
+    """A library's shared-memory error: by how much it is over on which target, and what the tile allows."""
+    need = explained.required_bytes
+    if explained.kind == "triton":
+        limit = explained.hardware_limit_bytes or 0
+        over = f"over by {need - limit} B" if need > limit else f"{limit - need} B to spare"
+        lines = [f"Triton: the kernel needs {need} B of shared memory; the GPU it ran on allows {limit} B: {over}."]
+        if explained.limit_matches:
+            lines.append(f"{limit} B is the published opt-in limit of {', '.join(explained.limit_matches)}.")
+        else:
+            lines.append(f"{limit} B is no published opt-in limit (a MIG slice or a virtual GPU may give less).")
+    else:
+        lines = [f"the kernel needs {need} B of shared memory per block (CUTLASS: sizeof(SharedStorage), which "
+                 "cudaFuncSetAttribute(MaxDynamicSharedMemorySize) refuses above the opt-in limit: 'Error Internal')."]
+    tiles = list(dict.fromkeys(str(a.tile) for a in alternatives))
+    by_target: dict[tuple[str, str], FitResult] = {(a.target, str(a.tile)): a for a in alternatives}
+    rows = []
+    for r in results:
+        extra = [stages_cell(by_target[(r.target, t)]) for t in tiles]
+        rows.append((r.target, r.kind, dash(r.optin_limit_bytes), r.verdict, margin(r), *extra))
+    headers = ("target", "limits", "opt-in limit B", "verdict", "margin B", *(f"{t} stages that fit" for t in tiles))
+    lines.append(tabulate(rows, headers=headers, disable_numparse=True))
+    if request.static_bytes:
+        lines.append(f"with {request.static_bytes} B static")
+    return "\n".join(lines)
