@@ -137,3 +137,32 @@ def gemm_family(compute_capability: tuple[int, int] | None) -> str | None:
     if compute_capability < SM100_FAMILY:
         return "sm90"
     return "sm100" if compute_capability < SM120_FAMILY else "sm120"
+
+
+# Triton 3.6's NVIDIA matmul by architecture (AccelerateMatmul's getMMAVersionSafe, TargetInfo).
+MMA_SYNC_FROM, LDMATRIX_FROM, FP8_E4M3_FROM, WGMMA_CC, TCGEN05_CC = (8, 0), (7, 5), (8, 9), (9, 0), (10, 0)
+
+
+def triton_mma(compute_capability: tuple[int, int] | None) -> str | None:
+    """The MMA Triton's dot uses: 'wgmma' on cc 9.x (mma.sync where wgmma does not take the shapes),
+    'tcgen05' on cc 10.x, 'mma.sync' on cc 8.x, 11.x and 12.x; None before sm_80 or when unknown."""
+    if compute_capability is None or compute_capability < MMA_SYNC_FROM:
+        return None
+    if compute_capability[0] == WGMMA_CC[0]:
+        return "wgmma"
+    return "tcgen05" if compute_capability[0] == TCGEN05_CC[0] else "mma.sync"
+
+
+def has_ldmatrix(compute_capability: tuple[int, int]) -> bool:
+    """ldmatrix (shared memory to registers by 8x8 matrices): cc 7.5 on."""
+    return compute_capability >= LDMATRIX_FROM
+
+
+def has_stmatrix(compute_capability: tuple[int, int]) -> bool:
+    """stmatrix (registers to shared memory by 8x8 matrices): cc 9.0 on."""
+    return compute_capability >= WGMMA_CC
+
+
+def has_fp8_e4m3(compute_capability: tuple[int, int]) -> bool:
+    """float8_e4m3fn tensors (Triton's fp8e4nv): cc 8.9 on."""
+    return compute_capability >= FP8_E4M3_FROM

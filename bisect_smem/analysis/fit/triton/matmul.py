@@ -1,0 +1,206 @@
+"""Triton's matmul (the tutorial kernel: A row-major, B row-major so N is contiguous, C = A @ B stored
+in C's type) as Triton 3.6 compiles it for NVIDIA GPUs, and the shared memory it asks for
+(``kernel.metadata.shared``), from the compiler's own rules:
+
+- AccelerateMatmul picks the MMA: wgmma (v3) on sm_90 when K >= 256 / bits, M % 64 == 0, N % 8 == 0
+  and the warps come in warp groups; else mma.sync (v2). Its instruction shape and warp tiling
+  (mmaVersionToInstrShape, warpsPerTileV2/V3).
+- The software pipeliner turns the loads of A and B into shared-memory buffers: wgmma reads its
+  operands from shared memory until it completes, so ``num_stages`` buffers; mma.sync copies them to
+  registers first, so one fewer (at least one). An 8-bit operand that is not K-major (B here) cannot
+  feed wgmma by an asynchronous copy: it is loaded into registers and written to one buffer in the
+  loop. ``num_stages`` = 1 does not pipeline: one buffer each, written in the loop.
+- The epilogue converts the accumulator from the MMA layout to the store's coalesced blocked layout
+  through shared memory (swizzle.py), in C's type, after the loop.
+- The allocator (allocation.py) places the buffers; the mainloop's are dead by the epilogue.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bisect_smem.analysis.fit.triton import swizzle
+from bisect_smem.analysis.fit.triton.allocation import Buffer, allocate
+from bisect_smem.analysis.fit.triton.layouts import Layout, blocked, mma
+
+THREADS_PER_WARP = 32
+# Operand bits and C's bits for each operand type of the kernel (fp8 products are stored as fp16).
+DTYPES = {"fp16": (16, 16), "bf16": (16, 16), "fp32": (32, 32), "fp8e4m3": (8, 16)}
+WGMMA_N = tuple(range(256, 0, -8))  # the instruction N values wgmma takes for these types, largest first
+NVMMA_ALIGNMENT, SWIZZLED_ALIGNMENT, SCRATCH_ALIGNMENT = 1024, 16, 128
+
+
+@dataclass(frozen=True)
+class Matmul:
+    """One launch configuration: BLOCK_M x BLOCK_N x BLOCK_K, the operand type, num_stages, num_warps."""
+
+    m: int
+    n: int
+    k: int
+    dtype: str
+    stages: int
+    warps: int = 4
+
+    @property
+    def bits(self) -> int:
+        """Bits of an A or B element."""
+        return DTYPES[self.dtype][0]
+
+    @property
+    def out_bits(self) -> int:
+        """Bits of a C element."""
+        return DTYPES[self.dtype][1]
+
+
+@dataclass(frozen=True)
+class MmaChoice:
+    """The MMA the compiler picked: version 2 (mma.sync) or 3 (wgmma), instruction N, warps per CTA."""
+
+    version: int
+    instr_n: int
+    warps: tuple[int, int]
+
+    @property
+    def name(self) -> str:
+        """As Triton's IR prints it."""
+        return f"mma v{self.version} ({'wgmma' if self.version == 3 else 'mma.sync'}, warps {list(self.warps)})"
+
+
+def uses_wgmma(g: Matmul) -> bool:
+    """supportMMA(dot, 3): the shapes and types wgmma takes."""
+    return g.k >= 256 // g.bits and g.m % 64 == 0 and g.n % 8 == 0 and g.warps % 4 == 0
+
+
+def warps_v2(g: Matmul) -> tuple[int, int]:
+    """warpsPerTileV2: balance the 16x8 repetitions of M and N, ties to M."""
+    warps, reps = [1, 1], [max(1, -(-g.m // 16)), max(1, -(-g.n // 8))]
+    while warps[0] * warps[1] < g.warps:
+        if reps[0] >= reps[1]:
+            warps[0] *= 2
+            reps[0] = reps[0] // 2 if reps[0] != 1 else 1
+        else:
+            warps[1] *= 2
+            reps[1] //= 2
+    return warps[0], warps[1]
+
+
+def choose_mma(g: Matmul, wgmma: bool) -> MmaChoice:
+    """AccelerateMatmul's MMA for the dot (``wgmma``: the target has it)."""
+    if not (wgmma and uses_wgmma(g)):
+        return MmaChoice(2, 8, warps_v2(g))
+    m_warps = max(g.m // 16, 1)
+    max_n = max(g.n // max(g.warps // m_warps, 1), 8)
+    instr_n = next(n for n in WGMMA_N if g.n % n == 0 and n <= max_n)
+    warps = [4, 1]
+    while warps[0] * warps[1] < g.warps:
+        if g.m > 16 * warps[0]:
+            warps[0] *= 2
+        else:
+            warps[1] *= 2
+    return MmaChoice(3, instr_n, (warps[0], warps[1]))
+
+
+def store_layout(g: Matmul) -> Layout:
+    """The Coalesce pass's layout for storing C: 16 B per thread along N (fewer when the tile has fewer
+    elements than threads have room for), lanes then warps along N first (BlockedEncodingAttr::get)."""
+    threads = g.warps * THREADS_PER_WARP
+    per_thread = min(128 // g.out_bits, g.n, max(g.m * g.n // threads, 1))
+    size = (1, per_thread)
+    lanes_n = min(max(1, g.n // per_thread), THREADS_PER_WARP)
+    warps_n = min(max(1, min(threads, max(1, g.n // per_thread)) // lanes_n), g.warps)
+    lanes, warps = (THREADS_PER_WARP // lanes_n, lanes_n), (g.warps // warps_n, warps_n)
+    return blocked(size, lanes, warps, (1, 0), (g.m, g.n))
+
+
+def load_vector_bits(g: Matmul, rows: int, cols: int) -> int:
+    """Bits one thread loads at once from a row-major ``rows`` x ``cols`` operand tile (Coalesce)."""
+    threads = g.warps * THREADS_PER_WARP
+    return min(128 // g.bits, cols, max(rows * cols // threads, 1)) * g.bits
+
+
+def pipelined(g: Matmul, rows: int, cols: int) -> bool:
+    """Does the pipeliner give this operand's load shared-memory buffers (canBeConvertedToAsyncLoad:
+    cp.async moves at least 4 bytes a thread)?"""
+    return g.stages > 1 and load_vector_bits(g, rows, cols) >= 32
+
+
+@dataclass(frozen=True)
+class Operand:
+    """One operand's shared memory: ``count`` buffers of ``tile`` bytes, before the loop (pipelined) or
+    written in it."""
+
+    name: str
+    tile: int
+    count: int
+    in_loop: bool
+    why: str
+
+    @property
+    def label(self) -> str:
+        """Where the bytes go, as the breakdown prints it."""
+        return f"{self.name}: {self.count} x {self.tile} B, {self.why}"
+
+
+def operands(g: Matmul, choice: MmaChoice) -> tuple[Operand, Operand]:
+    """The buffers of A and B: wgmma keeps num_stages, mma.sync num_stages - 1; an 8-bit B (not K-major)
+    under wgmma is written in the loop."""
+    found = []
+    for name, rows, cols, k_major in (("A", g.m, g.k, True), ("B", g.k, g.n, False)):
+        tile = rows * cols * g.bits // 8
+        if choice.version == 3 and g.bits == 8 and not k_major:
+            found.append(Operand(name, tile, 1, True, "written in the loop (8-bit and N-major: no asynchronous "
+                                                      "copy into wgmma's layout)"))
+        elif pipelined(g, rows, cols):
+            count = g.stages if choice.version == 3 else max(1, g.stages - 1)
+            why = ("num_stages buffers (wgmma reads them until it completes)" if choice.version == 3 else
+                   "num_stages - 1 buffers (mma.sync copies them to registers)")
+            found.append(Operand(name, tile, count, False, why))
+        else:
+            why = "num_stages 1: not pipelined" if g.stages == 1 else "its load is under 4 B a thread: not pipelined"
+            found.append(Operand(name, tile, 1, True, f"written in the loop ({why})"))
+    return found[0], found[1]
+
+
+@dataclass(frozen=True)
+class MatmulBuild:
+    """What the compiler makes of a Matmul: the MMA, the operands' buffers, the epilogue's scratch and
+    the ``shared`` the launch asks for, with where its bytes go."""
+
+    mma: MmaChoice
+    a: Operand
+    b: Operand
+    epilogue_bytes: int
+    shared: int
+    parts: tuple[tuple[str, int], ...]
+
+
+def _live(op: Operand, other: Operand, choice: MmaChoice, g: Matmul) -> tuple[int, int]:
+    """A synthetic live range in program order: the loop is ops 10..20, the epilogue op 30."""
+    if not op.in_loop:
+        return 0, 25
+    first = op.name == "A"
+    if choice.version == 2 and g.bits == 8 and other.in_loop:
+        # fp8 operands of mma.sync are each read into registers (and upcast) before the next is written.
+        return (11, 12) if first else (13, 14)
+    return (11, 15) if first else (12, 15)
+
+
+def build(g: Matmul, wgmma: bool, ldmatrix: bool, stmatrix: bool) -> MatmulBuild:
+    """The shared memory of ``g`` on a target with (or without) wgmma, ldmatrix and stmatrix."""
+    choice = choose_mma(g, wgmma)
+    a, b = operands(g, choice)
+    alignment = NVMMA_ALIGNMENT if choice.version == 3 else SWIZZLED_ALIGNMENT
+    buffers = [Buffer(op.name, op.tile * op.count, alignment, *_live(op, other, choice, g))
+               for op, other in ((a, b), (b, a))]
+    src = mma(choice.version, choice.warps, choice.instr_n, (g.m, g.n))
+    dst = store_layout(g)
+    scratch = 0
+    if swizzle.needs_shared_memory(src, dst):
+        scratch = swizzle.scratch_elements(src, dst, g.out_bits, ldmatrix, stmatrix) * g.out_bits // 8
+        buffers.append(Buffer("epilogue", scratch, SCRATCH_ALIGNMENT, 30, 31))
+    shared = allocate(buffers)
+    mainloop = a.tile * a.count + b.tile * b.count
+    where = "above the mainloop's bytes" if scratch > mainloop else "over the mainloop's bytes"
+    parts = ((a.label, a.tile * a.count), (b.label, b.tile * b.count),
+             (f"epilogue: the accumulator converted to the store's layout, after the loop, {where}", scratch))
+    return MatmulBuild(choice, a, b, scratch, shared, parts)

@@ -1,0 +1,123 @@
+"""Triton's rule on a target: the ``metadata.shared`` of the matmul for the target's architecture, and
+whether the launch fits. Triton loads a kernel only when ``metadata.shared`` is at most the device's
+opt-in limit; above it, it raises OutOfResources ("out of resource: shared memory, Required: X,
+Hardware limit: Y"). ``num_stages`` auto gives the most stages that load."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from bisect_smem.analysis.fit.gemm import DOES_NOT_BUILD
+from bisect_smem.analysis.fit.targets import DOES_NOT_FIT, UNKNOWN, FitRequest, FitResult, Target, evaluate
+from bisect_smem.analysis.fit.triton import TRITON_VERSION
+from bisect_smem.analysis.fit.triton.matmul import DTYPES, THREADS_PER_WARP, Matmul, MatmulBuild, build
+from bisect_smem.core.errors import UsageError
+from bisect_smem.core.hardware import has_fp8_e4m3, has_ldmatrix, has_stmatrix, triton_mma
+
+MAX_STAGES = 16  # the most num_stages searched
+WARPS = (4, 8)  # the num_warps the model is checked against (Triton's default is 4)
+CHECKED_DIMS = (16, 32, 64, 128, 256)  # BLOCK sizes are powers of two (tl.arange); these are checked
+ALIASES = {"fp8": "fp8e4m3", "e4m3": "fp8e4m3"}
+
+
+def triton_dtype(name: str) -> str:
+    """The kernel's operand type for a --dtype name (fp8 and e4m3 are float8_e4m3fn)."""
+    key = ALIASES.get(name, name)
+    if key not in DTYPES:
+        raise UsageError(f"--rule triton takes --dtype {', '.join(['fp16', 'bf16', 'fp32', 'fp8'])} (e4m3); "
+                         f"got {name!r}")
+    return key
+
+
+@dataclass(frozen=True)
+class TritonKernel:
+    """The matmul asked about: BLOCK_M x BLOCK_N x BLOCK_K, operand type, num_stages (None: the most that
+    fit), num_warps."""
+
+    m: int
+    n: int
+    k: int
+    dtype: str
+    stages: int | None = None
+    warps: int = 4
+
+    def __post_init__(self) -> None:
+        triton_dtype(self.dtype)
+        if self.warps not in WARPS:
+            raise UsageError(f"--warps must be one of {', '.join(map(str, WARPS))} (got {self.warps})")
+        if self.stages is not None and not 1 <= self.stages <= MAX_STAGES:
+            raise UsageError(f"--stages must be in 1..{MAX_STAGES} for --rule triton (got {self.stages})")
+
+    def config(self, stages: int) -> Matmul:
+        """The launch configuration with ``stages``."""
+        return Matmul(self.m, self.n, self.k, triton_dtype(self.dtype), stages, self.warps)
+
+
+def refusal(kernel: TritonKernel, cc: tuple[int, int] | None) -> str | None:
+    """Why there is no number for this kernel on this architecture, or None."""
+    mma = triton_mma(cc)
+    if mma is None:
+        return "Triton's matmul before sm_80 (or on an unknown architecture) is not modelled"
+    if mma == "tcgen05":
+        return "Triton's tcgen05 matmul (sm_100 family) is not modelled yet"
+    if any(d not in CHECKED_DIMS for d in (kernel.m, kernel.n, kernel.k)):
+        return f"BLOCK sizes other than {', '.join(map(str, CHECKED_DIMS))} are not modelled"
+    if triton_dtype(kernel.dtype) == "fp8e4m3" and not has_fp8_e4m3(cc):
+        return ("type fp8e4nv not supported in this architecture. The supported fp8 dtypes are ('fp8e4b15', "
+                "'fp8e5')")
+    min_k = 32 if DTYPES[triton_dtype(kernel.dtype)][0] == 8 else 16
+    if kernel.k < min_k:
+        return f"Input shapes should have M >= 1, N >= 1 and K >= {min_k}"
+    return None
+
+
+def shared_of(kernel: TritonKernel, stages: int, cc: tuple[int, int]) -> MatmulBuild:
+    """The build of ``kernel`` with ``stages`` for architecture ``cc``."""
+    return build(kernel.config(stages), triton_mma(cc) == "wgmma", has_ldmatrix(cc), has_stmatrix(cc))
+
+
+def _about(kernel: TritonKernel, built: MatmulBuild | None, stages: int | None, reason: str | None) -> dict:
+    about = {"tile": f"{kernel.m}x{kernel.n}x{kernel.k}", "stages_requested": kernel.stages or "auto",
+             "triton_version": TRITON_VERSION, "builds": reason is None, "build_reason": reason, "stages": stages,
+             "warps": kernel.warps}
+    if built is not None:
+        about.update(stage_rule=f"triton {TRITON_VERSION} {built.mma.name}", triton_shared_bytes=built.shared,
+                     stage_bytes=built.a.tile + built.b.tile, mainloop_bytes=built.parts[0][1] + built.parts[1][1],
+                     epilogue_bytes=built.epilogue_bytes, parts=[list(p) for p in built.parts])
+    return about
+
+
+def evaluate_triton(kernel: TritonKernel, target: Target) -> FitResult:
+    """``kernel`` on ``target``: num_stages (given, or the most that load), metadata.shared, the verdict.
+    The block is num_warps x 32 threads and all its shared memory is dynamic."""
+    threads, static = kernel.warps * THREADS_PER_WARP, 0
+    cc = target.compute_capability
+    reason = refusal(kernel, cc)
+    if reason is not None:
+        result = evaluate(FitRequest(0, static, threads), target)
+        return replace(result, verdict=DOES_NOT_BUILD, over_bytes=None, blocks_per_sm=None,
+                       **_about(kernel, None, None, reason))
+    stages = kernel.stages or _most_stages(kernel, cc, target.optin_limit_bytes)
+    built = shared_of(kernel, stages, cc)
+    result = replace(evaluate(FitRequest(built.shared, static, threads), target), **_about(kernel, built, stages, None))
+    if result.verdict == UNKNOWN and kernel.stages is None:
+        return replace(result, stages=None)
+    if result.verdict != DOES_NOT_FIT and stages < MAX_STAGES:
+        result = replace(result, next_stage_bytes=shared_of(kernel, stages + 1, cc).shared)
+    return result
+
+
+def _most_stages(kernel: TritonKernel, cc: tuple[int, int], limit: int | None) -> int:
+    """The largest num_stages whose metadata.shared is at most ``limit`` (1 when none is)."""
+    best = 1
+    for stages in range(1, MAX_STAGES + 1):
+        if limit is not None and shared_of(kernel, stages, cc).shared <= limit:
+            best = stages
+    return best
+
+
+def stages_giving(kernel: TritonKernel, cc: tuple[int, int] | None, required: int) -> list[int]:
+    """The num_stages whose metadata.shared is exactly ``required`` on architecture ``cc``."""
+    if refusal(kernel, cc) is not None or cc is None:
+        return []
+    return [s for s in range(1, MAX_STAGES + 1) if shared_of(kernel, s, cc).shared == required]
