@@ -1,5 +1,7 @@
 """Human sizes: ``110592``, ``108KiB``, ``99K``, ``1.5MiB``. K, KB and KiB all mean 1024 bytes here, as in
-NVIDIA's tables."""
+NVIDIA's tables. Digits are ASCII digits only, at most MAX_DIGITS of them before and after the point: no
+hexadecimal, no ``1_0``, no ``inf``, no superscript or other scripts' digits, and nothing long enough
+to make int() refuse."""
 
 from __future__ import annotations
 
@@ -8,16 +10,33 @@ from fractions import Fraction
 
 from bisect_smem.core.errors import UsageError
 
+MAX_DIGITS = 24  # far beyond any byte count; int() of a long digit string is refused before it is tried
 _UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2, "mb": 1024**2, "mib": 1024**2}
-_PATTERN = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$", re.IGNORECASE)
+_PATTERN = re.compile(rf"^\s*([0-9]{{1,{MAX_DIGITS}}}(?:\.[0-9]{{1,{MAX_DIGITS}}})?)\s*([a-z]*)\s*$",
+                      re.IGNORECASE | re.ASCII)
+SHOWN_CHARS = 40
+
+
+def shown(text: str) -> str:
+    """``text`` as an error message quotes it: repr, cut to SHOWN_CHARS with its length when longer."""
+    if len(text) <= SHOWN_CHARS:
+        return repr(text)
+    return f"{text[:SHOWN_CHARS]!r}... ({len(text)} characters)"
 
 
 def parse_size(text: str, what: str = "size") -> int:
     """Bytes in ``text``; raises UsageError naming the value for anything that is not a whole byte count."""
     match = _PATTERN.match(text)
     if not match or match.group(2).lower() not in _UNITS:
-        raise UsageError(f"{what} must be a byte count like 110592, 108KiB or 99K (got {text!r})")
+        raise UsageError(f"{what} must be a byte count like 110592, 108KiB or 99K (got {shown(text)})")
     value = Fraction(match.group(1)) * _UNITS[match.group(2).lower()]
     if value.denominator != 1:
-        raise UsageError(f"{what} must be a whole number of bytes (got {text!r} = {float(value)} B)")
+        raise UsageError(f"{what} must be a whole number of bytes (got {shown(text)} = {float(value)} B)")
     return int(value)
+
+
+def parse_count(text: str, what: str) -> int:
+    """A whole number of ASCII digits (at most MAX_DIGITS), such as a thread count; UsageError naming it."""
+    if not re.fullmatch(rf"\s*[0-9]{{1,{MAX_DIGITS}}}\s*", text, re.ASCII):
+        raise UsageError(f"{what} must be a whole number in ASCII digits (got {shown(text)})")
+    return int(text)

@@ -19,6 +19,7 @@ import functools
 import itertools
 import json
 import multiprocessing
+import re
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -86,7 +87,8 @@ def on_gpu(cfg: dict) -> dict:
                            BLOCK_K=cfg["BLOCK_K"], num_stages=cfg["num_stages"], num_warps=cfg["num_warps"],
                            grid=(1,))
     except Exception as exc:  # noqa: BLE001 - a config Triton cannot compile is recorded as such
-        record.update(compiled=False, error=f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}")
+        record.update(compiled=False, error=f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}",
+                      error_message=_message(exc))
         return record
     record.update(compiled=True, shared=kernel.metadata.shared, metadata_num_stages=kernel.metadata.num_stages)
     try:
@@ -118,10 +120,17 @@ def compile_only(cfg: dict, arch: int) -> dict:
                                 target=GPUTarget("cuda", arch, 32),
                                 options={"num_stages": cfg["num_stages"], "num_warps": cfg["num_warps"]})
     except Exception as exc:  # noqa: BLE001
-        record.update(compiled=False, error=f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}")
+        record.update(compiled=False, error=f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}",
+                      error_message=_message(exc))
         return record
     record.update(compiled=True, shared=kernel.metadata.shared, metadata_num_stages=kernel.metadata.num_stages)
     return record
+
+
+def _message(exc: Exception) -> str:
+    """The innermost message of a compile error: its last line, without the exception's type."""
+    last = [line for line in str(exc).splitlines() if line.strip()][-1][:300]
+    return re.sub(r"^\w+\((['\"])(.*)\1\)$", r"\2", last)
 
 
 def main() -> int:
@@ -149,6 +158,8 @@ def main() -> int:
         records = list(pool.map(one, todo, chunksize=4))
     doc = {"triton_version": triton.__version__, "kernel": "tools/triton_truth/collect.py:mm",
            "target": device or {"compile_only_arch": args.arch}, "records": records}
+    if args.arch is not None:
+        doc["kind"] = "compile-only"  # metadata.shared from triton.compile for that arch; nothing was loaded
     with open(args.out, "w") as handle:
         json.dump(doc, handle, indent=1, sort_keys=True)
         handle.write("\n")

@@ -34,6 +34,23 @@ def check_bound(value: int, what: str) -> int:
     return value
 
 
+def check_limits(where: str, positive: dict[str, Any], non_negative: dict[str, Any]) -> None:
+    """Refuse (UsageError naming the field and value) a limit no device can have: not a whole number,
+    not positive (or negative for ``non_negative``), or beyond MAX_FIT_BYTES. None means not known."""
+    for fields, low in ((positive, 1), (non_negative, 0)):
+        for name, value in fields.items():
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= MAX_FIT_BYTES:
+                raise UsageError(f"{where}: {name} {value!r} is not a value a device can have "
+                                 f"(expected a whole number in {low}..{MAX_FIT_BYTES})")
+    optin, default = positive.get("optin_dynamic_ceiling_bytes", positive.get("opt-in limit")), \
+        positive.get("default_dynamic_ceiling_bytes", positive.get("default limit"))
+    if optin is not None and default is not None and optin < default:
+        raise UsageError(f"{where}: an opt-in limit of {optin} B below the default limit of {default} B is not a "
+                         "value a device can have")
+
+
 @dataclass(frozen=True)
 class FitRequest:
     """The kernel: its dynamic and static shared memory (bytes) and its block size."""
@@ -85,6 +102,14 @@ class Target:
     error: str | None = None
     source: str | None = None
 
+    def __post_init__(self) -> None:
+        check_limits(self.name, {"default limit": self.default_limit_bytes, "opt-in limit": self.optin_limit_bytes,
+                                 "shared memory per SM": self.smem_per_sm_bytes,
+                                 "allocation granularity": self.granule_bytes,
+                                 "max blocks per SM": self.max_blocks_per_sm,
+                                 "max threads per SM": self.max_threads_per_sm},
+                     {"reserved bytes": self.reserved_bytes})
+
     @classmethod
     def from_profile(cls, p: ArchProfile) -> Target:
         """The published row of an architecture."""
@@ -106,6 +131,12 @@ class Target:
             error = "the opt-in ceiling was not measured"
         where = f"{source}: device {dev.index}" if source else f"device {dev.index}"
         cc = None if dev.compute_capability is None else parse_cc(dev.compute_capability, f"{where} compute capability")
+        if m is not None:
+            check_limits(where, {"optin_dynamic_ceiling_bytes": m.optin_dynamic_ceiling_bytes,
+                                 "default_dynamic_ceiling_bytes": m.default_dynamic_ceiling_bytes,
+                                 "smem_per_sm_bytes": m.smem_per_sm_bytes or None,
+                                 "allocation_granularity_bytes": m.allocation_granularity_bytes or None},
+                         {"reserved_bytes": m.reserved_bytes})
         return cls(
             name or f"device {dev.index}: {dev.name} (cc {dev.compute_capability})", "measured",
             m.default_dynamic_ceiling_bytes if m else None, optin,
@@ -147,6 +178,9 @@ class FitResult:
     shared_storage_bytes: int | None = None  # what the launch asks for: GemmKernel::SharedStorageSize
     next_stage_bytes: int | None = None  # what one more stage would ask for
     parts: list[list[Any]] | None = None  # [name, bytes]: where every byte of the storage goes
+    triton_version: str | None = None
+    triton_shared_bytes: int | None = None  # Triton's kernel.metadata.shared, what its launch asks for
+    warps: int | None = None  # Triton's num_warps
 
 
 def evaluate(request: FitRequest, target: Target) -> FitResult:

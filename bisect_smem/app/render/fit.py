@@ -3,16 +3,12 @@ and for a GEMM kernel where every byte goes. Text only; cli.py prints it."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from tabulate import tabulate
 
+from bisect_smem.analysis.fit.explain import Explained
 from bisect_smem.analysis.fit.gemm import DOES_NOT_BUILD
 from bisect_smem.analysis.fit.targets import DOES_NOT_FIT, UNKNOWN, FitRequest, FitResult
 from bisect_smem.core.text import dash
-
-if TYPE_CHECKING:
-    from bisect_smem.app.fit_command import Explained
 
 
 def margin(r: FitResult) -> str:
@@ -59,8 +55,29 @@ def render(request: FitRequest, source: str, results: list[FitResult], verbose: 
     return "\n".join(lines)
 
 
+def launch_bytes(r: FitResult) -> int | None:
+    """What the launch asks for: CUTLASS's SharedStorageSize or Triton's metadata.shared."""
+    return r.triton_shared_bytes if r.triton_version else r.shared_storage_bytes
+
+
+def triton_answer(r: FitResult) -> str:
+    """Triton's matmul on one target: "num_stages 3 fits on sm_90: 196608 of 232448 B; 4 would need ..."."""
+    where = short_name(r)
+    if r.triton_shared_bytes is None:
+        return f"{where}: no num_stages: {r.build_reason}"
+    if r.verdict == UNKNOWN:
+        return f"{where}: num_stages {dash(r.stages)}; limit unknown"
+    if r.verdict == DOES_NOT_FIT:
+        return (f"num_stages {r.stages} does not fit on {where}: {r.triton_shared_bytes} B against "
+                f"{r.optin_limit_bytes} B, over by {r.over_bytes} B (OutOfResources)")
+    more = f"; {r.stages + 1} would need {r.next_stage_bytes} B" if r.next_stage_bytes else ""
+    return f"num_stages {r.stages} fits on {where}: {r.triton_shared_bytes} of {r.optin_limit_bytes} B{more}"
+
+
 def gemm_answer(r: FitResult) -> str:
     """A CUTLASS kernel on one target: "3 stages fit on sm_120: 97280 of 101376 B; 4 would need 124928 B"."""
+    if r.triton_version:
+        return triton_answer(r)
     where = short_name(r)
     if r.shared_storage_bytes is None:
         return f"{where}: no stage count: {r.build_reason}"
@@ -76,14 +93,26 @@ def gemm_answer(r: FitResult) -> str:
     return f"{r.stages} stages fit on {where}: {r.shared_storage_bytes} of {r.optin_limit_bytes} B{more}"
 
 
+def triton_breakdown(r: FitResult) -> list[str]:
+    """Where Triton's metadata.shared comes from: the operands' buffers, and the epilogue's scratch that
+    the allocator places over them once the loop is done."""
+    lines = [f"{short_name(r)}: {r.triton_shared_bytes} B = metadata.shared ({r.stage_rule}, num_stages {r.stages}, "
+             f"num_warps {r.warps}; the allocator's highest byte)"]
+    lines += [f"  {bytes_:>7} B  {name}" for name, bytes_ in r.parts or ()]
+    return lines
+
+
 def breakdown(r: FitResult) -> list[str]:
     """Where every byte of one build goes, and against which limit."""
     if not r.parts:
         return []
-    lines = [f"{short_name(r)}: {r.shared_storage_bytes} B = GemmKernel::SharedStorageSize ({r.stage_rule}; "
-             f"stage {r.stage_bytes} B, builder capacity {r.capacity_bytes} B, epilogue carveout "
-             f"{r.epilogue_bytes} B)"]
-    lines += [f"  {bytes_:>7} B  {name}" for name, bytes_ in r.parts]
+    if r.triton_version:
+        lines = triton_breakdown(r)
+    else:
+        lines = [f"{short_name(r)}: {r.shared_storage_bytes} B = GemmKernel::SharedStorageSize ({r.stage_rule}; "
+                 f"stage {r.stage_bytes} B, builder capacity {r.capacity_bytes} B, epilogue carveout "
+                 f"{r.epilogue_bytes} B)"]
+        lines += [f"  {bytes_:>7} B  {name}" for name, bytes_ in r.parts]
     if r.optin_limit_bytes is not None:
         lines.append(f"  against the opt-in limit {r.optin_limit_bytes} B: {margin(r)}")
     return lines
@@ -97,12 +126,14 @@ def render_gemm(source: str, results: list[FitResult], verbose: bool) -> str:
         lines = [f"{r.tile}: {line}" for r, line in zip(results, lines, strict=True)]
     lines.append(f"kernel: {source}" if source else "kernel:")
     if verbose or len(results) > 1:
+        triton = any(r.triton_version for r in results)
         rows = [(r.tile, r.target, stages_cell(r), dash(r.stage_bytes), dash(r.mainloop_bytes),
-                 dash(r.epilogue_bytes), dash(r.kernel_bytes), dash(r.shared_storage_bytes),
-                 dash(r.optin_limit_bytes), margin(r) if r.shared_storage_bytes else "-") for r in results]
-        lines.append(tabulate(rows, headers=("tile", "target", "stages", "B/stage", "mainloop B", "epilogue B",
-                                             "kernel B", "SharedStorageSize B", "opt-in limit B", "margin B"),
-                              disable_numparse=True))
+                 dash(r.epilogue_bytes), *(() if triton else (dash(r.kernel_bytes),)), dash(launch_bytes(r)),
+                 dash(r.optin_limit_bytes), margin(r) if launch_bytes(r) else "-") for r in results]
+        total = "metadata.shared B" if triton else "SharedStorageSize B"
+        lines.append(tabulate(rows, headers=("tile", "target", "num_stages" if triton else "stages", "B/stage",
+                                             "mainloop B", "epilogue B", *(() if triton else ("kernel B",)), total,
+                                             "opt-in limit B", "margin B"), disable_numparse=True))
     shown = results if verbose or len(results) <= 3 else results[:1]
     for r in shown:
         lines += breakdown(r)
@@ -119,7 +150,7 @@ def stages_cell(r: FitResult) -> str:
 
 
 def render_explain(request: FitRequest, explained: Explained, results: list[FitResult],
-                   alternatives: list[FitResult]) -> str:
+                   alternatives: list[FitResult], notes: tuple[str, ...] = ()) -> str:
     """A library's shared-memory error: by how much it is over on which target, and what the tile allows."""
     need = explained.required_bytes
     if explained.kind == "triton":
@@ -133,13 +164,15 @@ def render_explain(request: FitRequest, explained: Explained, results: list[FitR
     else:
         lines = [f"the kernel needs {need} B of shared memory per block (CUTLASS: sizeof(SharedStorage), which "
                  "cudaFuncSetAttribute(MaxDynamicSharedMemorySize) refuses above the opt-in limit: 'Error Internal')."]
+    lines += notes
     tiles = list(dict.fromkeys(str(a.tile) for a in alternatives))
     by_target: dict[tuple[str, str], FitResult] = {(a.target, str(a.tile)): a for a in alternatives}
     rows = []
     for r in results:
         extra = [stages_cell(by_target[(r.target, t)]) for t in tiles]
         rows.append((r.target, r.kind, dash(r.optin_limit_bytes), r.verdict, margin(r), *extra))
-    headers = ("target", "limits", "opt-in limit B", "verdict", "margin B", *(f"{t} stages that fit" for t in tiles))
+    word = "num_stages" if any(a.triton_version for a in alternatives) else "stages"
+    headers = ("target", "limits", "opt-in limit B", "verdict", "margin B", *(f"{t} {word} that fit" for t in tiles))
     lines.append(tabulate(rows, headers=headers, disable_numparse=True))
     if request.static_bytes:
         lines.append(f"with {request.static_bytes} B static")
