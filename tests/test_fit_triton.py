@@ -146,13 +146,34 @@ def test_bad_triton_options_are_one_line_exit_2(args: list[str], message: str,
     assert code == 2 and len(err.strip().splitlines()) == 1 and message in err, err
 
 
-@pytest.mark.parametrize("args, why", [
-    (["--tile", "128x128x16", "--dtype", "fp8", "--arch", "9.0"], "K >= 32"),
-    (["--tile", "128x128x64", "--dtype", "fp8", "--arch", "8.0"], "fp8e4nv not supported"),
-    (["--tile", "96x128x64", "--dtype", "fp16", "--arch", "9.0"], "BLOCK sizes other than"),
-    (["--tile", "128x128x64", "--dtype", "fp16", "--arch", "7.5"], "before sm_80"),
+@pytest.mark.parametrize("args, why, exit_code", [
+    (["--tile", "128x128x16", "--dtype", "fp8", "--arch", "9.0"], "K >= 32", 1),
+    (["--tile", "128x128x64", "--dtype", "fp8", "--arch", "8.0"], "fp8e4nv not supported", 1),
+    (["--tile", "96x128x64", "--dtype", "fp16", "--arch", "9.0"], "BLOCK sizes other than", 4),
+    (["--tile", "128x128x64", "--dtype", "fp16", "--arch", "7.5"], "not for this architecture", 4),
+    (["--tile", "128x128x64", "--dtype", "fp16", "--arch", "10.0"], "tcgen05 matmul (sm_100 family) is not modelled", 4),
 ])
-def test_what_triton_does_not_build_gets_no_stage_count(args: list[str], why: str,
-                                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_no_stage_count_where_triton_refuses_or_the_model_stops(args: list[str], why: str, exit_code: int,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    # Triton refusing to compile is a does-not-build (1); what the model does not cover is unknown (4).
     code, out, _ = fit(args, capsys)
-    assert code == 1 and "no num_stages" in out.splitlines()[0] and why in out.splitlines()[0], out
+    assert code == exit_code and "no num_stages" in out.splitlines()[0] and why in out.splitlines()[0], out
+
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+README_EXAMPLE = ["--rule", "triton", "--tile", "128x256x64", "--dtype", "fp16", "--warps", "8", "--arch", "9.0",
+                  "--arch", "12.0"]
+
+
+def test_readme_triton_example_is_this_output(capsys: pytest.CaptureFixture[str]) -> None:
+    code = cli.main(["fit", *README_EXAMPLE, "--no-local"])
+    out = capsys.readouterr().out
+    head = "$ bisect-smem fit " + " ".join(README_EXAMPLE) + " --no-local\n"
+    text = README.read_text()
+    assert code == 0 and head in text
+    assert text.split(head, 1)[1].split("```", 1)[0] == out
+    # Its sm_90 answer is what the H200 did: the most num_stages it loaded, and Triton's Required for one more.
+    loaded, refused = most_that_loaded("fp16", (128, 256, 64))
+    assert out.splitlines()[0].startswith(f"num_stages {loaded} fits on sm_90")
+    assert out.splitlines()[0].endswith(f"{loaded + 1} would need {refused['shared']} B")
+    assert f"{len(H200['records'])} configs" in text

@@ -118,7 +118,8 @@ def parse_kernels(args: argparse.Namespace, explained: Explained | None) -> Kern
         raise UsageError("--dtype is empty: name a type (bf16, fp16, fp32, e4m3, nvfp4, ...)")
     stages = None if explained is not None or args.stages in (None, "auto") else args.stages
     tiles = list(dict.fromkeys(Tile.parse(text) for text in args.tile))
-    rule = args.rule or "cutlass"
+    # Triton's message is about a Triton kernel: its tiles are Triton's unless --rule says otherwise.
+    rule = args.rule or ("triton" if explained is not None and explained.kind == "triton" else "cutlass")
     if rule == "triton":
         wrong = [name for name in given if name in CUTLASS_ONLY]
         if wrong:
@@ -360,7 +361,8 @@ def render_all(query: FitQuery, request: FitRequest, source: str, results: list[
         body = render_gemm(source, results, query.verbose)
     else:
         body = render(request, source, results, query.verbose)
-    failures = [f"{r.target}: limit unknown: {r.error}" for r in results if r.verdict == UNKNOWN]
+    failures = [f"{r.target}: limit unknown: {r.error}" for r in results
+                if r.verdict == UNKNOWN and r.optin_limit_bytes is None]
     return "\n".join([body, *dict.fromkeys(failures), *([note] if note else [])])
 
 

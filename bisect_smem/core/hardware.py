@@ -141,16 +141,17 @@ def gemm_family(compute_capability: tuple[int, int] | None) -> str | None:
 
 # Triton 3.6's NVIDIA matmul by architecture (AccelerateMatmul's getMMAVersionSafe, TargetInfo).
 MMA_SYNC_FROM, LDMATRIX_FROM, FP8_E4M3_FROM, WGMMA_CC, TCGEN05_CC = (8, 0), (7, 5), (8, 9), (9, 0), (10, 0)
+MMA_SYNC_12X = 12  # sm_120 and sm_121 (GeForce and workstation Blackwell) use mma.sync
 
 
 def triton_mma(compute_capability: tuple[int, int] | None) -> str | None:
-    """The MMA Triton's dot uses: 'wgmma' on cc 9.x (mma.sync where wgmma does not take the shapes),
-    'tcgen05' on cc 10.x, 'mma.sync' on cc 8.x, 11.x and 12.x; None before sm_80 or when unknown."""
+    """The MMA Triton's dot uses: 'mma.sync' on cc 8.x and 12.x, 'wgmma' on cc 9.x (mma.sync where
+    wgmma does not take the shapes), 'tcgen05' on cc 10.x; None before sm_80, on cc 11.x (whose
+    compile cannot be checked here) and when unknown."""
     if compute_capability is None or compute_capability < MMA_SYNC_FROM:
         return None
-    if compute_capability[0] == WGMMA_CC[0]:
-        return "wgmma"
-    return "tcgen05" if compute_capability[0] == TCGEN05_CC[0] else "mma.sync"
+    return {MMA_SYNC_FROM[0]: "mma.sync", WGMMA_CC[0]: "wgmma", TCGEN05_CC[0]: "tcgen05",
+            MMA_SYNC_12X: "mma.sync"}.get(compute_capability[0])
 
 
 def has_ldmatrix(compute_capability: tuple[int, int]) -> bool:
@@ -166,3 +167,11 @@ def has_stmatrix(compute_capability: tuple[int, int]) -> bool:
 def has_fp8_e4m3(compute_capability: tuple[int, int]) -> bool:
     """float8_e4m3fn tensors (Triton's fp8e4nv): cc 8.9 on."""
     return compute_capability >= FP8_E4M3_FROM
+
+
+NATIVE_FP8_MMA_SYNC = ((8, 9), (12, 0))  # AccelerateMatmul's mmav2SupportsFp8Operands
+
+
+def has_native_fp8_mma_sync(compute_capability: tuple[int, int]) -> bool:
+    """mma.sync on fp8 operands in hardware (sm_89, sm_120); elsewhere Triton upcasts them to fp16."""
+    return compute_capability in NATIVE_FP8_MMA_SYNC

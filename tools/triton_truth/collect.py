@@ -134,6 +134,7 @@ def _message(exc: Exception) -> str:
 
 
 def main() -> int:
+    """Compile (and on a GPU load) every config and write the records."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
     parser.add_argument("--arch", type=int, help="compile for this sm (90) without a GPU; no load")

@@ -141,15 +141,26 @@ class Operand:
         return f"{self.name}: {self.count} x {self.tile} B, {self.why}"
 
 
-def operands(g: Matmul, choice: MmaChoice) -> tuple[Operand, Operand]:
+def whole_row_fp8_b(g: Matmul, choice: MmaChoice) -> bool:
+    """An fp8 B under mma.sync whose load gives each thread a whole row of 16 elements: the pipeliner
+    leaves it in registers and it is written to shared memory in the loop."""
+    return choice.version == 2 and g.bits == 8 and g.n * g.bits == load_vector_bits(g, g.k, g.n) == 128
+
+
+def operands(g: Matmul, choice: MmaChoice, native_fp8: bool = True) -> tuple[Operand, Operand]:
     """The buffers of A and B: wgmma keeps num_stages, mma.sync num_stages - 1; an 8-bit B (not K-major)
-    under wgmma is written in the loop."""
+    under wgmma is written in the loop. ``native_fp8``: mma.sync takes fp8 as it is (else Triton
+    upcasts it to fp16, and a B written in the loop is written upcast)."""
     found = []
     for name, rows, cols, k_major in (("A", g.m, g.k, True), ("B", g.k, g.n, False)):
         tile = rows * cols * g.bits // 8
         if choice.version == 3 and g.bits == 8 and not k_major:
             found.append(Operand(name, tile, 1, True, "written in the loop (8-bit and N-major: no asynchronous "
                                                       "copy into wgmma's layout)"))
+        elif not k_major and g.stages > 1 and whole_row_fp8_b(g, choice):
+            upcast = "" if native_fp8 else ", upcast to fp16"
+            found.append(Operand(name, tile * (1 if native_fp8 else 2), 1, True,
+                                 f"written in the loop (a whole 16-element row a thread: not pipelined{upcast})"))
         elif pipelined(g, rows, cols):
             count = g.stages if choice.version == 3 else max(1, g.stages - 1)
             why = ("num_stages buffers (wgmma reads them until it completes)" if choice.version == 3 else
@@ -174,23 +185,24 @@ class MatmulBuild:
     parts: tuple[tuple[str, int], ...]
 
 
-def _live(op: Operand, other: Operand, choice: MmaChoice, g: Matmul) -> tuple[int, int]:
+def _live(op: Operand, other: Operand, choice: MmaChoice, g: Matmul, native_fp8: bool) -> tuple[int, int]:
     """A synthetic live range in program order: the loop is ops 10..20, the epilogue op 30."""
     if not op.in_loop:
         return 0, 25
     first = op.name == "A"
-    if choice.version == 2 and g.bits == 8 and other.in_loop:
-        # fp8 operands of mma.sync are each read into registers (and upcast) before the next is written.
+    if choice.version == 2 and g.bits == 8 and not native_fp8 and other.in_loop:
+        # Upcast fp8 operands of mma.sync are each read into registers (and upcast) before the next is written.
         return (11, 12) if first else (13, 14)
     return (11, 15) if first else (12, 15)
 
 
-def build(g: Matmul, wgmma: bool, ldmatrix: bool, stmatrix: bool) -> MatmulBuild:
-    """The shared memory of ``g`` on a target with (or without) wgmma, ldmatrix and stmatrix."""
+def build(g: Matmul, wgmma: bool, ldmatrix: bool, stmatrix: bool, native_fp8: bool = True) -> MatmulBuild:
+    """The shared memory of ``g`` on a target with (or without) wgmma, ldmatrix, stmatrix and mma.sync
+    on fp8 operands."""
     choice = choose_mma(g, wgmma)
-    a, b = operands(g, choice)
+    a, b = operands(g, choice, native_fp8)
     alignment = NVMMA_ALIGNMENT if choice.version == 3 else SWIZZLED_ALIGNMENT
-    buffers = [Buffer(op.name, op.tile * op.count, alignment, *_live(op, other, choice, g))
+    buffers = [Buffer(op.name, op.tile * op.count, alignment, *_live(op, other, choice, g, native_fp8))
                for op, other in ((a, b), (b, a))]
     src = mma(choice.version, choice.warps, choice.instr_n, (g.m, g.n))
     dst = store_layout(g)

@@ -12,7 +12,7 @@ from bisect_smem.analysis.fit.targets import DOES_NOT_FIT, UNKNOWN, FitRequest, 
 from bisect_smem.analysis.fit.triton import TRITON_VERSION
 from bisect_smem.analysis.fit.triton.matmul import DTYPES, THREADS_PER_WARP, Matmul, MatmulBuild, build
 from bisect_smem.core.errors import UsageError
-from bisect_smem.core.hardware import has_fp8_e4m3, has_ldmatrix, has_stmatrix, triton_mma
+from bisect_smem.core.hardware import has_fp8_e4m3, has_ldmatrix, has_native_fp8_mma_sync, has_stmatrix, triton_mma
 
 MAX_STAGES = 16  # the most num_stages searched
 WARPS = (4, 8)  # the num_warps the model is checked against (Triton's default is 4)
@@ -53,15 +53,24 @@ class TritonKernel:
         return Matmul(self.m, self.n, self.k, triton_dtype(self.dtype), stages, self.warps)
 
 
-def refusal(kernel: TritonKernel, cc: tuple[int, int] | None) -> str | None:
-    """Why there is no number for this kernel on this architecture, or None."""
+def not_modelled(kernel: TritonKernel, cc: tuple[int, int] | None) -> str | None:
+    """Why the model gives no number here although Triton may compile it, or None."""
     mma = triton_mma(cc)
     if mma is None:
-        return "Triton's matmul before sm_80 (or on an unknown architecture) is not modelled"
+        return "Triton's matmul is modelled for sm_80 to sm_89, sm_90 and sm_12x, not for this architecture"
     if mma == "tcgen05":
         return "Triton's tcgen05 matmul (sm_100 family) is not modelled yet"
     if any(d not in CHECKED_DIMS for d in (kernel.m, kernel.n, kernel.k)):
         return f"BLOCK sizes other than {', '.join(map(str, CHECKED_DIMS))} are not modelled"
+    return None
+
+
+def refusal(kernel: TritonKernel, cc: tuple[int, int] | None) -> str | None:
+    """Why there is no number for this kernel on this architecture (not modelled, or Triton refuses to
+    compile it, in Triton's words), or None."""
+    missing = not_modelled(kernel, cc)
+    if missing is not None or cc is None:
+        return missing
     if triton_dtype(kernel.dtype) == "fp8e4m3" and not has_fp8_e4m3(cc):
         return ("type fp8e4nv not supported in this architecture. The supported fp8 dtypes are ('fp8e4b15', "
                 "'fp8e5')")
@@ -73,7 +82,8 @@ def refusal(kernel: TritonKernel, cc: tuple[int, int] | None) -> str | None:
 
 def shared_of(kernel: TritonKernel, stages: int, cc: tuple[int, int]) -> MatmulBuild:
     """The build of ``kernel`` with ``stages`` for architecture ``cc``."""
-    return build(kernel.config(stages), triton_mma(cc) == "wgmma", has_ldmatrix(cc), has_stmatrix(cc))
+    return build(kernel.config(stages), triton_mma(cc) == "wgmma", has_ldmatrix(cc), has_stmatrix(cc),
+                 has_native_fp8_mma_sync(cc))
 
 
 def _about(kernel: TritonKernel, built: MatmulBuild | None, stages: int | None, reason: str | None) -> dict:
@@ -94,9 +104,12 @@ def evaluate_triton(kernel: TritonKernel, target: Target) -> FitResult:
     cc = target.compute_capability
     reason = refusal(kernel, cc)
     if reason is not None:
+        # Not modelled: the answer is unknown (exit 4); refused by Triton: it does not build (exit 1).
+        unknown = not_modelled(kernel, cc) is not None
         result = evaluate(FitRequest(0, static, threads), target)
-        return replace(result, verdict=DOES_NOT_BUILD, over_bytes=None, blocks_per_sm=None,
-                       **_about(kernel, None, None, reason))
+        return replace(result, verdict=UNKNOWN if unknown else DOES_NOT_BUILD, over_bytes=None, blocks_per_sm=None,
+                       error=reason if unknown else result.error,
+                       **(_about(kernel, None, None, reason) | {"builds": None if unknown else False}))
     stages = kernel.stages or _most_stages(kernel, cc, target.optin_limit_bytes)
     built = shared_of(kernel, stages, cc)
     result = replace(evaluate(FitRequest(built.shared, static, threads), target), **_about(kernel, built, stages, None))
