@@ -13,6 +13,7 @@ import pytest
 from bisect_smem.analysis.fit.triton import TRITON_VERSION
 from bisect_smem.analysis.fit.triton.rule import TritonKernel, refusal, shared_of, stages_giving
 from bisect_smem.app import cli
+from bisect_smem.core.hardware import has_native_fp8_mma_sync, triton_mma
 
 DATA = Path(__file__).parent / "data"
 FILES = sorted(DATA.glob("triton_matmul_sm*.json"))
@@ -177,3 +178,11 @@ def test_readme_triton_example_is_this_output(capsys: pytest.CaptureFixture[str]
     assert out.splitlines()[0].startswith(f"num_stages {loaded} fits on sm_90")
     assert out.splitlines()[0].endswith(f"{loaded + 1} would need {refused['shared']} B")
     assert f"{len(H200['records'])} configs" in text
+
+
+def test_tritons_mma_per_architecture() -> None:
+    ccs = ((7, 5), (8, 0), (8, 6), (8, 9), (9, 0), (10, 0), (10, 3), (11, 0), (12, 0), (12, 1), None)
+    assert [triton_mma(cc) for cc in ccs] == [None, "mma.sync", "mma.sync", "mma.sync", "wgmma", "tcgen05",
+                                             "tcgen05", None, "mma.sync", "mma.sync", None]
+    assert [has_native_fp8_mma_sync(cc) for cc in ccs[1:-1]] == [False, False, True, False, False, False, False,
+                                                                 True, False]
