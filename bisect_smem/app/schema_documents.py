@@ -10,8 +10,9 @@ import json
 from importlib import resources
 from typing import Any
 
-from bisect_smem.analysis.fit import FitRequest, FitResult
-from bisect_smem.app.fit_command import FIT_SCHEMA, Explained
+from bisect_smem.analysis.fit.explain import Explained
+from bisect_smem.analysis.fit.targets import FitRequest, FitResult
+from bisect_smem.app.fit_command import FIT_SCHEMA, RULES
 from bisect_smem.core.json_schema import definition_of, document, generate
 from bisect_smem.core.levels import LEVELS
 from bisect_smem.core.model import BASELINE_SCHEMA, REPORT_SCHEMA, DeviceReport, Report
@@ -46,16 +47,19 @@ PROVENANCE = {
     },
     "required": ["driver_version"],
 }
-# What fit_command.py writes for --tile; None without one.
+# What fit_command.py writes for --tile; None without one. CUTLASS's and Triton's kernels differ.
 GEMM = {
     "type": ["object", "null"],
-    "description": "The tile pipelines asked about (--tile), or null.",
+    "description": "The GEMM kernels asked about (--tile): CUTLASS's or, with --rule triton, Triton's; or null.",
     "properties": {
-        "tiles": {"type": "array", "items": {"type": "string"}}, "dtype_a": {"type": "string"},
-        "dtype_b": {"type": "string"}, "stages": {"anyOf": [{"type": "integer"}, {"const": "auto"}]},
-        "epilogue_bytes": {"type": "integer"}, "align_bytes": {"type": "integer"},
+        "rule": {"enum": list(RULES)}, "tiles": {"type": "array", "items": {"type": "string"}},
+        "stages": {"anyOf": [{"type": "integer"}, {"const": "auto"}]},
+        "dtype_a": {"type": "string"}, "dtype_b": {"type": "string"}, "c_dtype": {"type": "string"},
+        "d_dtype": {"type": "string"}, "schedule": {"type": "string"}, "grouped": {"type": "boolean"},
+        "epilogue_bytes": _NULLABLE_INT, "cutlass_version": {"type": "string"},
+        "dtype": {"type": "string"}, "warps": {"type": "integer"}, "triton_version": {"type": "string"},
     },
-    "required": ["tiles", "dtype_a", "dtype_b", "stages", "epilogue_bytes", "align_bytes"],
+    "required": ["rule", "tiles", "stages"],
 }
 
 
