@@ -3,7 +3,9 @@ tools/cutlass_truth/truth.py with nvcc), byte for byte on every row, and the ans
 
 from __future__ import annotations
 
+import itertools
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -89,7 +91,9 @@ def test_readme_worked_example_is_this_output(capsys: pytest.CaptureFixture[str]
     lines = out.splitlines()
     assert lines[0] == (f"{real['stages']} stages fit on sm_120: {real['shared_storage_bytes']} of 101376 B; "
                         f"4 would need {model(real | {'stages': 4}).shared_storage_bytes} B")
-    breakdown = {line.split(" B  ", 1)[1]: int(line.split(" B  ", 1)[0]) for line in lines if " B  " in line}
+    first_breakdown = lines[lines.index(next(line for line in lines if line.startswith("sm_120: "))):]
+    parts = [re.match(r"^\s+(\d+) B  (.+)$", line) for line in first_breakdown[1:]]
+    breakdown = {m.group(2): int(m.group(1)) for m in itertools.takewhile(bool, parts)}
     assert breakdown["A tiles"] == real["smem_a_elements"] // 2  # fp4: two elements a byte
     assert breakdown["B tiles"] == real["smem_b_elements"] // 2
     assert breakdown["scale factors SFA"] == real["smem_sfa_elements"]

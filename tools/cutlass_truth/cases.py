@@ -82,6 +82,14 @@ def _sm100() -> list[Case]:
             Case(100, "bf16", "bf16", (128, 256, 64), "1sm", grouped=True),
             Case(100, "bf16", "bf16", (256, 128, 64), "2sm", grouped=True, cluster=(2, 1, 1)),
             Case(100, "nvfp4", "nvfp4", (128, 256, 128), "1sm", grouped=True),
+            Case(100, "bf16", "bf16", (128, 128, 64), "1sm", grouped=True),
+            Case(100, "fp16", "fp16", (64, 128, 64), "1sm", "fp16", "fp16", grouped=True),
+            Case(100, "e4m3", "e4m3", (128, 256, 128), "1sm", grouped=True),
+            Case(100, "e4m3", "e4m3", (256, 256, 128), "2sm", "void", "bf16", grouped=True, cluster=(2, 1, 1)),
+            Case(100, "nvfp4", "nvfp4", (256, 256, 256), "2sm", grouped=True, cluster=(2, 1, 1)),
+            Case(100, "mxfp8", "mxfp8", (128, 256, 128), "1sm", grouped=True),
+            Case(100, "mxfp4", "mxfp4", (128, 128, 256), "1sm", grouped=True),
+            Case(100, "bf16", "bf16", (128, 256, 64), "1sm", grouped=True, stages=4),
             Case(100, "bf16", "bf16", (128, 256, 64), "1sm", stages=4),
             Case(100, "nvfp4", "nvfp4", (128, 256, 128), "1sm", stages=6)]
     return out
@@ -108,6 +116,18 @@ def _sm120() -> list[Case]:
             Case(120, "nvfp4", "nvfp4", (128, 128, 128), "auto", stages=4),
             Case(120, "nvfp4", "nvfp4", (128, 256, 128), "auto", stages=4),
             Case(120, "nvfp4", "nvfp4", (256, 256, 128), "auto")]
+    # Grouped (ptr-array), as CUTLASS's example 79d builds it: KernelScheduleAuto (cooperative) or the
+    # explicit ptr-array schedules.
+    out += [Case(120, "nvfp4", "nvfp4", tile, sched, grouped=True) for tile, sched in (
+        ((128, 256, 128), "auto"), ((128, 128, 128), "auto"), ((128, 128, 128), "cooperative"), ((128, 128, 128), "pingpong"),
+        ((256, 128, 128), "auto"), ((128, 256, 128), "pingpong"), ((64, 128, 128), "pingpong"))]
+    out += [Case(120, "mxfp8", "mxfp8", (128, 128, 128), "auto", grouped=True),
+            Case(120, "mxfp6", "mxfp6", (128, 128, 128), "cooperative", grouped=True),
+            Case(120, "e4m3", "e4m3", (128, 128, 128), "cooperative", grouped=True),
+            Case(120, "e4m3", "e4m3", (128, 128, 64), "pingpong", "fp16", "fp16", grouped=True),
+            Case(120, "nvfp4", "nvfp4", (128, 128, 128), "auto", "void", "bf16", grouped=True),
+            Case(120, "nvfp4", "nvfp4", (128, 128, 128), "auto", grouped=True, stages=5),
+            Case(120, "nvfp4", "nvfp4", (128, 256, 128), "auto", grouped=True, stages=3)]
     return out
 
 

@@ -119,8 +119,11 @@ def _schedules(case: Case) -> tuple[str, str, str]:
                 f"cutlass::epilogue::{ptr}TmaWarpSpecialized{sms}Sm")
     kernel = {"cooperative": "Cooperative", "pingpong": "Pingpong"}[case.schedule]
     if case.arch == 120:
-        return (opclass, f"cutlass::gemm::Kernel{ptr}TmaWarpSpecialized{kernel}",
-                "cutlass::epilogue::collective::EpilogueScheduleAuto")
+        # Dense (F8F6F4) ptr-array kernels take the Sm120 schedules with their scheduler depth, as
+        # CUTLASS's grouped tests do; block-scaled ones the generic ptr-array schedules (example 79d).
+        dense_grouped = case.grouped and not scaled
+        schedule = f"cutlass::gemm::Kernel{ptr}TmaWarpSpecialized{kernel}" + ("Sm120<2>" if dense_grouped else "")
+        return opclass, schedule, "cutlass::epilogue::collective::EpilogueScheduleAuto"
     epilogue = f"{ptr}TmaWarpSpecializedCooperative" if kernel == "Cooperative" else f"{ptr}TmaWarpSpecialized"
     if case.grouped and kernel == "Pingpong":
         epilogue = "PtrArrayTmaWarpSpecializedPingpong"
@@ -192,6 +195,7 @@ def nvcc_version() -> str:
 
 
 def main() -> int:
+    """Compile every case (or those of --arch) and write the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cutlass", type=Path, required=True, help="folder holding CUTLASS's include/")
     parser.add_argument("--out", type=Path, required=True)

@@ -16,8 +16,11 @@ from bisect_smem.core.hardware import ceil_div, round_up
 
 CAPACITY_BYTES = 232448  # cutlass::arch::sm100_smem_capacity_bytes
 TMEM_COLUMNS, TMEM_ROWS = 512, 128
-SCHEDULER_STAGES = 2
+SCHEDULER_STAGES = {False: 2, True: 8}  # a grouped kernel's static group scheduler runs 8 deep
 CLC_RESPONSE_BYTES = 16
+# Grouped: the four tensor-map updater warps' and the kernel's tensor maps (five copies), each response
+# carrying two more 16-bit fields (WithTensorMapUpdateInfo).
+TENSORMAP_COPIES, GROUPED_RESPONSE_BYTES = 5, CLC_RESPONSE_BYTES + 4
 SF_BLOCK_MN, SF_BLOCK_K = 128, 4  # a scale-factor atom: 128 rows by 4 factors along K
 
 
@@ -47,8 +50,6 @@ def refuse(g: GemmKernel) -> str | None:
         return f"--schedule {g.schedule} is sm_90's and sm_120's; sm_100 has auto, 1sm, 2sm"
     if g.op_a.block_scaled != g.op_b.block_scaled or (g.block_scaled and g.op_a.scale_vector != g.op_b.scale_vector):
         return "A and B must both be block-scaled with one scale-factor vector size"
-    if g.grouped:
-        return "grouped (ptr-array) sm_100 kernels are not modelled yet"
     if g.schedule == "2sm" and g.m not in (128, 256):
         return "a 2-SM tile has M = 128 or 256"
     return None
@@ -58,17 +59,15 @@ def build(g: GemmKernel) -> Build:
     """sm_100's CollectiveBuilder with KernelTmaWarpSpecialized1Sm/2Sm (or the block-scaled ones)."""
     reason = refuse(g)
     if reason:
-        return Build("sm100", False, reason, parts=(("not modelled", 0),) if "modelled" in reason else ())
+        return Build("sm100", False, reason)
     two_sm = g.schedule == "2sm"
     cta_m, cta_n = (g.m // 2, g.n // 2) if two_sm else (g.m, g.n)
     a = int(alloc_bytes(g, g.op_a.bits) * cta_m * g.k)
     b = int(alloc_bytes(g, g.op_b.bits) * cta_n * g.k)
     acc = accumulator_stages(g, cta_m, two_sm)
-    reserved = (16 * acc + 16 * SCHEDULER_STAGES + 16 + 8 + 16 * SCHEDULER_STAGES
-                + SCHEDULER_STAGES * CLC_RESPONSE_BYTES + SCHEDULER_STAGES * 4)
-    capacity = CAPACITY_BYTES - reserved
+    capacity = CAPACITY_BYTES - carveout_of(g, acc)
     warps = (2, 2) if two_sm and g.m == 128 else (4, 1)
-    ep = epi.sm100(cta_m, g.n, g.c_bits, g.d_bits, warps, g.block_scaled, False)
+    ep = epi.sm100(cta_m, g.n, g.c_bits, g.d_bits, warps, g.block_scaled, g.grouped)
     carveout = ep.shared.size if g.epilogue_bytes is None else g.epilogue_bytes
     sfa = scale_factors(cta_m, g.k, g.op_a.scale_vector) if g.block_scaled else 0
     sfb = scale_factors(g.n, g.k, g.op_b.scale_vector) if g.block_scaled else 0
@@ -76,18 +75,56 @@ def build(g: GemmKernel) -> Build:
     stages = g.stages or auto_stage_count(capacity, carveout, stage)
     arrays = [array(stages * x, 16) for x in ((a, b, sfa, sfb) if g.block_scaled else (a, b))]
     tensors = struct(*arrays, align=128)
-    mainloop = struct(tensors, barriers(stages))
-    pipes = struct(aligned16(barriers(stages)), aligned16(ep.pipeline), Part(16, 16), aligned16(barriers(SCHEDULER_STAGES)),
-                   aligned16(barriers(acc)), aligned16(barriers(SCHEDULER_STAGES)), Part(16, 16), align=16)
-    kernel = struct(pipes, Part(SCHEDULER_STAGES * CLC_RESPONSE_BYTES, 16), Part(4, 4),
-                    struct(ep.tensors, tensors, align=128))
+    ml_maps = Part(epi.TMA_DESCRIPTOR_BYTES * (4 if g.block_scaled else 2), 128)
+    mainloop = struct(tensors, *([ml_maps] if g.grouped else []), barriers(stages))
+    kernel, pipes, responses = kernel_storage(g, tensors, barriers(stages), ml_maps, ep, acc)
     own = kernel.size - tensors.size - barriers(stages).size - ep.tensors.size - ep.pipeline.size
     named = [("A tiles", stages * a), ("B tiles", stages * b), ("scale factors SFA", stages * sfa),
              ("scale factors SFB", stages * sfb), ("mainloop barriers", barriers(stages).size), *epilogue_parts(ep),
-             (f"kernel pipelines (accumulator x{acc}, CLC, order, TMEM)", pipes.size - barriers(stages).size
-              - ep.pipeline.size), ("CLC responses and TMEM pointer", SCHEDULER_STAGES * CLC_RESPONSE_BYTES + 4)]
+             (f"kernel pipelines (accumulator x{acc}, scheduler, order, TMEM" + (", tensor-map ready)" if g.grouped
+                                                                                   else ")"),
+              pipes.size - barriers(stages).size - ep.pipeline.size),
+             ("scheduler responses and TMEM pointer", responses),
+             *([(f"tensor maps ({TENSORMAP_COPIES} copies)", TENSORMAP_COPIES * _tensormaps(ml_maps, ep).size)]
+               if g.grouped else [])]
     built = Build("sm100", stages >= MIN_STAGES, None, stages, stage, capacity, carveout, mainloop.size,
                   ep.shared.size, own, kernel.size, parts(named, kernel.size))
     if stages < MIN_STAGES:
         return replace(built, reason="Smem usage is too high: the collective needs 2 stages or more.")
     return built
+
+
+def carveout_of(g: GemmKernel, acc: int) -> int:
+    """Sm100DenseGemmTmaUmmaCarveout::KernelSmemCarveout: what the builder takes off the capacity for the
+    kernel's pipelines, responses and (grouped) tensor maps."""
+    sched = SCHEDULER_STAGES[g.grouped]
+    responses = 2 if g.grouped else 1
+    carve = (16 * acc + 16 * sched * responses + 16 + 8 + 16 * sched + sched * CLC_RESPONSE_BYTES * responses
+             + sched * 4)
+    if g.grouped:
+        carve += epi.TMA_DESCRIPTOR_BYTES * (4 if g.block_scaled else 2) * TENSORMAP_COPIES + 16 * sched
+    return carve
+
+
+def _tensormaps(ml_maps: Part, ep: epi.Epilogue) -> Part:
+    return struct(Part(ep.tensormaps.size if ep.tensormaps else 0, 128), ml_maps, align=128)
+
+
+def kernel_storage(g: GemmKernel, tensors: Part, ml_pipeline: Part, ml_maps: Part, ep: epi.Epilogue,
+                   acc: int) -> tuple[Part, Part, int]:
+    """(the kernel's SharedStorage, its pipelines, the scheduler responses' bytes) of
+    sm100_gemm_tma_warpspecialized.hpp or (grouped) sm100_gemm_array_tma_warpspecialized.hpp."""
+    sched = SCHEDULER_STAGES[g.grouped]
+    pipes = [aligned16(ml_pipeline), aligned16(ep.pipeline), Part(16, 16), aligned16(barriers(sched)),
+             aligned16(barriers(acc))]
+    if g.grouped:
+        # The static group scheduler: no CLC throttle (an empty pipeline), a tensor-map-ready pipeline.
+        pipes += [Part(16, 16), Part(16, 16), aligned16(barriers(sched))]
+        responses = 2 * sched * GROUPED_RESPONSE_BYTES
+    else:
+        pipes += [aligned16(barriers(sched)), Part(16, 16)]
+        responses = sched * CLC_RESPONSE_BYTES
+    pipeline = struct(*pipes, align=16)
+    maps = [Part(TENSORMAP_COPIES * _tensormaps(ml_maps, ep).size, 128)] if g.grouped else []
+    kernel = struct(pipeline, Part(responses, 16), Part(4, 4), *maps, struct(ep.tensors, tensors, align=128))
+    return kernel, pipeline, responses + 4

@@ -40,8 +40,6 @@ def refuse(g: GemmKernel) -> str | None:
         return "SM120 TmaWarpSpecialized builder currently only supports F8F6F4 MMA."
     if not g.block_scaled and {g.op_a.kind, g.op_b.kind} & {"f6", "f4"} and g.k % 128:
         return "TileSize and MNK Major does not met with MMA Mix 8-bit TMA load requirement"
-    if g.grouped:
-        return "grouped (ptr-array) sm_120 kernels are not modelled yet"
     return None
 
 
@@ -67,7 +65,8 @@ def build(g: GemmKernel) -> Build:
     if g.block_scaled:
         arrays += [array(stages * sfa, 16), array(stages * sfb, 16)]
     tensors = struct(*arrays, align=128)
-    maps = Part(4 * epi.TMA_DESCRIPTOR_BYTES, 128) if g.grouped else None
+    # Tensor maps of A and B, and (block-scaled) of SFA and SFB.
+    maps = Part((4 if g.block_scaled else 2) * epi.TMA_DESCRIPTOR_BYTES, 128) if g.grouped else None
     mainloop = struct(tensors, *([maps] if maps else []), aligned16(barriers(stages)))
     kernel = kernel_storage(tensors, barriers(stages), maps, ep, pingpong, g.grouped)
     own = kernel.size - tensors.size - barriers(stages).size - ep.tensors.size - ep.pipeline.size
