@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from bisect_smem.analysis.fit.triton import swizzle
 from bisect_smem.analysis.fit.triton.allocation import Buffer, allocate
 from bisect_smem.analysis.fit.triton.layouts import Layout, blocked, mma
+from bisect_smem.core.hardware import ceil_div
 
 THREADS_PER_WARP = 32
 # Operand bits and C's bits for each operand type of the kernel (fp8 products are stored as fp16).
@@ -73,7 +74,7 @@ def uses_wgmma(g: Matmul) -> bool:
 
 def warps_v2(g: Matmul) -> tuple[int, int]:
     """warpsPerTileV2: balance the 16x8 repetitions of M and N, ties to M."""
-    warps, reps = [1, 1], [max(1, -(-g.m // 16)), max(1, -(-g.n // 8))]
+    warps, reps = [1, 1], [max(1, ceil_div(g.m, 16)), max(1, ceil_div(g.n, 8))]
     while warps[0] * warps[1] < g.warps:
         if reps[0] >= reps[1]:
             warps[0] *= 2
