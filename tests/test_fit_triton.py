@@ -134,7 +134,7 @@ def test_explain_tritons_message_with_its_tile(capsys: pytest.CaptureFixture[str
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--tile", "128x128x64", "--dtype", "int8"], "--rule triton takes --dtype fp16, bf16, fp32, fp8"),
+    (["--tile", "128x128x64", "--dtype", "int8"], "--rule triton takes --dtype fp16, bf16, fp32 or fp8 (e4m3); got 'int8'"),
     (["--tile", "128x128x64", "--warps", "6"], "--warps must be one of 4, 8 (got 6)"),
     (["--tile", "128x128x64", "--warps", "\u0664"], "--warps must be a whole number in ASCII digits"),
     (["--tile", "128x128x64", "--stages", "17"], "--stages must be in 1..16 for --rule triton (got 17)"),

@@ -233,7 +233,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                      "pipeline stages fit by CUTLASS's rule or Triton's. Sizes: 110592, 108KiB, "
                                      "99K.",
                          epilog="exit codes: 0 fits everywhere asked; 1 does not fit (or does not build) somewhere; "
-                                "2 bad input; 4 a target's limit could not be measured")
+                                "2 bad input; 4 a target's limit could not be measured, or Triton's rule is not "
+                                "modelled for it")
     # A tile like -1x2x3 is a (bad) value to explain, not an unknown option: as Python 3.13 does, a word
     # that starts with a minus and a digit is taken as a value.
     fit._negative_number_matcher = re.compile(r"^-\.?\d")

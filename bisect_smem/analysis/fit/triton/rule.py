@@ -13,6 +13,7 @@ from bisect_smem.analysis.fit.triton import TRITON_VERSION
 from bisect_smem.analysis.fit.triton.matmul import DTYPES, THREADS_PER_WARP, Matmul, MatmulBuild, build
 from bisect_smem.core.errors import UsageError
 from bisect_smem.core.hardware import has_fp8_e4m3, has_ldmatrix, has_native_fp8_mma_sync, has_stmatrix, triton_mma
+from bisect_smem.core.sizes import shown
 
 MAX_STAGES = 16  # the most num_stages searched
 WARPS = (4, 8)  # the num_warps the model is checked against (Triton's default is 4)
@@ -24,8 +25,7 @@ def triton_dtype(name: str) -> str:
     """The kernel's operand type for a --dtype name (fp8 and e4m3 are float8_e4m3fn)."""
     key = ALIASES.get(name, name)
     if key not in DTYPES:
-        raise UsageError(f"--rule triton takes --dtype {', '.join(['fp16', 'bf16', 'fp32', 'fp8'])} (e4m3); "
-                         f"got {name!r}")
+        raise UsageError(f"--rule triton takes --dtype fp16, bf16, fp32 or fp8 (e4m3); got {shown(name)}")
     return key
 
 
