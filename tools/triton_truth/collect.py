@@ -71,6 +71,22 @@ def configs(quick: bool) -> list[dict]:
     return out[::7] if quick else out
 
 
+def wide_configs() -> list[dict]:
+    """Every BLOCK_M and BLOCK_N of 16..256 with BLOCK_K 16..128, 4 and 8 warps, 1 to 4 stages, fp16,
+    fp32 and fp8 (bf16 on three shapes: it is laid out as fp16), up to 4 MiB of A x B work a tile."""
+    dims = (16, 32, 64, 128, 256)
+    out = []
+    for bm, bn, bk, warps, stages, dtype in itertools.product(dims, dims, (16, 32, 64, 128), (4, 8), (1, 2, 3, 4),
+                                                              ("fp16", "bf16", "fp32", "fp8e4m3")):
+        if bm * bn * bk * (4 if dtype == "fp32" else 2) > 256 * 256 * 128:
+            continue
+        if dtype == "bf16" and (bm, bn) not in ((64, 64), (128, 128), (128, 256)):
+            continue
+        out.append({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "num_stages": stages, "num_warps": warps,
+                    "dtype": dtype})
+    return out
+
+
 def on_gpu(cfg: dict) -> dict:
     """Compile through the JIT with real tensors, then load (where OutOfResources is raised)."""
     import torch
@@ -140,6 +156,7 @@ def main() -> int:
     parser.add_argument("--arch", type=int, help="compile for this sm (90) without a GPU; no load")
     parser.add_argument("--jobs", type=int, default=8, help="compiling processes (default 8)")
     parser.add_argument("--quick", action="store_true", help="every seventh config")
+    parser.add_argument("--wide", action="store_true", help="the wide spread of wide_configs() (compile-only)")
     args = parser.parse_args()
     start = time.monotonic()
     device = {}
@@ -152,7 +169,9 @@ def main() -> int:
         device = {"name": props.name, "compute_capability": f"{props.major}.{props.minor}",
                   "max_shared_mem_optin_bytes": driver.active.utils.get_device_properties(0)["max_shared_mem"],
                   "torch": torch.__version__}
-    todo = configs(args.quick)
+    if args.wide and args.arch is None:
+        parser.error("--wide is compile-only: give --arch")
+    todo = wide_configs() if args.wide else configs(args.quick)
     one = on_gpu if args.arch is None else functools.partial(compile_only, arch=args.arch)
     # Each worker is a process of its own (spawned: CUDA and fork do not mix), with its own context.
     with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
@@ -162,8 +181,14 @@ def main() -> int:
     if args.arch is not None:
         doc["kind"] = "compile-only"  # metadata.shared from triton.compile for that arch; nothing was loaded
     with open(args.out, "w") as handle:
-        json.dump(doc, handle, indent=1, sort_keys=True)
-        handle.write("\n")
+        if args.wide:
+            # One record a line: thousands of them stay readable and diff line by line.
+            head = json.dumps({k: v for k, v in doc.items() if k != "records"}, sort_keys=True)[:-1]
+            lines = ",\n".join(json.dumps(r, sort_keys=True) for r in records)
+            handle.write(f'{head}, "records": [\n{lines}\n]}}\n')
+        else:
+            json.dump(doc, handle, indent=1, sort_keys=True)
+            handle.write("\n")
     print(f"{len(records)} configs in {time.monotonic() - start:.0f} s -> {args.out}", file=sys.stderr)
     return 0
 
