@@ -121,3 +121,24 @@ def mma(version: int, warps_per_cta: tuple[int, int], instr_n: int, shape: tuple
     # mma.sync's warps go along columns first; wgmma's four warps of a warp group along rows.
     b.standard("warp", warps_per_cta, (1, 0) if version == 2 else (0, 1))
     return b.fit(shape)
+
+
+def tmem_load(warps: int, shape: tuple[int, int]) -> Layout:
+    """The layout tcgen05's accumulator takes when it is loaded from tensor memory (tmem_load's
+    32x32b message for a 128-row block, 16x32bx2 for a 64-row one): a thread holds a row's columns;
+    the lanes (and, for 64 rows, one lane bit across the columns' halves) and four warps cover the rows;
+    a second warp group takes the upper half of the columns, or the second 128-row block."""
+    m, n = shape
+    b = _Builder()
+    split = warps == 8 and m <= 128
+    if m == 64:
+        b.extend("register", 1, n // 2 // (2 if split else 1))
+        b.extend("lane", 0, 16)
+        b.extend("lane", 1, 2)
+    else:
+        b.extend("register", 1, n // (2 if split else 1))
+        b.extend("lane", 0, 32)
+    b.extend("warp", 0, 4)
+    if warps == 8:
+        b.extend("warp", 1 if split else 0, 2)
+    return b.fit(shape)

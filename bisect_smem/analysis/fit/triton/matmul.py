@@ -3,15 +3,17 @@ in C's type) as Triton 3.6 compiles it for NVIDIA GPUs, and the shared memory it
 (``kernel.metadata.shared``), from the compiler's own rules:
 
 - AccelerateMatmul picks the MMA: wgmma (v3) on sm_90 when K >= 256 / bits, M % 64 == 0, N % 8 == 0
-  and the warps come in warp groups; else mma.sync (v2). Its instruction shape and warp tiling
+  and the warps come in warp groups; tcgen05 (v5, its accumulator in tensor memory) on the sm_100
+  family when M % 64 == 0 and N % 16 == 0; else mma.sync (v2). Its instruction shape and warp tiling
   (mmaVersionToInstrShape, warpsPerTileV2/V3).
-- The software pipeliner turns the loads of A and B into shared-memory buffers: wgmma reads its
-  operands from shared memory until it completes, so ``num_stages`` buffers; mma.sync copies them to
-  registers first, so one fewer (at least one). An 8-bit operand that is not K-major (B here) cannot
+- The software pipeliner turns the loads of A and B into shared-memory buffers: wgmma and tcgen05 read
+  their operands from shared memory until they complete, so ``num_stages`` buffers (tcgen05 adds its
+  completion barriers); mma.sync copies them to registers first, so one fewer (at least one). An 8-bit operand that is not K-major (B here) cannot
   feed wgmma by an asynchronous copy: it is loaded into registers and written to one buffer in the
   loop. ``num_stages`` = 1 does not pipeline: one buffer each, written in the loop.
-- The epilogue converts the accumulator from the MMA layout to the store's coalesced blocked layout
-  through shared memory (swizzle.py), in C's type, after the loop.
+- The epilogue converts the accumulator from the MMA layout (for tcgen05, the layout it is loaded from
+  tensor memory in) to the store's coalesced blocked layout through shared memory (swizzle.py), in C's
+  type, after the loop.
 - The allocator (allocation.py) places the buffers; the mainloop's are dead by the epilogue.
 """
 
@@ -21,7 +23,7 @@ from dataclasses import dataclass
 
 from bisect_smem.analysis.fit.triton import swizzle
 from bisect_smem.analysis.fit.triton.allocation import Buffer, allocate
-from bisect_smem.analysis.fit.triton.layouts import Layout, blocked, mma
+from bisect_smem.analysis.fit.triton.layouts import Layout, blocked, mma, tmem_load
 from bisect_smem.core.hardware import ceil_div
 
 THREADS_PER_WARP = 32
@@ -29,6 +31,7 @@ THREADS_PER_WARP = 32
 DTYPES = {"fp16": (16, 16), "bf16": (16, 16), "fp32": (32, 32), "fp8e4m3": (8, 16)}
 WGMMA_N = tuple(range(256, 0, -8))  # the instruction N values wgmma takes for these types, largest first
 NVMMA_ALIGNMENT, SWIZZLED_ALIGNMENT, SCRATCH_ALIGNMENT = 1024, 16, 128
+MBARRIER_BYTES = 8
 
 
 @dataclass(frozen=True)
@@ -64,7 +67,14 @@ class MmaChoice:
     @property
     def name(self) -> str:
         """As Triton's IR prints it."""
+        if self.version == 5:
+            return f"tcgen05 (tensor memory, num_warps {self.warps[0] * self.warps[1]})"
         return f"mma v{self.version} ({'wgmma' if self.version == 3 else 'mma.sync'}, warps {list(self.warps)})"
+
+    @property
+    def from_shared(self) -> bool:
+        """Does the MMA read its operands from shared memory until it completes (wgmma, tcgen05)?"""
+        return self.version in (3, 5)
 
 
 def uses_wgmma(g: Matmul) -> bool:
@@ -85,8 +95,15 @@ def warps_v2(g: Matmul) -> tuple[int, int]:
     return warps[0], warps[1]
 
 
-def choose_mma(g: Matmul, wgmma: bool) -> MmaChoice:
-    """AccelerateMatmul's MMA for the dot (``wgmma``: the target has it)."""
+def uses_tcgen05(g: Matmul) -> bool:
+    """supportMMA(dot, 5): the shapes tcgen05 takes (64 or 128 rows a block, N a multiple of 16)."""
+    return g.k >= 256 // g.bits and g.m % 64 == 0 and g.n % 16 == 0 and g.warps % 4 == 0
+
+
+def choose_mma(g: Matmul, wgmma: bool, tcgen05: bool = False) -> MmaChoice:
+    """AccelerateMatmul's MMA for the dot (``wgmma``, ``tcgen05``: the target has it)."""
+    if tcgen05 and uses_tcgen05(g):
+        return MmaChoice(5, g.n, (g.warps, 1))
     if not (wgmma and uses_wgmma(g)):
         return MmaChoice(2, 8, warps_v2(g))
     m_warps = max(g.m // 16, 1)
@@ -163,13 +180,16 @@ def operands(g: Matmul, choice: MmaChoice, native_fp8: bool = True) -> tuple[Ope
             found.append(Operand(name, tile * (1 if native_fp8 else 2), 1, True,
                                  f"written in the loop (a whole 16-element row a thread: not pipelined{upcast})"))
         elif pipelined(g, rows, cols):
-            count = g.stages if choice.version == 3 else max(1, g.stages - 1)
-            why = ("num_stages buffers (wgmma reads them until it completes)" if choice.version == 3 else
+            count = g.stages if choice.from_shared else max(1, g.stages - 1)
+            mma_name = "wgmma" if choice.version == 3 else "tcgen05"
+            why = (f"num_stages buffers ({mma_name} reads them until it completes)" if choice.from_shared else
                    "num_stages - 1 buffers (mma.sync copies them to registers)")
             found.append(Operand(name, tile, count, False, why))
         else:
             why = "num_stages 1: not pipelined" if g.stages == 1 else "its load is under 4 B a thread: not pipelined"
-            found.append(Operand(name, tile, 1, True, f"written in the loop ({why})"))
+            # Under tcgen05 a pipelined loop writes such an operand to two buffers, one per MMA in flight.
+            count = 2 if choice.version == 5 and g.stages > 1 else 1
+            found.append(Operand(name, tile, count, True, f"written in the loop ({why})"))
     return found[0], found[1]
 
 
@@ -181,6 +201,7 @@ class MatmulBuild:
     mma: MmaChoice
     a: Operand
     b: Operand
+    mainloop_bytes: int  # A's and B's buffers and (tcgen05) the MMA's barriers: live together in the loop
     epilogue_bytes: int
     shared: int
     parts: tuple[tuple[str, int], ...]
@@ -197,23 +218,32 @@ def _live(op: Operand, other: Operand, choice: MmaChoice, g: Matmul, native_fp8:
     return (11, 15) if first else (12, 15)
 
 
-def build(g: Matmul, wgmma: bool, ldmatrix: bool, stmatrix: bool, native_fp8: bool = True) -> MatmulBuild:
-    """The shared memory of ``g`` on a target with (or without) wgmma, ldmatrix, stmatrix and mma.sync
-    on fp8 operands."""
-    choice = choose_mma(g, wgmma)
+def build(g: Matmul, wgmma: bool, ldmatrix: bool, stmatrix: bool, native_fp8: bool = True,
+          tcgen05: bool = False) -> MatmulBuild:
+    """The shared memory of ``g`` on a target with (or without) wgmma, ldmatrix, stmatrix, mma.sync on
+    fp8 operands and tcgen05."""
+    choice = choose_mma(g, wgmma, tcgen05)
     a, b = operands(g, choice, native_fp8)
-    alignment = NVMMA_ALIGNMENT if choice.version == 3 else SWIZZLED_ALIGNMENT
+    alignment = NVMMA_ALIGNMENT if choice.from_shared else SWIZZLED_ALIGNMENT
     buffers = [Buffer(op.name, op.tile * op.count, alignment, *_live(op, other, choice, g, native_fp8))
                for op, other in ((a, b), (b, a))]
-    src = mma(choice.version, choice.warps, choice.instr_n, (g.m, g.n))
+    barriers = 0
+    if choice.version == 5:
+        # The MMA's completion barriers (8 B each): one without pipelining, else two, live over the loop.
+        barriers = MBARRIER_BYTES * (1 if g.stages == 1 else 2)
+        buffers.append(Buffer("barriers", barriers, SWIZZLED_ALIGNMENT, 0, 25))
+        src = tmem_load(g.warps, (g.m, g.n))
+    else:
+        src = mma(choice.version, choice.warps, choice.instr_n, (g.m, g.n))
     dst = store_layout(g)
     scratch = 0
     if swizzle.needs_shared_memory(src, dst):
         scratch = swizzle.scratch_elements(src, dst, g.out_bits, ldmatrix, stmatrix) * g.out_bits // 8
         buffers.append(Buffer("epilogue", scratch, SCRATCH_ALIGNMENT, 30, 31))
     shared = allocate(buffers)
-    mainloop = a.tile * a.count + b.tile * b.count
+    mainloop = a.tile * a.count + b.tile * b.count + barriers
     where = "above the mainloop's bytes" if scratch > mainloop else "over the mainloop's bytes"
     parts = ((a.label, a.tile * a.count), (b.label, b.tile * b.count),
+             *((("tcgen05 completion barriers", barriers),) if barriers else ()),
              (f"epilogue: the accumulator converted to the store's layout, after the loop, {where}", scratch))
-    return MatmulBuild(choice, a, b, scratch, shared, parts)
+    return MatmulBuild(choice, a, b, mainloop, scratch, shared, parts)

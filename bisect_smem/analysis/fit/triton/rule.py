@@ -57,9 +57,7 @@ def not_modelled(kernel: TritonKernel, cc: tuple[int, int] | None) -> str | None
     """Why the model gives no number here although Triton may compile it, or None."""
     mma = triton_mma(cc)
     if mma is None:
-        return "Triton's matmul is modelled for sm_80 to sm_89, sm_90 and sm_12x, not for this architecture"
-    if mma == "tcgen05":
-        return "Triton's tcgen05 matmul (sm_100 family) is not modelled yet"
+        return "Triton's matmul is modelled for sm_80 to sm_89, sm_90, sm_10x and sm_12x, not for this architecture"
     if any(d not in CHECKED_DIMS for d in (kernel.m, kernel.n, kernel.k)):
         return f"BLOCK sizes other than {', '.join(map(str, CHECKED_DIMS))} are not modelled"
     return None
@@ -82,8 +80,9 @@ def refusal(kernel: TritonKernel, cc: tuple[int, int] | None) -> str | None:
 
 def shared_of(kernel: TritonKernel, stages: int, cc: tuple[int, int]) -> MatmulBuild:
     """The build of ``kernel`` with ``stages`` for architecture ``cc``."""
-    return build(kernel.config(stages), triton_mma(cc) == "wgmma", has_ldmatrix(cc), has_stmatrix(cc),
-                 has_native_fp8_mma_sync(cc))
+    mma = triton_mma(cc)
+    return build(kernel.config(stages), mma == "wgmma", has_ldmatrix(cc), has_stmatrix(cc),
+                 has_native_fp8_mma_sync(cc), mma == "tcgen05")
 
 
 def _about(kernel: TritonKernel, built: MatmulBuild | None, stages: int | None, reason: str | None) -> dict:
@@ -92,7 +91,7 @@ def _about(kernel: TritonKernel, built: MatmulBuild | None, stages: int | None, 
              "warps": kernel.warps}
     if built is not None:
         about.update(stage_rule=f"triton {TRITON_VERSION} {built.mma.name}", triton_shared_bytes=built.shared,
-                     stage_bytes=built.a.tile + built.b.tile, mainloop_bytes=built.parts[0][1] + built.parts[1][1],
+                     stage_bytes=built.a.tile + built.b.tile, mainloop_bytes=built.mainloop_bytes,
                      epilogue_bytes=built.epilogue_bytes, parts=[list(p) for p in built.parts])
     return about
 
