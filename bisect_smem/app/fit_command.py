@@ -373,7 +373,7 @@ def explain_notes(query: FitQuery, results: list[FitResult]) -> tuple[str, ...]:
     if explained is None or kernels is None or explained.kind != "triton" or kernels.rule != "triton":
         return ()
     need, lines = explained.required_bytes, []
-    ccs = {r.target.split(" ")[0]: r for r in results}
+    ccs = {r.target_short or r.target: r for r in results}
     for k in kernels.triton:
         what = f"{k.m}x{k.n}x{k.k} {k.dtype} (num_warps {k.warps})"
         hits = [f"num_stages {', '.join(map(str, s))} on {name}" for name, r in ccs.items()

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 from bisect_smem.analysis.fit.targets import Target
@@ -46,9 +45,8 @@ def _baseline_target(baseline: Baseline) -> Target:
     dev = baseline.device
     driver = str(baseline.provenance.get("driver_version") or dev.context.get("nvml_driver_version") or "unknown")
     where = f"{baseline.path.parent.name}/{baseline.path.name}"
-    target = Target.from_report(dev, f"{dev.name} (cc {dev.compute_capability}), driver {driver} [baseline {where}]",
-                                str(baseline.path))
-    return replace(target, driver_version=driver)
+    return Target.from_report(dev, f"{dev.name} (cc {dev.compute_capability}), driver {driver} [baseline {where}]",
+                              str(baseline.path), driver)
 
 
 def local_devices(simulate: tuple[str, ...], local: bool) -> tuple[list[DeviceReport], str | None]:

@@ -23,6 +23,7 @@ HEAD_BYTES = 64 << 10
 ELF_HEADER_BYTES = 64
 SECTION_HEADER_BYTES = 64
 EM_CUDA = 190  # ELF e_machine of NVIDIA cubins
+ELF_BYTE_ORDER = {1: "<", 2: ">"}  # e_ident[EI_DATA]: ELFDATA2LSB, ELFDATA2MSB
 # Counts and alignments are ASCII digits, at most 12 of them (no PTX declares a terabyte).
 _PTX_SHARED = re.compile(r"\.shared\s+(?:\.align\s+(\d{1,12})\s+)?\.(?:b|u|s|f)(8|16|32|64)\s+([\w$]+)(?:\[(\d{1,12})\])?",
                          re.ASCII)
@@ -48,16 +49,16 @@ def cubin_static_smem(path: Path, kernel: str | None) -> tuple[str, int]:
 def _check_elf_header(path: Path, head: bytes) -> None:
     if len(head) < ELF_HEADER_BYTES or head[:4] != b"\x7fELF":
         raise UsageError(f"{path} is not a cubin: not an ELF file")
-    if head[4] != 2 or head[5] not in (1, 2):
+    if head[4] != 2 or head[5] not in ELF_BYTE_ORDER:
         raise UsageError(f"{path} is not a cubin: not a 64-bit ELF file")
-    machine, = struct.unpack_from("<H" if head[5] == 1 else ">H", head, 0x12)
+    machine, = struct.unpack_from(ELF_BYTE_ORDER[head[5]] + "H", head, 0x12)
     if machine != EM_CUDA:
         raise UsageError(f"{path} is not a cubin: an ELF file for machine {machine}, not CUDA ({EM_CUDA})")
 
 
 def _section_sizes(path: Path, data: bytes) -> dict[str, int]:
     """Section name -> size, every offset checked against the file: a cut-short cubin is an error, not a crash."""
-    endian = "<" if data[5] == 1 else ">"
+    endian = ELF_BYTE_ORDER[data[5]]
     try:
         shoff, = struct.unpack_from(endian + "Q", data, 0x28)
         shentsize, shnum, shstrndx = struct.unpack_from(endian + "HHH", data, 0x3A)

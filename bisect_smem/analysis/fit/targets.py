@@ -101,6 +101,7 @@ class Target:
     driver_version: str | None = None
     error: str | None = None
     source: str | None = None
+    short: str | None = None  # how an answer line names it: "sm_120", "device 0", a model and its driver
 
     def __post_init__(self) -> None:
         check_limits(self.name, {"default limit": self.default_limit_bytes, "opt-in limit": self.optin_limit_bytes,
@@ -118,11 +119,13 @@ class Target:
             reserved = default_reserved_bytes(p.compute_capability)
         return cls(f"{p.key} ({p.example_parts})", "published", DEFAULT_SMEM_PER_BLOCK_BYTES,
                    p.max_smem_per_block_optin_bytes, p.smem_per_sm_bytes, reserved, p.allocation_granularity_bytes,
-                   p.max_blocks_per_sm, p.max_threads_per_sm, p.compute_capability)
+                   p.max_blocks_per_sm, p.max_threads_per_sm, p.compute_capability, short=p.key)
 
     @classmethod
-    def from_report(cls, dev: DeviceReport, name: str | None = None, source: str | None = None) -> Target:
-        """What a device measured (now, or in a saved report or baseline), labelled ``name``."""
+    def from_report(cls, dev: DeviceReport, name: str | None = None, source: str | None = None,
+                    driver_version: str | None = None) -> Target:
+        """What a device measured (now, or in a saved report or baseline), labelled ``name``;
+        ``driver_version`` overrides the report's own (a baseline's provenance)."""
         m = dev.measured
         driver = dev.reported.get("driver", {})
         optin = m.optin_dynamic_ceiling_bytes if m else None
@@ -130,6 +133,7 @@ class Target:
         if optin is None and error is None:
             error = "the opt-in ceiling was not measured"
         where = f"{source}: device {dev.index}" if source else f"device {dev.index}"
+        driver_version = driver_version or dev.context.get("nvml_driver_version")
         cc = None if dev.compute_capability is None else parse_cc(dev.compute_capability, f"{where} compute capability")
         if m is not None:
             check_limits(where, {"optin_dynamic_ceiling_bytes": m.optin_dynamic_ceiling_bytes,
@@ -144,7 +148,8 @@ class Target:
             (m.reserved_bytes if m and m.reserved_bytes is not None else 0),
             (m.allocation_granularity_bytes if m and m.allocation_granularity_bytes else DEFAULT_GRANULE_BYTES),
             driver.get("max_blocks_per_multiprocessor"), driver.get("max_threads_per_multiprocessor"),
-            cc, dev.context.get("nvml_driver_version"), error, source)
+            cc, driver_version, error, source,
+            f"device {dev.index}" if source is None else f"{dev.name} {driver_version or ''}".strip())
 
 
 @dataclass(frozen=True)
@@ -162,6 +167,7 @@ class FitResult:
     compute_capability: str | None = None
     driver_version: str | None = None
     source: str | None = None
+    target_short: str | None = None  # the target as an answer line names it
     dynamic_bytes: int | None = None
     tile: str | None = None
     stages: int | None = None
@@ -188,7 +194,7 @@ def evaluate(request: FitRequest, target: Target) -> FitResult:
     total = request.total_bytes
     cc = cc_text(target.compute_capability) if target.compute_capability else None
     about = {"compute_capability": cc, "driver_version": target.driver_version, "source": target.source,
-             "dynamic_bytes": request.dynamic_bytes}
+             "target_short": target.short or target.name, "dynamic_bytes": request.dynamic_bytes}
     if target.optin_limit_bytes is None:
         return FitResult(target.name, target.kind, UNKNOWN, total, None, None, None, error=target.error, **about)
     over = total - target.optin_limit_bytes

@@ -25,11 +25,7 @@ def _head(request: FitRequest, source: str) -> str:
 
 def short_name(r: FitResult) -> str:
     """``sm_120``, ``device 0``, or a measured model with its driver."""
-    if r.kind == "published":
-        return r.target.split(" ")[0]
-    if r.source is None:
-        return r.target.split(":")[0]
-    return f"{r.target.split(' (cc')[0]} {r.driver_version or ''}".strip()
+    return r.target_short or r.target
 
 
 def answer(r: FitResult) -> str:

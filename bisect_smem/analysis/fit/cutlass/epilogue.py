@@ -8,6 +8,7 @@ sm100_builder.inl, sm120_builder.inl)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bisect_smem.analysis.fit.cutlass.layout import EMPTY, Part, array, barriers, struct, union
@@ -94,7 +95,7 @@ def sm120(m: int, n: int, c_bits: int, d_bits: int, grouped: bool, warp_groups: 
     return storage(tile, c_bits, d_bits, stages_c, stages_d, reuse, 1 + warp_groups if grouped else 0)
 
 
-def sm100_tile(cta_m: int, n: int, c_bits: int, d_bits: int, warps: tuple[int, int], block_scaled: bool) -> tuple[int, int]:
+def sm100_tile(cta_m: int, n: int, c_bits: int, d_bits: int, warps: Sequence[int], block_scaled: bool) -> tuple[int, int]:
     """sm100_dense_compute_tile_shape_or_override for EpilogueTileAuto with row-major C and D."""
     warp_m, warp_n = warps
     m = min(cta_m, 32 * warp_m)
@@ -115,7 +116,7 @@ def sm100_tile(cta_m: int, n: int, c_bits: int, d_bits: int, warps: tuple[int, i
     return m, n_tmp if n % n_tmp == 0 else n
 
 
-def sm100(cta_m: int, n: int, c_bits: int, d_bits: int, warps: tuple[int, int], block_scaled: bool,
+def sm100(cta_m: int, n: int, c_bits: int, d_bits: int, warps: Sequence[int], block_scaled: bool,
           grouped: bool) -> Epilogue:
     """sm_100's TmaWarpSpecialized1Sm/2Sm epilogue: C's smem reused whenever C is wider than 8 bits."""
     tile = sm100_tile(cta_m, n, c_bits, d_bits, warps, block_scaled)

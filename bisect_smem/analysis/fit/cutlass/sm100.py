@@ -66,7 +66,7 @@ def build(g: GemmKernel) -> Build:
     b = int(alloc_bytes(g, g.op_b.bits) * cta_n * g.k)
     acc = accumulator_stages(g, cta_m, two_sm)
     capacity = CAPACITY_BYTES - carveout_of(g, acc)
-    warps = (2, 2) if two_sm and g.m == 128 else (4, 1)
+    warps = [2, 2] if two_sm and g.m == 128 else [4, 1]  # the epilogue's warps along M and N
     ep = epi.sm100(cta_m, g.n, g.c_bits, g.d_bits, warps, g.block_scaled, g.grouped)
     carveout = ep.shared.size if g.epilogue_bytes is None else g.epilogue_bytes
     sfa = scale_factors(cta_m, g.k, g.op_a.scale_vector) if g.block_scaled else 0

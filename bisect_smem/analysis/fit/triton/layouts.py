@@ -9,10 +9,12 @@ MMA accumulator layouts of mma.sync (v2) and wgmma (v3), on one CTA.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 Basis = tuple[int, int]
 IN_DIMS = ("register", "lane", "warp")
+COLUMNS_FIRST, ROWS_FIRST = [1, 0], [0, 1]  # an order: the minor axis first
 
 
 def log2(value: int) -> int:
@@ -67,7 +69,7 @@ class _Builder:
         self.bases[dim] += _identity(log2(count), self.size[axis], axis)
         self.size[axis] *= count
 
-    def standard(self, dim: str, counts: tuple[int, int], order: tuple[int, int]) -> None:
+    def standard(self, dim: str, counts: Sequence[int], order: Sequence[int]) -> None:
         """identityStandardND(dim, counts, order): the minor axis (order[0]) first."""
         for axis in order:
             self.extend(dim, axis, counts[axis])
@@ -96,8 +98,8 @@ class _Builder:
             self.size[axis] //= 2
 
 
-def blocked(size_per_thread: tuple[int, int], threads_per_warp: tuple[int, int], warps_per_cta: tuple[int, int],
-            order: tuple[int, int], shape: tuple[int, int]) -> Layout:
+def blocked(size_per_thread: Sequence[int], threads_per_warp: Sequence[int], warps_per_cta: Sequence[int],
+            order: Sequence[int], shape: tuple[int, int]) -> Layout:
     """#ttg.blocked: registers, then lanes, then warps, each minor axis first."""
     b = _Builder()
     b.standard("register", size_per_thread, order)
@@ -106,7 +108,7 @@ def blocked(size_per_thread: tuple[int, int], threads_per_warp: tuple[int, int],
     return b.fit(shape)
 
 
-def mma(version: int, warps_per_cta: tuple[int, int], instr_n: int, shape: tuple[int, int]) -> Layout:
+def mma(version: int, warps_per_cta: Sequence[int], instr_n: int, shape: tuple[int, int]) -> Layout:
     """#ttg.nvidia_mma accumulator (v2: 16x8 per warp; v3: 16 x ``instr_n`` per warp of a warp group):
     two adjacent columns a thread, 4 lanes along columns, 8 along rows, then the second 8 rows, then
     the rest of the instruction's columns, then warps (columns first)."""
@@ -119,7 +121,7 @@ def mma(version: int, warps_per_cta: tuple[int, int], instr_n: int, shape: tuple
     if n > 8:
         b.extend("register", 1, n // 8)
     # mma.sync's warps go along columns first; wgmma's four warps of a warp group along rows.
-    b.standard("warp", warps_per_cta, (1, 0) if version == 2 else (0, 1))
+    b.standard("warp", warps_per_cta, COLUMNS_FIRST if version == 2 else ROWS_FIRST)
     return b.fit(shape)
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from bisect_smem.analysis.fit.triton import swizzle
 from bisect_smem.analysis.fit.triton.allocation import Buffer, allocate
-from bisect_smem.analysis.fit.triton.layouts import Layout, blocked, mma, tmem_load
+from bisect_smem.analysis.fit.triton.layouts import COLUMNS_FIRST, Layout, blocked, mma, tmem_load
 from bisect_smem.core.hardware import ceil_div
 
 THREADS_PER_WARP = 32
@@ -74,7 +74,7 @@ class MmaChoice:
     @property
     def from_shared(self) -> bool:
         """Does the MMA read its operands from shared memory until it completes (wgmma, tcgen05)?"""
-        return self.version in (3, 5)
+        return self.version in {3, 5}
 
 
 def uses_wgmma(g: Matmul) -> bool:
@@ -127,7 +127,7 @@ def store_layout(g: Matmul) -> Layout:
     lanes_n = min(max(1, g.n // per_thread), THREADS_PER_WARP)
     warps_n = min(max(1, min(threads, max(1, g.n // per_thread)) // lanes_n), g.warps)
     lanes, warps = (THREADS_PER_WARP // lanes_n, lanes_n), (g.warps // warps_n, warps_n)
-    return blocked(size, lanes, warps, (1, 0), (g.m, g.n))
+    return blocked(size, lanes, warps, COLUMNS_FIRST, (g.m, g.n))
 
 
 def load_vector_bits(g: Matmul, rows: int, cols: int) -> int:

@@ -16,7 +16,7 @@ from bisect_smem.core.hardware import has_fp8_e4m3, has_ldmatrix, has_native_fp8
 from bisect_smem.core.sizes import shown
 
 MAX_STAGES = 16  # the most num_stages searched
-WARPS = (4, 8)  # the num_warps the model is checked against (Triton's default is 4)
+WARPS = [4, 8]  # the num_warps the model is checked against (Triton's default is 4)
 CHECKED_DIMS = (16, 32, 64, 128, 256)  # BLOCK sizes are powers of two (tl.arange); these are checked
 ALIASES = {"fp8": "fp8e4m3", "e4m3": "fp8e4m3"}
 
