@@ -18,12 +18,17 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
+# An editable install leaves bisect_smem's own modules without bytecode, and where PYTHONDONTWRITEBYTECODE
+# is set (many container images) every run would compile them from source; they are compiled once here,
+# as pip compiles a wheel's modules when it installs one.
 $(VENV)/.run-installed: pyproject.toml | $(PY)
 	$(PY) -m pip install -q -e ".$(if $(RUN_EXTRA),[$(RUN_EXTRA)],)"
+	$(PY) -m compileall -q bisect_smem
 	touch $@
 
 $(VENV)/.test-installed: pyproject.toml | $(PY)
 	$(PY) -m pip install -q -e ".[test,plot]"
+	$(PY) -m compileall -q bisect_smem
 	touch $@
 
 run: $(VENV)/.run-installed
