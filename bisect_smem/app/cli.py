@@ -27,6 +27,7 @@ from bisect_smem.app import (
     profiles_command,
     schema_command,
 )
+from bisect_smem.app.timeline import mark
 from bisect_smem.core.errors import INTERRUPTED, SIGNAL_EXIT_BASE, BisectSmemError, ExitCode
 
 SUBCOMMANDS: dict[str, ModuleType] = {
@@ -86,6 +87,7 @@ def _raise_terminated(signum: int, _frame: object) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The command line: parse, run, and map every outcome to one line and an exit code."""
+    mark("parent start")
     if sys.stderr is None:  # closed by the caller: errors go nowhere, never to stdout
         sys.stderr = open(os.devnull, "w")  # noqa: SIM115
     if sys.stdout is None:
@@ -94,6 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code = _main(argv)
         sys.stdout.flush()
+        mark("output written")
         return code
     except Terminated as exc:
         return _fail(SIGNAL_EXIT_BASE + exc.signum, f"{signal.Signals(exc.signum).name} received; workers ended, "

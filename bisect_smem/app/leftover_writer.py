@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -20,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bisect_smem.app.subprocesses import python_command, python_environment
 from bisect_smem.core.errors import MeasurementError
 from bisect_smem.devices.backends import open_address
 from bisect_smem.devices.backends.base import DeviceAddress, DeviceSession
@@ -101,10 +101,8 @@ def write_elsewhere(session: DeviceSession, static_sizes: tuple[int, ...],
 
 def _run_writer(request: WriteRequest, work: Path, progress: Callable[[str], None]) -> LeftoverOutcome:
     """Start the writer process, wait for it to exit (or kill it after WRITER_TIMEOUT_S), read its answer."""
-    package_root = str(Path(__file__).resolve().parents[2])
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}
     with Path(work, "stderr").open("w") as stderr:
-        proc = subprocess.Popen([sys.executable, "-m", WRITER_MODULE, request.to_json()], env=env,
+        proc = subprocess.Popen(python_command(WRITER_MODULE, request.to_json()), env=python_environment(),
                                 stdout=subprocess.DEVNULL, stderr=stderr)
     start = time.monotonic()
     while proc.poll() is None:

@@ -1,4 +1,4 @@
-"""Run the measurements: one worker process per device (spawn), all devices in parallel.
+"""Run the measurements: one worker process per device (a fresh interpreter), all devices in parallel.
 
 Supervision only. A worker streams progress and each finished step; a fault that poisons its CUDA
 context (illegal address), a probe that does not finish within the probe timeout, or a worker that dies
@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import datetime as dt
 import glob
-import multiprocessing
 import os
+import pickle
 import queue as queue_module
+import signal
+import subprocess
 import threading
 import time
 from collections import Counter
@@ -24,11 +26,10 @@ from typing import Any
 
 from bisect_smem.analysis.crosscheck import with_cross_checks
 from bisect_smem.analysis.device_report import build_report
-from bisect_smem.app.requests import RunRequest
-from bisect_smem.app.worker import (
+from bisect_smem.app.messages import (
+    Exited,
     Finished,
     Message,
-    NvmlRead,
     Opened,
     OpenFailed,
     Progress,
@@ -36,10 +37,15 @@ from bisect_smem.app.worker import (
     StepFaulted,
     StepStarted,
     WorkerCrashed,
-    measure_in_process,
-    planned_steps,
-    worker_main,
+    WorkerJob,
+    read_messages,
 )
+from bisect_smem.app.requests import RunRequest
+from bisect_smem.app.subprocesses import python_command, python_environment
+from bisect_smem.app.timeline import mark
+from bisect_smem.app.worker import measure_in_process, planned_steps
+from bisect_smem.app.worker_process import MODULE as WORKER_MODULE
+from bisect_smem.core.attributes import NvmlInfo
 from bisect_smem.core.errors import BackendUnavailable, UsageError
 from bisect_smem.core.model import DeviceReport
 from bisect_smem.devices.device_info import DeviceInfo
@@ -48,6 +54,8 @@ from bisect_smem.experiments.steps import Done, Step, StepResult
 ProgressSink = Callable[[int, str], None]
 POLL_S = 0.05
 GIVE_UP_AFTER_FAULTS = 2
+NVML_TIMEOUT_S = 30.0  # NVML answers slowly on some systems; past this its fields stay unknown
+WAIT_S = 5.0
 
 
 def likely_devices(request: RunRequest) -> tuple[int, ...]:
@@ -88,12 +96,13 @@ def run(request: RunRequest, progress: ProgressSink | None = None) -> tuple[Devi
     early = request.devices if request.devices is not None else likely_devices(request)
     try:
         supervisor.start(early)
+        mark("workers started")
         indices = resolve_devices(request)
+        supervisor.keep(indices)
+        supervisor.start([i for i in indices if i not in early])
     except BaseException:
         supervisor.stop()
         raise
-    supervisor.keep(indices)
-    supervisor.start([i for i in indices if i not in early])
     return supervisor.run()
 
 
@@ -106,6 +115,7 @@ class _Device:
     index: int
     started: float
     proc: Any = None
+    generation: int = 0  # which worker of this device: messages of an earlier one are stale
     info: DeviceInfo | None = None
     done: Done = field(default_factory=dict)
     attempts: Counter = field(default_factory=Counter)
@@ -118,15 +128,17 @@ class _Device:
 
 
 class _Supervisor:
-    """Starts, watches and restarts the workers; collects their steps into reports."""
+    """Starts, watches and restarts the workers; collects their steps into reports. NVML, which every
+    device's report needs, is read here, once for all devices, beside the measurement."""
 
     def __init__(self, request: RunRequest, sink: ProgressSink) -> None:
         self.request = request
         self.sink = sink
-        self.ctx = multiprocessing.get_context("spawn")  # CUDA and fork do not mix
-        self.out = self.ctx.Queue()
+        self.out: queue_module.Queue[tuple[int, Message]] = queue_module.Queue()
         self.devices: dict[int, _Device] = {}
         self.steps = planned_steps(request)
+        self.nvml: dict[int, NvmlInfo] = {}
+        self.nvml_reader: threading.Thread | None = None
 
     def start(self, indices: tuple[int, ...] | list[int]) -> None:
         for index in indices:
@@ -135,42 +147,71 @@ class _Supervisor:
                 self._start(dev)
 
     def keep(self, indices: tuple[int, ...]) -> None:
-        """Drop workers started early for devices that are not to be measured after all."""
+        """Drop workers started early for devices that are not to be measured after all, and read NVML for
+        the devices that are."""
         for index in [i for i in self.devices if i not in indices]:
-            self.devices.pop(index).proc.kill()
+            _end(self.devices.pop(index).proc)
+        if self.request.backend.nvml_from_host:
+            self.nvml_reader = threading.Thread(target=self._read_nvml, args=(indices,), daemon=True)
+            self.nvml_reader.start()
+
+    def _read_nvml(self, indices: tuple[int, ...]) -> None:
+        self.nvml.update(self.request.backend.host_nvml(indices))
 
     def stop(self) -> None:
         for dev in self.devices.values():
-            if dev.proc is not None and dev.proc.is_alive():
-                dev.proc.kill()
+            _end(dev.proc)
 
     def _start(self, dev: _Device) -> None:
         inject = self.request.inject_fault if not dev.events else None  # only the first attempt faults
-        dev.proc = self.ctx.Process(target=worker_main, daemon=True,
-                                    args=(self.out, self.request, dev.index, dev.done, self.steps, inject))
-        dev.proc.start()
+        job = WorkerJob(self.request, dev.index, dict(dev.done), self.steps, inject)
+        args = [str(dev.index), *(["--context"] if self.request.backend.nvml_from_host else [])]
+        # Each worker leads a process group of its own: ending it ends whatever it started too.
+        dev.proc = subprocess.Popen(python_command(WORKER_MODULE, *args), env=python_environment(),
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, process_group=0)
+        dev.generation += 1
+        threading.Thread(target=self._read, args=(dev.proc, dev.index, dev.generation, pickle.dumps(job)),
+                         daemon=True).start()
         dev.step, dev.last_heard = None, time.monotonic()
+
+    def _read(self, proc: subprocess.Popen, index: int, generation: int, job: bytes) -> None:
+        """Hand a worker its job, then pass on what it says, and, when its stream ends, how it exited."""
+        try:
+            proc.stdin.write(job)
+            proc.stdin.close()
+        except OSError:
+            pass  # it ended before reading its job: its exit says so below
+        for message in read_messages(proc.stdout):
+            self.out.put((generation, message))
+        self.out.put((generation, Exited(index, proc.wait())))
 
     def run(self) -> tuple[DeviceReport, ...]:
         try:
             while not all(d.finished for d in self.devices.values()):
                 try:
-                    message = self.out.get(timeout=POLL_S)
+                    generation, message = self.out.get(timeout=POLL_S)
                 except queue_module.Empty:
                     self._watch()
                     continue
-                self._handle(message)
+                self._handle(generation, message)
         finally:
             self.stop()
             for dev in self.devices.values():
-                dev.proc.join(timeout=5)
-        return tuple(build_report(d.index, self.request.backend.name, d.info, d.done, d.events, d.error,
+                _wait(dev.proc)
+        mark("workers done")
+        if self.nvml_reader is not None:
+            self.nvml_reader.join(timeout=NVML_TIMEOUT_S)
+        return tuple(build_report(d.index, self.request.backend.name, self._with_nvml(d), d.done, d.events, d.error,
                                   time.monotonic() - d.started, self.steps, self.request.config.level)
                      for d in sorted(self.devices.values(), key=lambda d: d.index))
 
-    def _handle(self, message: Message) -> None:
+    def _with_nvml(self, dev: _Device) -> DeviceInfo | None:
+        nvml = self.nvml.get(dev.index)
+        return replace(dev.info, nvml=nvml) if dev.info is not None and nvml is not None else dev.info
+
+    def _handle(self, generation: int, message: Message) -> None:
         dev = self.devices.get(message.index)
-        if dev is None or dev.finished:
+        if dev is None or dev.finished or generation != dev.generation:
             return
         dev.last_heard = time.monotonic()
         match message:
@@ -178,8 +219,6 @@ class _Supervisor:
                 self.sink(dev.index, text)
             case Opened(info=info):
                 dev.info = info
-            case NvmlRead(nvml=nvml) if dev.info is not None:
-                dev.info = replace(dev.info, nvml=nvml)
             case StepStarted(step=step):
                 dev.step = step
             case StepDone(result=result):
@@ -193,6 +232,8 @@ class _Supervisor:
                 dev.error, dev.finished = error, True
             case Finished():
                 dev.finished = True
+            case Exited(code=code):
+                self._failed(dev, "worker died", f"exit code {code}")
 
     def _watch(self) -> None:
         now = time.monotonic()
@@ -200,15 +241,13 @@ class _Supervisor:
             if dev.finished:
                 continue
             if now - dev.started > self.request.device_timeout_s:
-                dev.proc.kill()
+                _end(dev.proc)
                 dev.error, dev.finished = f"device timed out after {self.request.device_timeout_s:g} s", True
-            elif not dev.proc.is_alive():
-                self._failed(dev, "worker died", f"exit code {dev.proc.exitcode}")
             elif dev.info is None and now - dev.last_heard > self.request.startup_timeout_s:
-                dev.proc.kill()
+                _end(dev.proc)
                 self._failed(dev, "timeout", f"no answer within {self.request.startup_timeout_s:g} s of starting")
             elif dev.info is not None and now - dev.last_heard > self.request.probe_timeout_s:
-                dev.proc.kill()
+                _end(dev.proc)
                 self._failed(dev, "timeout", f"a probe did not finish within {self.request.probe_timeout_s:g} s")
 
     def _failed(self, dev: _Device, what: str, detail: str) -> None:
@@ -219,7 +258,7 @@ class _Supervisor:
         where = step.key if step is not None else "startup"
         dev.events.append({"what": what, "where": f"device {dev.index}, step {where}", "when": _now(),
                            "detail": detail})
-        dev.proc.join(timeout=5)
+        _wait(dev.proc)
         dev.attempts[where] += 1
         if step is not None and dev.attempts[where] >= GIVE_UP_AFTER_FAULTS:
             dev.done[step] = StepResult(step, None, {}, {}, f"{where}: gave up after {dev.attempts[where]} faults "
@@ -233,6 +272,26 @@ class _Supervisor:
             dev.finished = True
             return
         self._start(dev)
+
+
+def _end(proc: subprocess.Popen | None) -> None:
+    """Kill a worker's process group (the worker and anything it started), if it is still running."""
+    if proc is not None and proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def _wait(proc: subprocess.Popen | None) -> None:
+    """Reap a worker that has ended or is ending; one that will not is killed."""
+    if proc is None:
+        return
+    try:
+        proc.wait(timeout=WAIT_S)
+    except subprocess.TimeoutExpired:
+        _end(proc)
+        proc.wait()
 
 
 def run_all(requests: list[RunRequest], progress: ProgressSink | None = None) -> tuple[DeviceReport, ...]:

@@ -3,6 +3,7 @@ NVML, into the typed views of core/attributes.py."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -49,41 +50,51 @@ def runtime_view(props: dict[str, Any]) -> DeviceAttributes:
 
 
 def read_nvml(pci_bus_id: str | None) -> NvmlInfo:
-    """NVML's view of the device with this PCI bus id. Every field that fails is None, never an exception.
+    """NVML's view of the device with this PCI bus id. Every field that fails is None, never an exception."""
+    return read_nvml_all([pci_bus_id])[0]
+
+
+def read_nvml_all(pci_bus_ids: Sequence[str | None]) -> list[NvmlInfo]:
+    """NVML's view of each device by PCI bus id, NVML started once for all of them. Every field that
+    fails is None, never an exception.
 
     In MIG slices and some containers NVML answers with permission errors for the parent device;
     CUDA still reports the slice, so a failure here only makes fields unknown.
     """
     try:
-        import pynvml  # deferred: only a real device's worker asks NVML
+        import pynvml  # deferred: only the supervisor of real devices asks NVML
     except ImportError:
-        return NvmlInfo(error="nvidia-ml-py is not installed")
+        return [NvmlInfo(error="nvidia-ml-py is not installed") for _ in pci_bus_ids]
     try:
         pynvml.nvmlInit()
     except Exception as exc:  # noqa: BLE001 - NVML raises its own error type per failure code
-        return NvmlInfo(error=f"nvmlInit failed: {exc}")
-    info: dict[str, Any] = {}
+        return [NvmlInfo(error=f"nvmlInit failed: {exc}") for _ in pci_bus_ids]
     try:
-        info["driver_version"] = _nvml(pynvml.nvmlSystemGetDriverVersion)
-        cuda_version = _nvml(pynvml.nvmlSystemGetCudaDriverVersion)
-        info["cuda_driver_version"] = cuda_version
-        handle = _nvml(pynvml.nvmlDeviceGetHandleByPciBusId, pci_bus_id) if pci_bus_id else None
-        if handle is None:
-            return NvmlInfo(**info, error=f"no NVML device for PCI bus id {pci_bus_id}")
-        info["uuid"] = _nvml(pynvml.nvmlDeviceGetUUID, handle)
-        pci = _nvml(pynvml.nvmlDeviceGetPciInfo, handle)
-        info["pci_bus_id"] = _text(pci.busId) if pci is not None else None
-        info["name"] = _nvml(pynvml.nvmlDeviceGetName, handle)
-        mode = _nvml(pynvml.nvmlDeviceGetVirtualizationMode, handle)
-        info["virtualization_mode"] = NVML_VIRTUALIZATION_MODES.get(mode, f"unknown ({mode})") if mode is not None \
-            else None
-        mig = _nvml(pynvml.nvmlDeviceGetMigMode, handle)
-        info["mig_mode"] = ("enabled" if mig[0] else "disabled") if mig is not None else None
+        system = {"driver_version": _nvml(pynvml.nvmlSystemGetDriverVersion),
+                  "cuda_driver_version": _nvml(pynvml.nvmlSystemGetCudaDriverVersion)}
+        return [_device_nvml(pynvml, system, bus_id) for bus_id in pci_bus_ids]
     finally:
         try:
             pynvml.nvmlShutdown()
         except Exception:  # noqa: BLE001
             pass
+
+
+def _device_nvml(pynvml: Any, system: dict[str, Any], pci_bus_id: str | None) -> NvmlInfo:
+    """One device's view, beside the system's (driver and CUDA versions)."""
+    info = dict(system)
+    handle = _nvml(pynvml.nvmlDeviceGetHandleByPciBusId, pci_bus_id) if pci_bus_id else None
+    if handle is None:
+        return NvmlInfo(**info, error=f"no NVML device for PCI bus id {pci_bus_id}")
+    info["uuid"] = _nvml(pynvml.nvmlDeviceGetUUID, handle)
+    pci = _nvml(pynvml.nvmlDeviceGetPciInfo, handle)
+    info["pci_bus_id"] = _text(pci.busId) if pci is not None else None
+    info["name"] = _nvml(pynvml.nvmlDeviceGetName, handle)
+    mode = _nvml(pynvml.nvmlDeviceGetVirtualizationMode, handle)
+    info["virtualization_mode"] = NVML_VIRTUALIZATION_MODES.get(mode, f"unknown ({mode})") if mode is not None \
+        else None
+    mig = _nvml(pynvml.nvmlDeviceGetMigMode, handle)
+    info["mig_mode"] = ("enabled" if mig[0] else "disabled") if mig is not None else None
     nvml = NvmlInfo(**info)
     return replace(nvml, driver_version=_text(nvml.driver_version), uuid=_text(nvml.uuid), name=_text(nvml.name))
 

@@ -10,6 +10,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from bisect_smem.core.attributes import DeviceContext, NvmlInfo
 from bisect_smem.core.errors import BisectSmemError
+from bisect_smem.devices.attributes import read_nvml_all
+from bisect_smem.devices.backends.libcuda import libcuda
 from bisect_smem.devices.probes import (
     ClusterOutcome,
     ClusterResidencyOutcome,
@@ -207,6 +209,12 @@ class RealDevices:
 
     supported_steps: tuple[str, ...] | None = None
     needs_isolation = True
+    nvml_from_host = True
+
+    def host_nvml(self, indices: tuple[int, ...]) -> dict[int, NvmlInfo]:
+        """NVML's view of each device, found by the PCI bus id the driver gives it, with NVML started once."""
+        lib = libcuda()
+        return dict(zip(indices, read_nvml_all([lib.pci_bus_id(i) for i in indices]), strict=True))
 
     def loaded_static_smem(self, path: Path, kernel: str) -> int | None:
         """The driver's static shared memory for a kernel in a compiled file; None where not supported."""
@@ -237,12 +245,19 @@ class Backend(Protocol):
     """A way to reach devices: cupy, numba or sim. ``is_available`` never raises.
 
     ``supported_steps`` names the step kinds it can measure (None: all); ``needs_isolation`` says
-    whether its devices must be measured in worker processes (faults that end a process, hangs).
+    whether its devices must be measured in worker processes (faults that end a process, hangs);
+    ``nvml_from_host`` whether NVML's view of a device is the host's, read once by the supervisor
+    (``host_nvml``) rather than by each device's session (a simulated device's is its own).
     """
 
     name: str
     supported_steps: tuple[str, ...] | None
     needs_isolation: bool
+    nvml_from_host: bool
+
+    def host_nvml(self, indices: tuple[int, ...]) -> dict[int, NvmlInfo]:
+        """NVML's view of each of these devices, read in this process; empty where sessions answer it."""
+        ...
 
     def is_available(self) -> bool:
         """Whether a device can be measured through it; never raises."""

@@ -68,6 +68,16 @@ class LibCuda:
         """cuDeviceGetAttribute for each id (None where unknown to this driver)."""
         return {attr_id: self.attribute(attr_id, ordinal) for attr_id in ids}
 
+    def pci_bus_id(self, ordinal: int) -> str | None:
+        """cuDeviceGetPCIBusId (``0000:00:06.0``); None when the driver does not say."""
+        device = ctypes.c_int()
+        text = ctypes.create_string_buffer(64)
+        if self._lib.cuDeviceGet(ctypes.byref(device), ordinal) != CUDA_SUCCESS:
+            return None
+        if self._lib.cuDeviceGetPCIBusId(text, len(text), device) != CUDA_SUCCESS:
+            return None
+        return text.value.decode() or None
+
     def retain_primary_context(self, ordinal: int) -> None:
         """Create (or retain) the device's primary context, the one the runtime and CuPy then use. Through
         ctypes the interpreter lock is released meanwhile, so other threads keep working."""

@@ -1,0 +1,23 @@
+"""How bisect_smem starts a fresh Python process of its own (a device's worker, the leftover writer): the
+same interpreter with the same flags, and an import path on which it finds this same package."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+
+
+def python_command(module: str, *args: str) -> list[str]:
+    """``python -m module args...`` with this interpreter and its flags (``-X importtime``, ``-E``, ...),
+    as multiprocessing's spawn passes them (through subprocess's own helper)."""
+    return [sys.executable, *subprocess._args_from_interpreter_flags(), "-m", module, *args]
+
+
+def python_environment() -> dict[str, str]:
+    """This process's environment, with this package's root first on PYTHONPATH."""
+    path = os.pathsep.join(filter(None, [PACKAGE_ROOT, os.environ.get("PYTHONPATH")]))
+    return {**os.environ, "PYTHONPATH": path}
