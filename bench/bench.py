@@ -82,7 +82,7 @@ def batch_latency(session: object, kernel: object, samples: int = 300, width: in
     times = []
     for _ in range(samples):
         start = time.perf_counter()
-        assert all(o.ok for o in session.launch_many(kernel, [LATENCY_BYTES] * width, 128))
+        assert all(o.ok for o in session.launch_batch([Launch(kernel, LATENCY_BYTES, 128)] * width))
         times.append(time.perf_counter() - start)
     return {"width": width, "median_us": round(statistics.median(times) * 1e6, 1)}
 

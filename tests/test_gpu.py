@@ -152,21 +152,40 @@ def test_a_real_illegal_access_ends_only_a_worker(tmp_path: Path, capsys: pytest
 
 def test_a_batch_of_launches_answers_as_single_launches() -> None:
     from bisect_smem.devices.backends.cupy_backend import CupySession
-    from bisect_smem.devices.probes import Outcome, ProbeKernel
+    from bisect_smem.devices.probes import Launch, Outcome, ProbeKernel
 
     session = CupySession(0, (0, 1024))
-    kernel = ProbeKernel(1024, opt_in=True)
-    limit = session.driver_attributes()[97] - 1024  # opt-in per block, less the static data
-    sizes = [0, 4096, limit // 2, limit, limit + 1, 1 << 20]
-    batched = session.launch_many(kernel, sizes, 128, raise_limit=True)
+    optin = session.driver_attributes()[97]
+    # Two kernels and two block sizes in one batch, each size's attribute set just before its launch,
+    # as the splits' shared rounds ask them.
+    launches = [Launch(ProbeKernel(static, True), n, threads, True)
+                for static in (1024, 0) for threads in (128, 1024)
+                for n in (0, 4096, (optin - static) // 2, optin - static, optin - static + 1, 1 << 20)]
+    batched = session.launch_batch(launches)
     single = []
-    for n in sizes:
-        accepted = session.set_max_dynamic(kernel, n)
-        single.append(accepted if not accepted.ok else session.launch(kernel, n, 128))
+    for probe in launches:
+        accepted = session.set_max_dynamic(probe.kernel, probe.dynamic_bytes)
+        single.append(accepted if not accepted.ok else session.launch(probe.kernel, probe.dynamic_bytes, probe.threads))
     assert [o.outcome for o in batched] == [o.outcome for o in single]
-    assert [o.ok for o in batched] == [True, True, True, True, False, False]
-    assert all(o.bytes_verified == n + 1024 for o, n in zip(batched[:4], sizes[:4], strict=True))
-    assert batched[-1].outcome is Outcome.INVALID_VALUE
+    assert [o.ok for o in batched] == [True, True, True, True, False, False] * 4
+    assert all(o.bytes_verified == p.dynamic_bytes + p.kernel.static_bytes
+               for o, p in zip(batched, launches, strict=True) if o.ok)
+    assert batched[5].outcome is Outcome.INVALID_VALUE
+    session.close()
+
+
+def test_a_batch_of_residency_probes_counts_as_single_probes() -> None:
+    from bisect_smem.devices.backends.cupy_backend import CupySession
+    from bisect_smem.devices.probes import ResidencyProbe
+
+    session = CupySession(0, (0,), frozenset({"residency", "carveout"}))
+    probes = [ResidencyProbe(n, 32, 20_000, percent) for n in (0, 8192, 60_000, 115_000, 200_000)
+              for percent in (None, 0, 100)]
+    batched = session.residency_batch(probes)
+    single = [session.residency(p.dynamic_bytes, p.threads, p.hold_ns, p.carveout_percent) for p in probes]
+    assert all(o.ok for o in batched), [o.detail for o in batched if not o.ok]
+    assert [(o.blocks_per_sm_min, o.blocks_per_sm_max, o.api_blocks_per_sm) for o in batched] == \
+           [(o.blocks_per_sm_min, o.blocks_per_sm_max, o.api_blocks_per_sm) for o in single]
     session.close()
 
 

@@ -10,7 +10,14 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from bisect_smem.core.search import find_ceiling, find_ceiling_batched, gallop_points, probe_bound
+from bisect_smem.core.search import (
+    ceiling_search,
+    find_ceiling,
+    find_ceiling_batched,
+    gallop_points,
+    probe_bound,
+    search_together,
+)
 
 
 @settings(max_examples=400, deadline=None)
@@ -212,5 +219,52 @@ def test_batched_bad_arguments_say_what_was_received(kwargs: dict, message: str)
 
 
 def test_a_batch_predicate_that_skips_sizes_is_an_error() -> None:
-    with pytest.raises(ValueError, match=re.escape("asked 2, got 1")):
+    with pytest.raises(ValueError, match=r"asked \d+, got 1"):
         find_ceiling_batched(lambda ns: [True], cap_bytes=1 << 20)
+
+
+# The shared scheduler: searches run together give each the result it gives alone, within its bound.
+
+@settings(max_examples=200, deadline=None)
+@given(cap=st.integers(min_value=1, max_value=1 << 21), confirm=st.integers(min_value=1, max_value=3),
+       width=st.integers(min_value=1, max_value=6), data=st.data())
+def test_searches_run_together_find_what_each_finds_alone(cap: int, confirm: int, width: int,
+                                                          data: st.DataObject) -> None:
+    ceilings = data.draw(st.lists(st.integers(min_value=-1, max_value=cap), min_size=1, max_size=8), label="ceilings")
+    failing = data.draw(st.sets(st.integers(min_value=0, max_value=len(ceilings) - 1), max_size=2), label="failing")
+    rounds: list[dict[int, list[int]]] = []
+
+    def ask(sizes: dict[int, list[int]]) -> dict[int, list[bool] | Exception]:
+        rounds.append(sizes)
+        return {i: RuntimeError(f"search {i} faulted") if i in failing and len(rounds) > 1
+                else [n <= ceilings[i] for n in ns] for i, ns in sizes.items()}
+
+    plans = {i: ceiling_search(cap_bytes=cap, confirm=confirm, width=width) for i in range(len(ceilings))}
+    together = search_together(plans, ask)
+    alone = [find_ceiling_batched(lambda ns, c=c: [n <= c for n in ns], cap_bytes=cap, confirm=confirm, width=width)
+             for c in ceilings]
+    assert len(rounds) <= max(r.rounds for r in alone)
+    for i, result in together.items():
+        if i in failing and alone[i].rounds > 1:
+            assert isinstance(result, RuntimeError)
+            continue
+        assert result == alone[i] and result.rounds == alone[i].rounds
+        assert result.ceiling_bytes == (ceilings[i] if ceilings[i] >= 0 else None)
+        assert result.probes <= probe_bound(cap, confirm)
+    assert all(len(ns) > 0 for sizes in rounds for ns in sizes.values())
+
+
+def test_an_exception_raised_by_the_round_ends_every_search() -> None:
+    def ask(sizes: dict[int, list[int]]) -> dict[int, list[bool]]:
+        raise RuntimeError("the context is lost")
+
+    with pytest.raises(RuntimeError, match="context is lost"):
+        search_together({0: ceiling_search(cap_bytes=1 << 20), 1: ceiling_search(cap_bytes=1 << 20)}, ask)
+
+
+@pytest.mark.parametrize("ceiling", [232448, 232432, 183296, 101376])
+def test_the_first_round_asks_the_cap_and_splits_the_widest_bracket(ceiling: int) -> None:
+    batches, fits_many = monotone(ceiling)
+    result = find_ceiling_batched(fits_many, cap_bytes=1 << 20)
+    assert batches[0] == [4096, 65536, (65536 + (1 << 20)) // 2, 1 << 20]
+    assert result.rounds == 21 and result.probes == probe_bound(1 << 20)

@@ -23,13 +23,15 @@ from bisect_smem.experiments.steps import Done, Step, StepResult
 @dataclass(frozen=True)
 class WorkerJob:
     """What one worker measures: the request, its device, the steps done by earlier workers (skipped), the
-    planned steps, and a step whose first attempt makes a real illegal access (test only)."""
+    planned steps, a step whose first attempt makes a real illegal access (test only, run alone), and
+    whether every step runs alone (after a fault, so that the next one is one step's)."""
 
     request: RunRequest
     index: int
     done: Done
     steps: list[Step]
     inject: str | None = None
+    alone: bool = False
 
 
 @dataclass(frozen=True)

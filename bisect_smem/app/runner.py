@@ -49,6 +49,7 @@ from bisect_smem.core.attributes import NvmlInfo
 from bisect_smem.core.errors import BackendUnavailable, UsageError
 from bisect_smem.core.model import DeviceReport
 from bisect_smem.devices.device_info import DeviceInfo
+from bisect_smem.experiments.measure import running_steps
 from bisect_smem.experiments.steps import Done, Step, StepResult
 
 ProgressSink = Callable[[int, str], None]
@@ -120,7 +121,7 @@ class _Device:
     done: Done = field(default_factory=dict)
     attempts: Counter = field(default_factory=Counter)
     events: list[dict[str, Any]] = field(default_factory=list)
-    step: Step | None = None
+    running: list[Step] = field(default_factory=list)  # started and not done: several where they share rounds
     last_heard: float = 0.0
     restarts: int = 0
     error: str | None = None
@@ -164,7 +165,8 @@ class _Supervisor:
 
     def _start(self, dev: _Device) -> None:
         inject = self.request.inject_fault if not dev.events else None  # only the first attempt faults
-        job = WorkerJob(self.request, dev.index, dict(dev.done), self.steps, inject)
+        # After any fault every step runs alone, so that a fault in steps sharing rounds is pinned on one.
+        job = WorkerJob(self.request, dev.index, dict(dev.done), self.steps, inject, alone=bool(dev.events))
         args = [str(dev.index), *(["--context"] if self.request.backend.nvml_from_host else [])]
         # Each worker leads a process group of its own: ending it ends whatever it started too.
         dev.proc = subprocess.Popen(python_command(WORKER_MODULE, *args), env=python_environment(),
@@ -172,7 +174,7 @@ class _Supervisor:
         dev.generation += 1
         threading.Thread(target=self._read, args=(dev.proc, dev.index, dev.generation, pickle.dumps(job)),
                          daemon=True).start()
-        dev.step, dev.last_heard = None, time.monotonic()
+        dev.running, dev.last_heard = [], time.monotonic()
 
     def _read(self, proc: subprocess.Popen, index: int, generation: int, job: bytes) -> None:
         """Hand a worker its job, then pass on what it says, and, when its stream ends, how it exited."""
@@ -220,10 +222,10 @@ class _Supervisor:
             case Opened(info=info):
                 dev.info = info
             case StepStarted(step=step):
-                dev.step = step
+                dev.running.append(step)
             case StepDone(result=result):
                 dev.done[result.step] = result
-                dev.step = None
+                dev.running = [s for s in dev.running if s != result.step]
             case StepFaulted(detail=detail):
                 self._failed(dev, "sticky fault", detail)
             case WorkerCrashed(detail=detail):
@@ -251,20 +253,24 @@ class _Supervisor:
                 self._failed(dev, "timeout", f"a probe did not finish within {self.request.probe_timeout_s:g} s")
 
     def _failed(self, dev: _Device, what: str, detail: str) -> None:
-        step = dev.step
-        if step is None and dev.info is not None:
+        running = dev.running
+        if not running and dev.info is not None:
             # Between two steps (opened, the next not yet announced) the fault belongs to the next step.
-            step = next((s for s in self.steps if s not in dev.done), None)
-        where = step.key if step is not None else "startup"
+            running = [s for s in self.steps if s not in dev.done][:1]
+        where = running_steps(running) if running else "startup"
         dev.events.append({"what": what, "where": f"device {dev.index}, step {where}", "when": _now(),
                            "detail": detail})
         _wait(dev.proc)
-        dev.attempts[where] += 1
+        # A fault while steps shared rounds is none of theirs alone: it costs a restart, not an attempt, and
+        # the next worker runs each step alone.
+        step = running[0] if len(running) == 1 else None
+        if len(running) <= 1:
+            dev.attempts[where] += 1
         if step is not None and dev.attempts[where] >= GIVE_UP_AFTER_FAULTS:
             dev.done[step] = StepResult(step, None, {}, {}, f"{where}: gave up after {dev.attempts[where]} faults "
                                                             f"({what}: {detail})", 0.0)
         dev.restarts += 1
-        if dev.restarts > self.request.max_restarts or (step is None and dev.attempts[where] >= GIVE_UP_AFTER_FAULTS):
+        if dev.restarts > self.request.max_restarts or (not running and dev.attempts[where] >= GIVE_UP_AFTER_FAULTS):
             done = dev.restarts - 1  # the restart just counted is the one not made
             dev.error = (f"gave up after {done} restart{'' if done == 1 else 's'}"
                          f"{' (--max-restarts 0)' if self.request.max_restarts == 0 else ''}; "

@@ -65,7 +65,8 @@ def serve(job: WorkerJob, out: Channel) -> None:
             session.inject_illegal_access()
 
     try:
-        for _step, result in measurement.each_step(job.steps, dict(job.done), starting):
+        for _step, result in measurement.each_step(job.steps, dict(job.done), starting,
+                                                   lambda step: not job.alone and step.key != job.inject):
             out.put(StepDone(index, result))
     except ProbeFault as fault:
         out.put(StepFaulted(index, started[-1], str(fault)))

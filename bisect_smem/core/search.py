@@ -13,8 +13,9 @@ It never exceeds the same probe bound, and with one size per round it probes exa
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from bisect_smem.core.hardware import ceil_div
 
@@ -137,27 +138,42 @@ def _summarise(seen: dict[int, list[bool]], ceiling: int | None, hi: int | None,
     )
 
 
-def find_ceiling_batched(fits_many: BatchPredicate, *, cap_bytes: int, floor_bytes: int = 0, confirm: int = DEFAULT_CONFIRM,
-                         start_bytes: int = GALLOP_START_BYTES, spot_check: bool = True,
-                         width: int = DEFAULT_WIDTH) -> SearchResult:
+def find_ceiling_batched(fits_many: BatchPredicate, *, cap_bytes: int, floor_bytes: int = 0,
+                         confirm: int = DEFAULT_CONFIRM, start_bytes: int = GALLOP_START_BYTES,
+                         spot_check: bool = True, width: int = DEFAULT_WIDTH) -> SearchResult:
     """``find_ceiling`` with several sizes per round, within the same probe bound and the same confirmations.
 
     ``width`` is the most sizes one bisection round asks; with 1 it probes exactly as ``find_ceiling``.
     """
+    return drive(ceiling_search(cap_bytes=cap_bytes, floor_bytes=floor_bytes, confirm=confirm,
+                                start_bytes=start_bytes, spot_check=spot_check, width=width), fits_many)
+
+
+def ceiling_search(*, cap_bytes: int, floor_bytes: int = 0, confirm: int = DEFAULT_CONFIRM,
+                   start_bytes: int = GALLOP_START_BYTES, spot_check: bool = True,
+                   width: int = DEFAULT_WIDTH) -> Search:
+    """The batched search as a plan of rounds: it yields each round's sizes, is sent their answers (one
+    bool per size, in order), and returns its SearchResult. ``drive`` runs one plan; ``search_together``
+    runs several in shared rounds."""
     if cap_bytes < floor_bytes:
         raise ValueError(f"cap must be >= floor (got cap {cap_bytes}, floor {floor_bytes})")
     if confirm < 1:
         raise ValueError(f"confirm must be >= 1 (got {confirm})")
     if width < 1:
         raise ValueError(f"width must be >= 1 (got {width})")
-    run = _Rounds(fits_many)
+    return _plan(cap_bytes, floor_bytes, confirm, start_bytes, spot_check, width)
+
+
+def _plan(cap_bytes: int, floor_bytes: int, confirm: int, start_bytes: int, spot_check: bool, width: int) -> Search:
+    run = _Rounds()
     bound = probe_bound(cap_bytes, confirm)
     tail = 2 * (confirm - 1) + int(spot_check)  # the most the confirmations and the spot check can take
-    lo, hi = _gallop_batched(run, gallop_points(max(start_bytes, floor_bytes), cap_bytes), floor_bytes - 1,
-                             bound - tail, width > 1)
+    lo, hi = yield from _gallop_batched(run, gallop_points(max(start_bytes, floor_bytes), cap_bytes),
+                                        floor_bytes - 1, bound - tail, width)
     while hi is not None and hi - lo > 1:
         points = _spread(lo, hi, _round_size(hi - lo, width, bound - tail - run.probes))
-        for n, ok in zip(points, run.ask(points), strict=True):
+        answers = yield from run.ask(points)
+        for n, ok in zip(points, answers, strict=True):
             if not ok:
                 hi = n
                 break
@@ -168,21 +184,73 @@ def find_ceiling_batched(fits_many: BatchPredicate, *, cap_bytes: int, floor_byt
         fresh = _unprobed_below(ceiling, floor_bytes, run.seen)
         last += [fresh] if fresh is not None else []
     if last:
-        run.ask(last)
+        yield from run.ask(last)
     return _summarise(run.seen, ceiling, hi, cap_bytes, confirm, run.rounds)
 
 
-class _Rounds:
-    """Asks a batch predicate and records every answer, per size, and how many rounds it took."""
+Search = Generator[list[int], Sequence[bool], SearchResult]
+"""A search as a plan of rounds (``ceiling_search``): yields sizes, is sent their answers, returns its result."""
 
-    def __init__(self, fits_many: BatchPredicate) -> None:
-        self.fits_many = fits_many
+
+def drive(search: Search, fits_many: BatchPredicate) -> SearchResult:
+    """Run one search to its end, each round answered by ``fits_many`` (whose exceptions propagate)."""
+    try:
+        sizes = next(search)
+        while True:
+            sizes = search.send(fits_many(sizes))
+    except StopIteration as done:
+        return done.value
+
+
+K = TypeVar("K", bound=Hashable)
+R = TypeVar("R")
+Plan = Generator[list[int], Sequence[Any], R]
+"""Any search as a plan of rounds: yields the sizes it asks next, is sent one answer per size, returns R."""
+
+
+def search_together(searches: Mapping[K, Plan[R]],
+                    ask: Callable[[dict[K, list[int]]], Mapping[K, Sequence[Any] | Exception]]) -> dict[K, R | Exception]:
+    """Run independent searches in shared rounds: each round asks ``ask`` once for the sizes of every
+    search still open (a backend launches them all and synchronises once), so together they take as many
+    rounds as the longest of them; a ceiling search keeps its own probe bound and confirmations.
+
+    ``ask`` answers each search's sizes, or gives an exception for a search that cannot go on (a probe
+    that was neither a fit nor too big): that search ends with the exception and the others go on. An
+    exception ``ask`` raises ends them all."""
+    results: dict[K, R | Exception] = {}
+    open_rounds: dict[K, list[int]] = {}
+    for key, search in searches.items():
+        try:
+            open_rounds[key] = next(search)
+        except StopIteration as done:
+            results[key] = done.value
+    while open_rounds:
+        answers = ask(dict(open_rounds))
+        following: dict[K, list[int]] = {}
+        for key in open_rounds:
+            got = answers[key]
+            if isinstance(got, Exception):
+                searches[key].close()
+                results[key] = got
+                continue
+            try:
+                following[key] = searches[key].send(got)
+            except StopIteration as done:
+                results[key] = done.value
+        open_rounds = following
+    return {key: results[key] for key in searches}
+
+
+class _Rounds:
+    """Asks for each round's answers and records every answer, per size, and how many rounds it took."""
+
+    def __init__(self) -> None:
         self.seen: dict[int, list[bool]] = {}
         self.rounds = 0
         self.probes = 0
 
-    def ask(self, sizes: list[int]) -> list[bool]:
-        answers = [bool(ok) for ok in self.fits_many(list(sizes))]
+    def ask(self, sizes: list[int]) -> Generator[list[int], Sequence[bool], list[bool]]:
+        answers = [bool(ok) for ok in (yield list(sizes))]
         if len(answers) != len(sizes):
             raise ValueError(f"a batch predicate must answer every size (asked {len(sizes)}, got {len(answers)})")
         self.rounds += 1
@@ -220,16 +288,39 @@ def _round_size(gap: int, width: int, budget: int) -> int:
     return best
 
 
-def _gallop_batched(run: _Rounds, points: list[int], lo: int, budget: int, batch: bool) -> tuple[int, int | None]:
-    """The gallop: the points below the cap in one round where the probes fit in ``budget`` whatever the
-    answers, else one point per round as ``find_ceiling`` does; the cap, far above any device, only
-    after every smaller point passed. Returns (largest pass below the first fail, first fail)."""
-    bounds = [lo, *points]
-    worst = max(_cost(bounds[i + 1] - bounds[i]) for i in range(len(points)))
-    together = batch and len(points) > 2 and len(points) + worst <= budget
-    for group in ([points[:-1], points[-1:]] if together else [[n] for n in points]):
-        for n, ok in zip(group, run.ask(group), strict=True):
+def _gallop_batched(run: _Rounds, points: list[int], lo: int, budget: int,
+                    width: int) -> Generator[list[int], Sequence[bool], tuple[int, int | None]]:
+    """The gallop: its points (the cap among them) in one round where the probes fit in ``budget`` whatever
+    the answers, the widest bracket between them split further while they still fit (``_first_round``);
+    else one point per round, as ``find_ceiling`` does. Returns (largest pass below the first fail, first
+    fail); later answers of the round are only recorded."""
+    together = _first_round(points, lo, budget, width)
+    for group in ([together] if together else [[n] for n in points]):
+        answers = yield from run.ask(group)
+        for n, ok in zip(group, answers, strict=True):
             if not ok:
                 return lo, n
             lo = n
     return lo, None
+
+
+def _first_round(points: list[int], lo: int, budget: int, width: int) -> list[int] | None:
+    """The gallop points and up to ``width - 1`` more sizes, each the midpoint of the bracket that would
+    cost the most to bisect, while the round's probes plus the dearest bracket's bisection stay within
+    ``budget``; None when batching is off (width 1), or the points alone would not fit."""
+
+    def worst(sizes: list[int]) -> int:
+        bounds = [lo, *sizes]
+        return len(sizes) + max(_cost(b - a) for a, b in zip(bounds, bounds[1:], strict=False))
+
+    if width < 2 or len(points) < 2 or worst(points) > budget:
+        return None
+    sizes = list(points)
+    for _ in range(width - 1):
+        bounds = [lo, *sizes]
+        a, b = max(zip(bounds, bounds[1:], strict=False), key=lambda ab: (_cost(ab[1] - ab[0]), ab[0]))
+        wider = sorted({*sizes, (a + b) // 2})
+        if b - a < 2 or len(wider) == len(sizes) or worst(wider) > budget:
+            break
+        sizes = wider
+    return sizes

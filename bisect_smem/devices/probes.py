@@ -188,3 +188,26 @@ class ProbeKernel:
     def __post_init__(self) -> None:
         if self.static_bytes < 0:
             raise ValueError(f"static bytes must be >= 0 (got {self.static_bytes})")
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One probe of a batch: ``kernel`` in one block of ``threads``, with ``dynamic_bytes`` of dynamic shared
+    memory; with ``raise_limit`` the opt-in attribute is set to ``dynamic_bytes`` just before the launch
+    (a launch checks the attribute when it is enqueued), and a refused attribute is the probe's outcome."""
+
+    kernel: ProbeKernel
+    dynamic_bytes: int
+    threads: int
+    raise_limit: bool = False
+
+
+@dataclass(frozen=True)
+class ResidencyProbe:
+    """One residency probe of a batch: every SM filled with blocks of ``threads`` and ``dynamic_bytes``,
+    held ``hold_ns``, under the carveout preference ``carveout_percent`` where one is given."""
+
+    dynamic_bytes: int
+    threads: int
+    hold_ns: int
+    carveout_percent: int | None = None

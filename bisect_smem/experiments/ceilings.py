@@ -8,15 +8,17 @@ later compared with. A probe passes only when the kernel read back every byte it
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
-from bisect_smem.core.errors import MeasurementError
+from bisect_smem.core.errors import MeasurementError, ProbeFault
 from bisect_smem.core.levels import REFERENCE_THREADS, is_reference_split, split_search_name
 from bisect_smem.core.model import Ceiling, StaticSplit
-from bisect_smem.devices.probes import ProbeKernel
+from bisect_smem.devices.probes import Launch, ProbeKernel
 from bisect_smem.experiments.context import StepContext
 from bisect_smem.experiments.expect import expect
+from bisect_smem.experiments.rounds import LaunchSearch, search_launches
 from bisect_smem.experiments.steps import Step
 
 
@@ -29,9 +31,8 @@ class DefaultCeiling(Step):
     def run(self, ctx: StepContext) -> Ceiling:
         """The largest dynamic size that launches on a function whose attribute was never raised."""
         kernel = ProbeKernel(0, opt_in=False)
-        ceiling = ctx.search("default_dynamic_ceiling", lambda sizes: [
-            expect(got, f"default launch of {n} B")
-            for n, got in zip(sizes, ctx.session.launch_many(kernel, sizes, REFERENCE_THREADS), strict=True)])
+        (ceiling,) = search_launches([(ctx, LaunchSearch("default_dynamic_ceiling", kernel, REFERENCE_THREADS, False,
+                                                         "default launch of {n} B"))])
         # The default function's attribute is never raised, so this is the API's answer before opt-in.
         return replace(ceiling, api_available_dynamic_bytes=ctx.session.available_dynamic_smem(kernel,
                                                                                                REFERENCE_THREADS))
@@ -61,12 +62,14 @@ class AttributeAcceptCeiling(Step):
 
 @dataclass(frozen=True)
 class StaticSplitStep(Step):
-    """The opt-in dynamic ceiling beside ``static_bytes`` of static data, in blocks of ``threads``."""
+    """The opt-in dynamic ceiling beside ``static_bytes`` of static data, in blocks of ``threads``. The
+    splits of a device run together: their searches share rounds (rounds.py)."""
 
     static_bytes: int
     threads: int
     kind: ClassVar[str] = "static_split"
     timing_name: ClassVar[str | None] = "static_splits"
+    group: ClassVar[str | None] = "static_splits"
 
     @property
     def key(self) -> str:
@@ -80,19 +83,34 @@ class StaticSplitStep(Step):
 
     def run(self, ctx: StepContext) -> StaticSplit:
         """Search the opt-in ceiling beside the static data."""
-        static_bytes, threads = self.static_bytes, self.threads
-        kernel = ProbeKernel(static_bytes, opt_in=True)
-        footprint = static_footprint(ctx, kernel, threads)
+        (value,) = self.run_group([self], [ctx])
+        if isinstance(value, Exception):
+            raise value
+        return value
 
-        def predicate(sizes: list[int]) -> list[bool]:
-            # The attribute is set to each size just before its launch: a refused attribute is "too big".
-            launched = ctx.session.launch_many(kernel, sizes, threads, raise_limit=True)
-            return [expect(got, f"attribute set to and opt-in launch of {n} B + {static_bytes} B static, "
-                                f"{threads} threads") for n, got in zip(sizes, launched, strict=True)]
-
-        ceiling = ctx.search(split_search_name(static_bytes, threads), predicate)
-        return StaticSplit(static_bytes, threads, ceiling.ceiling_bytes, ceiling.probes, footprint,
-                           available_after_optin(ctx, kernel, threads, ceiling.ceiling_bytes))
+    @classmethod
+    def run_group(cls, steps: Sequence[Step], contexts: Sequence[StepContext]) -> list[Any]:
+        """Every split's static footprint (one round), then their ceilings in shared rounds; each split's
+        value, or the error that is its own (a sticky fault propagates: it ends them all)."""
+        splits = [s for s in steps if isinstance(s, StaticSplitStep)]
+        footprints = static_footprints(contexts[0], splits)
+        searches = [(ctx, LaunchSearch(split_search_name(s.static_bytes, s.threads), ProbeKernel(s.static_bytes, True),
+                                       s.threads, True, f"attribute set to and opt-in launch of {{n}} B + "
+                                                        f"{s.static_bytes} B static, {s.threads} threads"))
+                    for s, ctx in zip(splits, contexts, strict=True)]
+        ceilings = search_launches([pair for pair, fp in zip(searches, footprints, strict=True)
+                                    if not isinstance(fp, Exception)])
+        found = iter(ceilings)
+        values: list[Any] = []
+        for s, ctx, footprint in zip(splits, contexts, footprints, strict=True):
+            if isinstance(footprint, Exception):
+                values.append(footprint)
+                continue
+            ceiling = next(found)
+            values.append(StaticSplit(s.static_bytes, s.threads, ceiling.ceiling_bytes, ceiling.probes, footprint,
+                                      available_after_optin(ctx, ProbeKernel(s.static_bytes, True), s.threads,
+                                                            ceiling.ceiling_bytes)))
+        return values
 
     def contribute(self, value: StaticSplit) -> dict[str, Any]:
         """The split, and the opt-in ceiling where this is the reference split."""
@@ -112,16 +130,27 @@ def available_after_optin(ctx: StepContext, kernel: ProbeKernel, threads: int, c
     return ctx.session.available_dynamic_smem(kernel, threads)
 
 
-def static_footprint(ctx: StepContext, kernel: ProbeKernel, threads: int) -> int | None:
-    """How many bytes the static data takes before the dynamic array, as the kernel sees addresses."""
-    bases = []
-    for k in (ProbeKernel(0, kernel.opt_in), kernel):
-        got = ctx.session.launch(k, 0, threads)
-        expect(got, f"launch with {k.static_bytes} B static and no dynamic memory")
-        bases.append(got.dynamic_base_offset_bytes)
-    if None in bases:
-        return None
-    return bases[1] - bases[0]
+def static_footprints(ctx: StepContext, splits: Sequence[StaticSplitStep]) -> list[int | None | ProbeFault]:
+    """How many bytes each split's static data takes before the dynamic array, as the kernel sees
+    addresses (None where the backend cannot tell): one round of launches with no dynamic memory, with
+    and without the static data. A launch that does not run is that split's fault (a sticky one propagates)."""
+    kernels = sorted({(k, s.threads) for s in splits for k in (0, s.static_bytes)})
+    outcomes = ctx.session.launch_batch([Launch(ProbeKernel(k, True), 0, t) for k, t in kernels])
+    seen = dict(zip(kernels, outcomes, strict=True))
+    footprints: list[int | None | ProbeFault] = []
+    for s in splits:
+        try:
+            bases = []
+            for k in (0, s.static_bytes):
+                expect(seen[(k, s.threads)], f"launch with {k} B static and no dynamic memory")
+                bases.append(seen[(k, s.threads)].dynamic_base_offset_bytes)
+        except ProbeFault as fault:
+            if fault.sticky:
+                raise
+            footprints.append(fault)
+            continue
+        footprints.append(None if None in bases else bases[1] - bases[0])
+    return footprints
 
 
 @dataclass(frozen=True)

@@ -52,32 +52,47 @@ class DeviceMeasurement:
     def run_step(self, step: Step, done: Done) -> StepResult:
         """Run one step. A sticky fault propagates (only a new process recovers); any other error becomes
         the step's error, and the quantities it would have measured stay None."""
-        ctx = self.context(done)
+        return self.run_steps([step], done)[0]
+
+    def run_steps(self, steps: list[Step], done: Done) -> list[StepResult]:
+        """Run one step, or the steps of one group together (their probes share rounds), each with its own
+        context; the group's seconds are shared out evenly. Errors as in ``run_step``, each step's its own."""
+        contexts = [self.context(done) for _ in steps]
         before = Counter(self.probes)
         start = time.perf_counter()
-        value = None
-        error = None
         try:
-            value = step.run(ctx)
-        except ProbeFault as fault:
-            if fault.sticky:
+            values = type(steps[0]).run_group(steps, contexts) if len(steps) > 1 else [_value(steps[0], contexts[0])]
+        except (ProbeFault, MeasurementError) as exc:
+            if isinstance(exc, ProbeFault) and exc.sticky:
                 raise
-            error = f"{step.key}: {fault}"
-        except MeasurementError as exc:
-            error = f"{step.key}: {exc}"
+            values = [exc] * len(steps)
+        seconds = round((time.perf_counter() - start) / len(steps), 6)
         extra = {k: v - before[k] for k, v in self.probes.items() if v - before[k]}
-        return StepResult(step, value, dict(ctx.searches), extra, error, round(time.perf_counter() - start, 6))
+        results = []
+        for i, (step, ctx, value) in enumerate(zip(steps, contexts, values, strict=True)):
+            failed = isinstance(value, ProbeFault | MeasurementError)
+            if isinstance(value, ProbeFault) and value.sticky:
+                raise value
+            results.append(StepResult(step, None if failed else value, dict(ctx.searches), extra if i == 0 else {},
+                                      f"{step.key}: {value}" if failed else None, seconds))
+        return results
 
-    def each_step(self, steps: list[Step], done: Done,
-                  starting: Callable[[Step], None] = lambda _step: None) -> Iterator[tuple[Step, StepResult]]:
-        """Run the steps not in ``done``, in order, each after ``starting(step)``; each result is added to
+    def each_step(self, steps: list[Step], done: Done, starting: Callable[[Step], None] = lambda _step: None,
+                  together: Callable[[Step], bool] = lambda _step: True) -> Iterator[tuple[Step, StepResult]]:
+        """Run the steps not in ``done``, in order, each after ``starting(step)``; steps of one group that
+        follow each other run together where ``together`` allows each of them. Each result is added to
         ``done`` and yielded. A sticky fault propagates: the caller decides what a lost context ends."""
-        for step in steps:
-            if step in done:
-                continue
-            starting(step)
-            done[step] = result = self.run_step(step, done)
-            yield step, result
+        pending = [step for step in steps if step not in done]
+        while pending:
+            group = [pending.pop(0)]
+            while (pending and group[0].group is not None and pending[0].group == group[0].group
+                   and together(group[0]) and together(pending[0])):
+                group.append(pending.pop(0))
+            for step in group:
+                starting(step)
+            for step, result in zip(group, self.run_steps(group, done), strict=True):
+                done[step] = result
+                yield step, result
 
     def run(self, steps: list[Step]) -> tuple[Done, str | None]:
         """Every step in this process, in order, with no restarts: a sticky fault ends the run, and is
@@ -88,5 +103,26 @@ class DeviceMeasurement:
             for _step_and_result in self.each_step(steps, done, started.append):
                 pass
         except ProbeFault as fault:
-            return done, f"{started[-1].key}: {fault}; the context is lost, and an inline run cannot restart (drop --inline)"
+            where = running_steps([s for s in started if s not in done])
+            return done, f"{where}: {fault}; the context is lost, and an inline run cannot restart (drop --inline)"
         return done, None
+
+
+def running_steps(steps: list[Step]) -> str:
+    """What was running when a fault came: one step's key, or, for steps run together, the first one's
+    and how many shared its rounds (a fault in a shared round is no one step's)."""
+    if len(steps) == 1:
+        return steps[0].key
+    return f"{steps[0].key} and {len(steps) - 1} more steps sharing its rounds"
+
+
+def _value(step: Step, ctx: StepContext) -> object:
+    """One step's value; its MeasurementError or non-sticky ProbeFault is returned as its error."""
+    try:
+        return step.run(ctx)
+    except ProbeFault as fault:
+        if fault.sticky:
+            raise
+        return fault
+    except MeasurementError as exc:
+        return exc

@@ -8,15 +8,16 @@ confirming each step to the byte.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from bisect_smem.core.errors import MeasurementError
 from bisect_smem.core.levels import STAIRCASE_THREADS
 from bisect_smem.core.model import CarveoutPoint, ResidencyStep
+from bisect_smem.core.search import search_together
 from bisect_smem.devices.backends.base import DeviceSession
-from bisect_smem.devices.probes import ResidencyOutcome
+from bisect_smem.devices.probes import ResidencyOutcome, ResidencyProbe
 from bisect_smem.experiments.context import Limits, StepContext
 from bisect_smem.experiments.expect import NOTHING_TOO_BIG, expect
 from bisect_smem.experiments.steps import Step
@@ -40,7 +41,8 @@ def split_point(lo: int, hi: int, granule: int) -> int:
 
 
 class ResidencyMeasurement:
-    """The residency experiments on one device."""
+    """The residency experiments on one device. Their probes go in rounds: the probes of a round run one
+    after another on the device and are read with one synchronisation (``blocks_many``)."""
 
     def __init__(self, session: DeviceSession, progress: Callable[[str], None], hold_ns: int = HOLD_NS,
                  probes: int = 0) -> None:
@@ -49,17 +51,28 @@ class ResidencyMeasurement:
         self.progress = progress
         self.hold_ns = hold_ns
         self.probes = probes
+        self.rounds = 0
+
+    def blocks_many(self, asked: Sequence[tuple[int, int, int | None]]) -> list[ResidencyOutcome]:
+        """One round of residency probes, each (dynamic bytes, threads, carveout percent or None); a
+        too-big answer or a fault is an error, not a count."""
+        if not asked:
+            return []
+        self.probes += len(asked)
+        self.rounds += 1
+        whats = [f"residency at {n} B, {threads} threads" + (f", carveout {percent}%" if percent is not None else "")
+                 for n, threads, percent in asked]
+        self.progress(f"{whats[-1]} (probe {self.probes})")
+        outcomes = self.session.residency_batch([ResidencyProbe(n, threads, self.hold_ns, percent)
+                                                 for n, threads, percent in asked])
+        for what, got in zip(whats, outcomes, strict=True):
+            if not expect(got, what):
+                raise MeasurementError(f"{what}: too big, {got.outcome.value} ({got.detail})")
+        return outcomes
 
     def blocks(self, dynamic_bytes: int, threads: int, carveout_percent: int | None = None) -> ResidencyOutcome:
-        """One residency probe; a too-big answer or a fault is an error, not a count."""
-        self.probes += 1
-        what = f"residency at {dynamic_bytes} B, {threads} threads" + (
-            f", carveout {carveout_percent}%" if carveout_percent is not None else "")
-        self.progress(f"{what} (probe {self.probes})")
-        got = self.session.residency(dynamic_bytes, threads, self.hold_ns, carveout_percent)
-        if not expect(got, what):
-            raise MeasurementError(f"{what}: too big, {got.outcome.value} ({got.detail})")
-        return got
+        """One residency probe, a round of its own."""
+        return self.blocks_many([(dynamic_bytes, threads, carveout_percent)])[0]
 
     @staticmethod
     def _entry(dynamic_bytes: int, threads: int, got: ResidencyOutcome, limits: Limits) -> ResidencyStep:
@@ -69,29 +82,34 @@ class ResidencyMeasurement:
 
     def staircase(self, ceiling_bytes: int, limits: Limits) -> list[ResidencyStep]:
         """Every size in [0, ceiling] where the blocks per SM drop, with the plateau that starts there;
-        ``limits`` give each step's formula and the granule its search tries first."""
+        ``limits`` give each step's formula and the granule its search tries first. The stretches still
+        open are split all at once: a round probes the split point of each, so the staircase takes as many
+        rounds as its deepest stretch, and probes the same sizes as splitting them one by one would."""
         seen: dict[int, ResidencyOutcome] = {}
+        first = self.blocks_many([(0, STAIRCASE_THREADS, None), (ceiling_bytes, STAIRCASE_THREADS, None),
+                                  *((0, t, None) for t in THREAD_LIMIT_THREADS)])
+        seen[0], seen[ceiling_bytes] = first[0], first[1]
+        extra = first[2:]
 
         def at(n: int) -> tuple[int, int]:
-            if n not in seen:
-                seen[n] = self.blocks(n, STAIRCASE_THREADS)
             return seen[n].blocks_per_sm_min, seen[n].blocks_per_sm_max
 
-        steps = []
-        stack = [(0, ceiling_bytes)]
-        while stack:
-            lo, hi = stack.pop()
-            if at(lo) == at(hi):
-                continue  # residency never rises with size, so equal ends mean a flat stretch
-            if hi - lo == 1:
-                steps.append(hi)
-                continue
-            mid = split_point(lo, hi, limits.granule_bytes)
-            at(mid)
-            stack += [(lo, mid), (mid, hi)]
+        steps, open_stretches = [], [(0, ceiling_bytes)]
+        while open_stretches:
+            splits = []
+            for lo, hi in open_stretches:
+                if at(lo) == at(hi):
+                    continue  # residency never rises with size, so equal ends mean a flat stretch
+                if hi - lo == 1:
+                    steps.append(hi)
+                    continue
+                splits.append((lo, split_point(lo, hi, limits.granule_bytes), hi))
+            new = sorted({mid for _, mid, _ in splits} - set(seen))
+            seen.update(zip(new, self.blocks_many([(n, STAIRCASE_THREADS, None) for n in new]), strict=True))
+            open_stretches = [part for lo, mid, hi in splits for part in ((lo, mid), (mid, hi))]
         entries = [self._entry(n, STAIRCASE_THREADS, seen[n], limits) for n in [0, *sorted(steps)]]
-        for threads in THREAD_LIMIT_THREADS:
-            entries.append(self._entry(0, threads, self.blocks(0, threads), limits))
+        entries += [self._entry(0, threads, got, limits) for threads, got in zip(THREAD_LIMIT_THREADS, extra,
+                                                                                strict=True)]
         return entries
 
     @staticmethod
@@ -108,18 +126,29 @@ class ResidencyMeasurement:
         """Residency of fixed-size blocks under each carveout preference, and the size it proves."""
         size = limits.carveout_probe_bytes()
         self.probes += len(CARVEOUT_PERCENTS)
+        self.rounds += 1
         self.progress(f"carveout sweep at {size} B ({len(CARVEOUT_PERCENTS)} settings)")
         sweep = self.session.carveout_sweep(size, STAIRCASE_THREADS, self.hold_ns, CARVEOUT_PERCENTS)
         for got in sweep:
             expect(got, f"carveout sweep at {size} B", NOTHING_TOO_BIG)
         results = dict(zip(CARVEOUT_PERCENTS, sweep, strict=True))
         # Settings where the API predicts differently may use different carveouts even where the count
-        # at this size is the same, so each (count, prediction) pair gets its own refinement.
-        ranges: dict[tuple[int, int | None], tuple[int, int]] = {}
+        # at this size is the same, so each (count, prediction) pair gets its own refinement; the
+        # refinements are independent, so their probes share rounds.
+        firsts: dict[tuple[int, int | None], int] = {}
         for percent, got in results.items():
-            key = (got.blocks_per_sm_min, got.api_blocks_per_sm)
-            if key not in ranges:
-                ranges[key] = self._capacity_range(key[0], percent, size, ceiling_bytes, limits)
+            firsts.setdefault((got.blocks_per_sm_min, got.api_blocks_per_sm), percent)
+        plans = {key: self._capacity_search(key[0], size, ceiling_bytes, limits) for key in firsts}
+
+        def ask(sizes: dict[tuple[int, int | None], list[int]]) -> dict[tuple[int, int | None], list[int]]:
+            asked = [(key, n) for key, ns in sizes.items() for n in ns]
+            counts = self.blocks_many([(n, STAIRCASE_THREADS, firsts[key]) for key, n in asked])
+            answers: dict[tuple[int, int | None], list[int]] = {key: [] for key in sizes}
+            for (key, _), got in zip(asked, counts, strict=True):
+                answers[key].append(got.blocks_per_sm_min)
+            return answers
+
+        ranges = search_together(plans, ask)
         published = sorted(k * 1024 for k in published_kib) if published_kib else []
         points = []
         for percent, got in results.items():
@@ -129,17 +158,20 @@ class ResidencyMeasurement:
                                         inside[0] if len(inside) == 1 else None, (lo, hi)))
         return points
 
-    def _capacity_range(self, n: int, percent: int, size: int, ceiling_bytes: int,
-                        limits: Limits) -> tuple[int, int]:
-        """[low, high) for the carveout that holds ``n`` blocks: the largest size at which ``n`` still fit
-        bounds it. One block only proves that one fit, since the driver grows a carveout to fit one."""
+    @staticmethod
+    def _capacity_search(n: int, size: int, ceiling_bytes: int,
+                         limits: Limits) -> Generator[list[int], Sequence[int], tuple[int, int]]:
+        """[low, high) for the carveout that holds ``n`` blocks, as a plan of rounds (sent the blocks per SM
+        at each size it asks): the largest size at which ``n`` still fit bounds it. One block only proves
+        that one fit, since the driver grows a carveout to fit one."""
         fp = limits.footprint
         if n <= 1:
             return fp(size), 2 * fp(size)
         lo, hi = size, ceiling_bytes + 1  # n blocks fit at lo; hi stands for "does not"
         while hi - lo > 1:
             mid = split_point(lo, hi, limits.granule_bytes)
-            if self.blocks(mid, STAIRCASE_THREADS, percent).blocks_per_sm_min >= n:
+            (count,) = yield [mid]
+            if count >= n:
                 lo = mid
             else:
                 hi = mid

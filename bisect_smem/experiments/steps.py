@@ -9,6 +9,7 @@ themselves live with their experiments: ceilings, residency, clusters, validatio
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -38,6 +39,9 @@ class Step:
     kind: ClassVar[str] = ""
     # The name its seconds are kept under where steps of its kind share one (the static splits); None: its key.
     timing_name: ClassVar[str | None] = None
+    # Steps of one group that follow each other in the plan may run together (``run_group``): their
+    # probes share rounds. None: the step runs alone.
+    group: ClassVar[str | None] = None
 
     @property
     def key(self) -> str:
@@ -50,6 +54,12 @@ class Step:
 
     def contribute(self, value: Any) -> dict[str, Any]:
         """The ``Measured`` fields this step's result fills."""
+        raise NotImplementedError
+
+    @classmethod
+    def run_group(cls, steps: Sequence[Step], contexts: Sequence[StepContext]) -> list[Any]:
+        """Run steps of this group together, each with its own context: each one's value, or the
+        MeasurementError or ProbeFault that is its own error. A sticky fault propagates."""
         raise NotImplementedError
 
 

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 from bisect_smem.core.errors import MeasurementError, ProbeFault
 from bisect_smem.core.integrity import GranuleSweep, Leftovers, MarchResult, SmMarch
 from bisect_smem.devices.backends.base import DeviceSession
-from bisect_smem.devices.probes import TOO_BIG, ProbeKernel
+from bisect_smem.devices.probes import TOO_BIG, Launch, ProbeKernel
 from bisect_smem.experiments.context import StepContext, WriteElsewhere
 from bisect_smem.experiments.expect import NOTHING_TOO_BIG, expect
 from bisect_smem.experiments.steps import Step
@@ -87,7 +87,7 @@ class Validation:
                    NOTHING_TOO_BIG)
         sizes = sweep_sizes(ceiling_bytes, granule_bytes)
         self.progress(f"granule sweep: {len(sizes)} sizes in flight")
-        outcomes = self.session.launch_many(kernel, sizes, SWEEP_THREADS)
+        outcomes = self.session.launch_batch([Launch(kernel, n, SWEEP_THREADS) for n in sizes])
         failing, detail = [], ""
         for n, outcome in zip(sizes, outcomes, strict=True):
             if outcome.ok:

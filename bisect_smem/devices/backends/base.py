@@ -15,12 +15,14 @@ from bisect_smem.devices.backends.libcuda import libcuda
 from bisect_smem.devices.probes import (
     ClusterOutcome,
     ClusterResidencyOutcome,
+    Launch,
     LaunchOutcome,
     LeftoverOutcome,
     MarchOutcome,
     Outcome,
     ProbeKernel,
     ResidencyOutcome,
+    ResidencyProbe,
     classify_cuda_error,
 )
 
@@ -174,13 +176,15 @@ class DeviceSession(Protocol):
         """Release the module and buffers."""
         ...
 
-    def launch_many(self, kernel: ProbeKernel, sizes: Sequence[int], threads: int, *,
-                    raise_limit: bool = False) -> list[LaunchOutcome]:
-        """``launch`` of each size, each into its own result words, read after one synchronisation.
+    def launch_batch(self, launches: Sequence[Launch]) -> list[LaunchOutcome]:
+        """``launch`` of each probe, of any kernels and block sizes, each into its own result words, all read
+        after one synchronisation; a probe's refused attribute or refused launch is its own outcome, a
+        fault at the synchronisation every unanswered probe's."""
+        ...
 
-        With ``raise_limit`` the opt-in attribute is set to each size just before its launch (a launch
-        checks the attribute when it is enqueued), and a refused attribute is that size's outcome.
-        """
+    def residency_batch(self, probes: Sequence[ResidencyProbe]) -> list[ResidencyOutcome]:
+        """``residency`` of each probe, one after another on one stream (each fills the device alone), each
+        counting into its own words, all read after one synchronisation."""
         ...
 
     # Validation (cupy and sim): one block per SM, each with its own result slot.
@@ -283,11 +287,16 @@ class Backend(Protocol):
         ...
 
 
-def launch_each(session: DeviceSession, kernel: ProbeKernel, sizes: Sequence[int], threads: int, *,
-                raise_limit: bool = False) -> list[LaunchOutcome]:
-    """``launch_many`` one size at a time: for backends that synchronise every launch."""
+def launch_each(session: DeviceSession, launches: Sequence[Launch]) -> list[LaunchOutcome]:
+    """``launch_batch`` one probe at a time: for backends that synchronise every launch."""
     outcomes = []
-    for n in sizes:
-        limit = session.set_max_dynamic(kernel, n) if raise_limit else None
-        outcomes.append(limit if limit is not None and not limit.ok else session.launch(kernel, n, threads))
+    for probe in launches:
+        limit = session.set_max_dynamic(probe.kernel, probe.dynamic_bytes) if probe.raise_limit else None
+        outcomes.append(limit if limit is not None and not limit.ok
+                        else session.launch(probe.kernel, probe.dynamic_bytes, probe.threads))
     return outcomes
+
+
+def residency_each(session: DeviceSession, probes: Sequence[ResidencyProbe]) -> list[ResidencyOutcome]:
+    """``residency_batch`` one probe at a time: for backends that synchronise every launch."""
+    return [session.residency(p.dynamic_bytes, p.threads, p.hold_ns, p.carveout_percent) for p in probes]

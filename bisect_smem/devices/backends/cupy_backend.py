@@ -44,12 +44,14 @@ from bisect_smem.devices.nvrtc import CompileFailed, NvrtcUnavailable, cached_cu
 from bisect_smem.devices.probes import (
     ClusterOutcome,
     ClusterResidencyOutcome,
+    Launch,
     LaunchOutcome,
     LeftoverOutcome,
     MarchOutcome,
     Outcome,
     ProbeKernel,
     ResidencyOutcome,
+    ResidencyProbe,
     classify_cuda_error,
     residency_from_peaks,
 )
@@ -136,11 +138,9 @@ class CupySession:
             raise KernelCompileError(f"probe kernels failed to compile for device {index}", str(exc)) from exc
         except cupy.cuda.driver.CUDADriverError as exc:
             raise KernelCompileError(f"probe kernels failed to load on device {index}: {exc}", str(exc)) from exc
-        self._out = cupy.zeros(RESULT_WORDS, dtype=cupy.uint32)
-        self._counters = cupy.zeros(RESIDENCY_COUNTER_WORDS, dtype=cupy.uint32)
         self._seeds = itertools.count(1)
         self._residency_grid = libcuda().residency_grid(index)
-        self._streams: list[Any] = []  # for launch_many, created as needed
+        self._streams: list[Any] = []  # for launch_batch, created as needed
         self.cuda_errors = CudaErrorFunnel((DriverError, cupy.cuda.driver.CUDADriverError,
                                             cupy.cuda.runtime.CUDARuntimeError))
 
@@ -189,39 +189,14 @@ class CupySession:
         return LaunchOutcome(failed.outcome, failed.detail) if failed else LaunchOutcome(Outcome.OK)
 
     def launch(self, kernel: ProbeKernel, dynamic_bytes: int, threads: int) -> LaunchOutcome:
-        cupy = self._cupy
-        seed = next(self._seeds) & 0xFF
-        self._out.fill(0)
-        with self.cuda_errors() as failed:
-            self._function(kernel)((1,), (threads,), (cupy.uint32(dynamic_bytes), cupy.uint32(seed), self._out),
-                                   shared_mem=dynamic_bytes)
-            words = self._out.get().tolist()  # synchronises: a fault in the kernel surfaces here
-        if failed:
-            return LaunchOutcome(failed.outcome, failed.detail)
-        return decode_probe_result(words, kernel.static_bytes, dynamic_bytes, seed)
+        return self.launch_batch([Launch(kernel, dynamic_bytes, threads)])[0]
 
     def available_dynamic_smem(self, kernel: ProbeKernel, threads: int) -> int | None:
         return driver_calls.available_dynamic_smem(self._function(kernel).kernel.ptr, threads)
 
     def residency(self, dynamic_bytes: int, threads: int, hold_ns: int,
                   carveout_percent: int | None = None) -> ResidencyOutcome:
-        cupy = self._cupy
-        variant = RESIDENCY_STAIRCASE if carveout_percent is None else RESIDENCY_CARVEOUT
-        fn = self._functions[residency_name(variant)]
-        grid = self._residency_grid
-        with self.cuda_errors() as failed:
-            fn.max_dynamic_shared_size_bytes = dynamic_bytes
-            if carveout_percent is not None:
-                fn.preferred_shared_memory_carveout = carveout_percent
-            api = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.kernel.ptr, threads, dynamic_bytes)
-            self._counters.fill(0)
-            fn((grid,), (threads,), (self._counters, cupy.uint64(hold_ns)), shared_mem=dynamic_bytes)
-            # Copied whole and sliced on the host: a strided device view would need CuPy to compile a
-            # copy kernel, which a cold node pays for.
-            peaks = self._counters.get()[ResidencyWord.PEAK::len(ResidencyWord)].tolist()
-        if failed:
-            return ResidencyOutcome(failed.outcome, failed.detail)
-        return residency_from_peaks(peaks, int(api))
+        return self.residency_batch([ResidencyProbe(dynamic_bytes, threads, hold_ns, carveout_percent)])[0]
 
     def inject_illegal_access(self) -> None:
         """Test only: a real out-of-window shared-memory store. The context is poisoned afterwards."""
@@ -295,56 +270,72 @@ class CupySession:
 
     def carveout_sweep(self, dynamic_bytes: int, threads: int, hold_ns: int,
                        percents: tuple[int, ...]) -> list[ResidencyOutcome]:
-        # The preference applies to the launches after it, so the launches need no synchronisation
-        # between them: each counts into its own slice, and one copy reads them all.
-        cupy = self._cupy
-        fn = self._functions[residency_name(RESIDENCY_CARVEOUT)]
-        grid = self._residency_grid
-        counters = cupy.zeros((len(percents), RESIDENCY_COUNTER_WORDS), dtype=cupy.uint32)
-        apis = []
-        with self.cuda_errors() as failed:
-            fn.max_dynamic_shared_size_bytes = dynamic_bytes
-            for row, percent in enumerate(percents):
-                fn.preferred_shared_memory_carveout = percent
-                apis.append(cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.kernel.ptr, threads,
-                                                                                       dynamic_bytes))
-                fn((grid,), (threads,), (counters[row], cupy.uint64(hold_ns)), shared_mem=dynamic_bytes)
-            peaks = counters.get()[:, ResidencyWord.PEAK::len(ResidencyWord)]  # whole copy: see residency
-        if failed:
-            return [ResidencyOutcome(failed.outcome, failed.detail)]
-        return [residency_from_peaks(row, int(api)) for row, api in zip(peaks.tolist(), apis, strict=True)]
+        return self.residency_batch([ResidencyProbe(dynamic_bytes, threads, hold_ns, p) for p in percents])
 
     def close(self) -> None:
         self._module = None
         self._functions = {}
 
-    def launch_many(self, kernel: ProbeKernel, sizes: Sequence[int], threads: int, *,
-                    raise_limit: bool = False) -> list[LaunchOutcome]:
+    def launch_batch(self, launches: Sequence[Launch]) -> list[LaunchOutcome]:
         # Each launch writes its own row on its own stream: a probe is one block on one SM, so they run
         # side by side, and one copy reads them all. The streams are blocking ones, ordered after the
         # zero fill and before the read on the legacy default stream. A size over the limit is refused
-        # when it is enqueued, so its error stays with its own size.
+        # when it is enqueued, so its error stays with its own probe.
         cupy = self._cupy
-        outs = cupy.zeros((len(sizes), RESULT_WORDS), dtype=cupy.uint32)
-        fn = self._function(kernel)
-        while len(self._streams) < len(sizes):
+        outs = cupy.zeros((len(launches), RESULT_WORDS), dtype=cupy.uint32)
+        while len(self._streams) < len(launches):
             self._streams.append(cupy.cuda.Stream(non_blocking=False))
-        pending: list[LaunchOutcome | int] = []  # per size: its outcome already, or the seed to decode with
-        for row, n in enumerate(sizes):
-            limit = self.set_max_dynamic(kernel, n) if raise_limit else None
+        pending: list[LaunchOutcome | int] = []  # per probe: its outcome already, or the seed to decode with
+        for row, probe in enumerate(launches):
+            n = probe.dynamic_bytes
+            limit = self.set_max_dynamic(probe.kernel, n) if probe.raise_limit else None
             if limit is not None and not limit.ok:
                 pending.append(limit)
                 continue
             seed = next(self._seeds) & 0xFF
             with self.cuda_errors() as failed, self._streams[row]:
-                fn((1,), (threads,), (cupy.uint32(n), cupy.uint32(seed), outs[row]), shared_mem=n)
+                self._function(probe.kernel)((1,), (probe.threads,), (cupy.uint32(n), cupy.uint32(seed), outs[row]),
+                                             shared_mem=n)
             pending.append(LaunchOutcome(failed.outcome, failed.detail) if failed else seed)
+        return self._decoded(launches, pending, outs)
+
+    def _decoded(self, launches: Sequence[Launch], pending: list[LaunchOutcome | int], outs: Any) -> list[LaunchOutcome]:
+        """Read every row after the one synchronisation (a fault in any launch surfaces there) and decode
+        each launched probe's row with its seed."""
         with self.cuda_errors() as failed:
-            rows = outs.get().tolist()  # the one synchronisation: a fault in any launch surfaces here
+            rows = outs.get().tolist()
         if failed:
             return [p if isinstance(p, LaunchOutcome) else LaunchOutcome(failed.outcome, failed.detail)
                     for p in pending]
-        return [p if isinstance(p, LaunchOutcome) else decode_probe_result(rows[i], kernel.static_bytes, sizes[i], p)
+        return [p if isinstance(p, LaunchOutcome) else
+                decode_probe_result(rows[i], launches[i].kernel.static_bytes, launches[i].dynamic_bytes, p)
+                for i, p in enumerate(pending)]
+
+    def residency_batch(self, probes: Sequence[ResidencyProbe]) -> list[ResidencyOutcome]:
+        # One after another on the legacy default stream: each fills every SM alone. An attribute or a
+        # carveout preference set between two launches applies to the later one only.
+        cupy = self._cupy
+        counters = cupy.zeros((len(probes), RESIDENCY_COUNTER_WORDS), dtype=cupy.uint32)
+        pending: list[ResidencyOutcome | int] = []  # per probe: its outcome already, or the API's count
+        for row, probe in enumerate(probes):
+            variant = RESIDENCY_STAIRCASE if probe.carveout_percent is None else RESIDENCY_CARVEOUT
+            fn = self._functions[residency_name(variant)]
+            n, threads = probe.dynamic_bytes, probe.threads
+            with self.cuda_errors() as failed:
+                fn.max_dynamic_shared_size_bytes = n
+                if probe.carveout_percent is not None:
+                    fn.preferred_shared_memory_carveout = probe.carveout_percent
+                api = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.kernel.ptr, threads, n)
+                fn((self._residency_grid,), (threads,), (counters[row], cupy.uint64(probe.hold_ns)), shared_mem=n)
+            pending.append(ResidencyOutcome(failed.outcome, failed.detail) if failed else int(api))
+        with self.cuda_errors() as failed:
+            # Copied whole and sliced on the host: a strided device view would need CuPy to compile a copy
+            # kernel, which a cold node pays for.
+            peaks = counters.get()[:, ResidencyWord.PEAK::len(ResidencyWord)].tolist()
+        if failed:
+            return [p if isinstance(p, ResidencyOutcome) else ResidencyOutcome(failed.outcome, failed.detail)
+                    for p in pending]
+        return [p if isinstance(p, ResidencyOutcome) else residency_from_peaks(peaks[i], p)
                 for i, p in enumerate(pending)]
 
     # Validation (experiments/validation.py): one block per SM at the opt-in ceiling, result slots per block.

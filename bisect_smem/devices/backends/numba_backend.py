@@ -24,7 +24,7 @@ from bisect_smem.devices.backends.base import (
     RealDevices,
     driver_failure,
     driver_value,
-    launch_each,
+    residency_each,
 )
 from bisect_smem.devices.backends.libcuda import libcuda
 from bisect_smem.devices.kernel_abi import (
@@ -34,10 +34,12 @@ from bisect_smem.devices.kernel_abi import (
     decode_probe_result,
 )
 from bisect_smem.devices.probes import (
+    Launch,
     LaunchOutcome,
     Outcome,
     ProbeKernel,
     ResidencyOutcome,
+    ResidencyProbe,
     classify_cuda_error,
     residency_from_peaks,
 )
@@ -171,7 +173,7 @@ class NumbaSession:
         import numpy as np
 
         self._np = np
-        self._out = cuda.device_array(RESULT_WORDS, dtype=np.uint32)
+        self._streams: list[Any] = []  # for launch_batch, created as needed
         self._counters = cuda.device_array(RESIDENCY_COUNTER_WORDS, dtype=np.uint32)
         self._seeds = itertools.count(1)
         self._residency_grid = libcuda().residency_grid(index)
@@ -215,18 +217,7 @@ class NumbaSession:
         return LaunchOutcome(classify_cuda_error(failed), failed) if failed else LaunchOutcome(Outcome.OK)
 
     def launch(self, kernel: ProbeKernel, dynamic_bytes: int, threads: int) -> LaunchOutcome:
-        np = self._np
-        seed = next(self._seeds) & 0xFF
-        with self.cuda_errors() as failed:
-            self._out.copy_to_device(np.zeros(RESULT_WORDS, dtype=np.uint32))
-            self._kernels[(kernel.static_bytes, kernel.opt_in)][1, threads, 0, dynamic_bytes](
-                np.uint32(dynamic_bytes), np.uint32(seed), self._out)
-            words = self._out.copy_to_host().tolist()
-        if failed:
-            return LaunchOutcome(failed.outcome, failed.detail)
-        # numba cannot take the shared-window address of its arrays, so the footprint stays unknown.
-        return replace(decode_probe_result(words, kernel.static_bytes, dynamic_bytes, seed),
-                       dynamic_base_offset_bytes=None)
+        return self.launch_batch([Launch(kernel, dynamic_bytes, threads)])[0]
 
     def residency(self, dynamic_bytes: int, threads: int, hold_ns: int,
                   carveout_percent: int | None = None) -> ResidencyOutcome:
@@ -262,6 +253,36 @@ class NumbaSession:
     def close(self) -> None:
         self._kernels = {}
 
-    def launch_many(self, kernel: ProbeKernel, sizes: Sequence[int], threads: int, *,
-                    raise_limit: bool = False) -> list[LaunchOutcome]:
-        return launch_each(self, kernel, sizes, threads, raise_limit=raise_limit)
+    def launch_batch(self, launches: Sequence[Launch]) -> list[LaunchOutcome]:
+        # As the CuPy backend does: each probe into its own row, on a stream of its own (blocking, so
+        # ordered after the zero fill and before the read on the default stream), read with one copy.
+        np, cuda = self._np, self._cuda
+        with self.cuda_errors() as failed:
+            outs = cuda.to_device(np.zeros((len(launches), RESULT_WORDS), dtype=np.uint32))
+            while len(self._streams) < len(launches):
+                self._streams.append(cuda.stream())
+        if failed:
+            return [LaunchOutcome(failed.outcome, failed.detail) for _ in launches]
+        pending: list[LaunchOutcome | int] = []  # per probe: its outcome already, or the seed to decode with
+        for row, probe in enumerate(launches):
+            n = probe.dynamic_bytes
+            limit = self.set_max_dynamic(probe.kernel, n) if probe.raise_limit else None
+            if limit is not None and not limit.ok:
+                pending.append(limit)
+                continue
+            seed = next(self._seeds) & 0xFF
+            kernel = self._kernels[(probe.kernel.static_bytes, probe.kernel.opt_in)]
+            with self.cuda_errors() as failed:
+                kernel[1, probe.threads, self._streams[row], n](np.uint32(n), np.uint32(seed), outs[row])
+            pending.append(LaunchOutcome(failed.outcome, failed.detail) if failed else seed)
+        with self.cuda_errors() as failed:
+            rows = outs.copy_to_host().tolist()  # the one synchronisation: a fault in any launch surfaces here
+        if failed:
+            return [p if isinstance(p, LaunchOutcome) else LaunchOutcome(failed.outcome, failed.detail) for p in pending]
+        # numba cannot take the shared-window address of its arrays, so the footprint stays unknown.
+        return [p if isinstance(p, LaunchOutcome) else replace(
+            decode_probe_result(rows[i], launches[i].kernel.static_bytes, launches[i].dynamic_bytes, p),
+            dynamic_base_offset_bytes=None) for i, p in enumerate(pending)]
+
+    def residency_batch(self, probes: Sequence[ResidencyProbe]) -> list[ResidencyOutcome]:
+        return residency_each(self, probes)

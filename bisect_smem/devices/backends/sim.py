@@ -30,19 +30,21 @@ from bisect_smem.core.hardware import (
 from bisect_smem.core.model import ClusterMeasurement
 from bisect_smem.core.profiles import cc_text
 from bisect_smem.devices import attributes
-from bisect_smem.devices.backends.base import DeviceAddress, DeviceIdentity, launch_each
+from bisect_smem.devices.backends.base import DeviceAddress, DeviceIdentity, launch_each, residency_each
 from bisect_smem.devices.backends.sim_memory import SharedMemory
 from bisect_smem.devices.backends.sim_model import DeviceModel
 from bisect_smem.devices.backends.sim_spec import SimSpec
 from bisect_smem.devices.probes import (
     ClusterOutcome,
     ClusterResidencyOutcome,
+    Launch,
     LaunchOutcome,
     LeftoverOutcome,
     MarchOutcome,
     Outcome,
     ProbeKernel,
     ResidencyOutcome,
+    ResidencyProbe,
     SmemRegisters,
 )
 
@@ -202,16 +204,19 @@ class SimSession:
         return self.model.optin_bytes - self.model.static_footprint(kernel.static_bytes)
 
     def launch(self, kernel: ProbeKernel, dynamic_bytes: int, threads: int) -> LaunchOutcome:
-        fault = self._fault(dynamic_bytes)
-        if fault is not None:
-            return fault
+        if self._poisoned:
+            return LaunchOutcome(Outcome.ILLEGAL_ADDRESS, _POISONED)
         total = dynamic_bytes + kernel.static_bytes
         # Flakiness lives near the kernel's real ceiling, not near whatever the attribute was just set to.
         ceiling = self._ceiling(kernel, threads)
         registers = self._registers(kernel, dynamic_bytes)
         if not 1 <= threads <= MAX_THREADS_PER_BLOCK or dynamic_bytes > min(self._limit(kernel), ceiling):
+            # The driver refuses the launch when it is enqueued: it never runs, so it cannot fault.
             return self._flaky(dynamic_bytes, ceiling, LaunchOutcome(Outcome.INVALID_VALUE, _INVALID), registers,
                                total)
+        fault = self._fault(dynamic_bytes)
+        if fault is not None:
+            return fault
         base = self.model.reserved_bytes + self.model.static_footprint(kernel.static_bytes)
         ok = LaunchOutcome(Outcome.OK, registers=registers, bytes_verified=total, dynamic_base_offset_bytes=base)
         return self._flaky(dynamic_bytes, ceiling, ok, registers, total)
@@ -237,9 +242,11 @@ class SimSession:
         hardware = min(m.optin_bytes, m.smem_per_sm_bytes - m.reserved_bytes) - m.static_footprint(kernel.static_bytes)
         return max(min(self._limit(kernel), hardware), 0)
 
-    def launch_many(self, kernel: ProbeKernel, sizes: Sequence[int], threads: int, *,
-                    raise_limit: bool = False) -> list[LaunchOutcome]:
-        return launch_each(self, kernel, sizes, threads, raise_limit=raise_limit)
+    def launch_batch(self, launches: Sequence[Launch]) -> list[LaunchOutcome]:
+        return launch_each(self, launches)
+
+    def residency_batch(self, probes: Sequence[ResidencyProbe]) -> list[ResidencyOutcome]:
+        return residency_each(self, probes)
 
     # Residency and carveout.
 
