@@ -135,16 +135,16 @@ def test_an_error_in_a_side_backend_reaches_the_caller() -> None:
 
 def test_a_device_is_opened_with_the_kinds_of_its_planned_steps(monkeypatch: pytest.MonkeyPatch,
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
-    from bisect_smem.app import cli, worker
+    from bisect_smem.app import cli, runner
 
     seen = []
-    real = worker.open_device
+    real = runner.open_device
 
     def open_device(*args, **kwargs):
         seen.append(kwargs.get("step_kinds"))
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(worker, "open_device", open_device)
+    monkeypatch.setattr(runner, "open_device", open_device)  # the simulated device is measured in this process
     assert cli.main(["--simulate", "h200", "--quiet", "--json", "-"]) in (0, 1)
     capsys.readouterr()
     assert seen == [_kinds(MeasureConfig())]

@@ -12,7 +12,6 @@ from typing import Any
 from bisect_smem.core.errors import UsageError
 from bisect_smem.devices.backends import BACKEND_NAMES, REAL_BACKENDS, get_backend
 from bisect_smem.devices.backends.base import Backend
-from bisect_smem.devices.backends.sim_spec import SimSpec
 from bisect_smem.experiments.config import MeasureConfig
 
 ALL_BACKENDS = "all"
@@ -53,6 +52,9 @@ def backend_for(name: str | None, simulate: Sequence[str] | None = None) -> Back
     if simulate:
         if name != "sim":
             raise UsageError(f"--simulate runs on the sim backend, not {name!r}")
+        # Deferred: the --simulate parser (and the simulator's model) loads only where a run simulates.
+        from bisect_smem.devices.backends.sim_spec import SimSpec
+
         return get_backend("sim", tuple(SimSpec.parse(text) for text in simulate))
     if name == "sim":
         raise UsageError("the sim backend needs --simulate PROFILE (see `bisect-smem profiles`)")

@@ -26,6 +26,7 @@ from typing import Any
 
 from bisect_smem.analysis.crosscheck import with_cross_checks
 from bisect_smem.analysis.device_report import build_report
+from bisect_smem.app.leftover_writer import write_elsewhere
 from bisect_smem.app.messages import (
     Exited,
     Finished,
@@ -43,13 +44,13 @@ from bisect_smem.app.messages import (
 from bisect_smem.app.requests import RunRequest
 from bisect_smem.app.subprocesses import python_command, python_environment
 from bisect_smem.app.timeline import mark
-from bisect_smem.app.worker import measure_in_process, planned_steps
+from bisect_smem.app.worker import planned_steps
 from bisect_smem.app.worker_process import MODULE as WORKER_MODULE
 from bisect_smem.core.attributes import NvmlInfo
-from bisect_smem.core.errors import BackendUnavailable, UsageError
+from bisect_smem.core.errors import BackendUnavailable, BisectSmemError, UsageError
 from bisect_smem.core.model import DeviceReport
-from bisect_smem.devices.device_info import DeviceInfo
-from bisect_smem.experiments.measure import running_steps
+from bisect_smem.devices.device_info import DeviceInfo, open_device
+from bisect_smem.experiments.measure import DeviceMeasurement, running_steps
 from bisect_smem.experiments.steps import Done, Step, StepResult
 
 ProgressSink = Callable[[int, str], None]
@@ -105,6 +106,25 @@ def run(request: RunRequest, progress: ProgressSink | None = None) -> tuple[Devi
         supervisor.stop()
         raise
     return supervisor.run()
+
+
+def measure_in_process(request: RunRequest, index: int, progress: Callable[[str], None]) -> DeviceReport:
+    """The whole device in this process, with no restarts: a sticky fault ends the measurement."""
+    start = time.perf_counter()
+    name = request.backend.name
+    steps = planned_steps(request)
+    try:
+        session, info = open_device(request.backend, index, request.config.static_sizes,
+                                    step_kinds=frozenset(step.kind for step in steps))
+    except BisectSmemError as exc:
+        return build_report(index, name, None, {}, [], str(exc), time.perf_counter() - start)
+    writer = write_elsewhere(session, request.config.static_sizes, progress)
+    try:
+        done, error = DeviceMeasurement.for_device(session, info, request.config, progress, writer).run(steps)
+    finally:
+        session.close()
+    return build_report(index, name, info, done, [], error, time.perf_counter() - start, steps,
+                        request.config.level)
 
 
 def _now() -> str:

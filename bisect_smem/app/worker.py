@@ -9,11 +9,8 @@ from __future__ import annotations
 
 import os
 import threading
-import time
-from collections.abc import Callable
 from typing import NoReturn
 
-from bisect_smem.analysis.device_report import build_report
 from bisect_smem.app.leftover_writer import write_elsewhere
 from bisect_smem.app.messages import (
     Channel,
@@ -30,7 +27,6 @@ from bisect_smem.app.messages import (
 from bisect_smem.app.requests import RunRequest
 from bisect_smem.app.timeline import mark
 from bisect_smem.core.errors import BisectSmemError, ProbeFault
-from bisect_smem.core.model import DeviceReport
 from bisect_smem.devices.device_info import open_device
 from bisect_smem.experiments.measure import DeviceMeasurement
 from bisect_smem.experiments.plan import plan_steps
@@ -109,25 +105,6 @@ class CoalescedProgress:
         """No more lines."""
         self.stopped.set()
         self.thread.join(timeout=1)
-
-
-def measure_in_process(request: RunRequest, index: int, progress: Callable[[str], None]) -> DeviceReport:
-    """The whole device in this process, with no restarts: a sticky fault ends the measurement."""
-    start = time.perf_counter()
-    name = request.backend.name
-    steps = planned_steps(request)
-    try:
-        session, info = open_device(request.backend, index, request.config.static_sizes,
-                                    step_kinds=frozenset(step.kind for step in steps))
-    except BisectSmemError as exc:
-        return build_report(index, name, None, {}, [], str(exc), time.perf_counter() - start)
-    writer = write_elsewhere(session, request.config.static_sizes, progress)
-    try:
-        done, error = DeviceMeasurement.for_device(session, info, request.config, progress, writer).run(steps)
-    finally:
-        session.close()
-    return build_report(index, name, info, done, [], error, time.perf_counter() - start, steps,
-                        request.config.level)
 
 
 def planned_steps(request: RunRequest) -> list[Step]:
