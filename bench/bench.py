@@ -3,7 +3,7 @@
     python bench/bench.py [--repeat N] [--out bench.json]
 
 floor:  a fresh Python that imports CuPy, creates the CUDA context and builds and loads one module.
-runs:   `python -m bisect_smem` as a fresh process. Each of N rounds runs, one after another, the floor,
+runs:   `python -m bisect_smem --device 0` as a fresh process. Each of N rounds runs, one after another, the floor,
         the default run warm (kernel caches filled), `--level quick` warm, the default run cold (empty
         kernel caches) and `--level full` warm, so that the ratios compare runs made side by side; then
         `--backend all` warm (CuPy and numba kernel caches filled) and, with more than one visible GPU,
@@ -44,7 +44,8 @@ module = cupy.RawModule(code=read_kernel(PROBE_FILE), options=NVRTC_OPTIONS, nam
 module.get_function(probe_name(0, True))
 cupy.cuda.runtime.deviceSynchronize()
 """
-TOOL = [sys.executable, "-m", "bisect_smem", "--quiet"]
+TOOL = [sys.executable, "-m", "bisect_smem", "--quiet", "--device", "0"]  # one device, as the floor has
+EVERY_DEVICE = [sys.executable, "-m", "bisect_smem", "--quiet"]
 LATENCY_BYTES = 200_000
 
 
@@ -154,7 +155,7 @@ def device_scaling_runs(work: Path, env: dict[str, str], repeat: int, devices: i
     report = str(work / "scaling.json")
     ones, alls, codes = [], [], set()
     for _ in range(repeat):
-        for samples, command in ((ones, [*TOOL, "--device", "0", "--json", report]), (alls, [*TOOL, "--json", report])):
+        for samples, command in ((ones, [*TOOL, "--json", report]), (alls, [*EVERY_DEVICE, "--json", report])):
             seconds, code = timed(command, env)
             samples.append(seconds)
             codes.add(code)
