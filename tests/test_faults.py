@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -206,3 +207,27 @@ def test_cupys_cuda_major_is_read_from_its_dist_info_folder(tmp_path: Path) -> N
     assert cupy_cuda_major([str(tmp_path / "missing"), str(tmp_path)]) is None
     (tmp_path / "cupy_cuda12x-13.6.0.dist-info").mkdir()
     assert cupy_cuda_major([str(tmp_path)]) == 12
+
+
+def test_a_fault_injected_on_one_device_leaves_every_result_exact(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    from bisect_smem.core.quantities import json_quantities
+
+    _, clean = run(["--simulate", "h200", "--simulate", "h200"], tmp_path, capsys, "clean.json")
+    code, faulted = run(["--simulate", "h200", "--simulate", "h200", "--inject-fault", "static_split:0:128@1"],
+                        tmp_path, capsys, "faulted.json")
+    first, second = faulted["devices"]
+    assert code == 0 and first["events"] == [] and first["error"] is None and second["error"] is None
+    (event,) = second["events"]
+    assert event["what"] == "sticky fault" and event["where"] == "device 1, step static_split:0:128"
+    for before, after in zip(clean["devices"], faulted["devices"], strict=True):
+        assert json_quantities(after) == json_quantities(before)
+    assert cli.main(["merge", str(tmp_path / "faulted.json")]) == 0
+    (row,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("Simulated sm_90")]
+    assert re.split(r"\s{2,}", row)[2:] == ["2", "49152", "232448", "233472", "none"]
+
+
+def test_an_injected_fault_names_its_step_and_may_name_its_device(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["--simulate", "h200", "--inject-fault", "static_split:0:128@x"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "STEP@DEVICE" in err, err

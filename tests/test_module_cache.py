@@ -60,3 +60,50 @@ def test_a_source_that_does_not_compile_says_why(tmp_path: Path) -> None:
     with pytest.raises(nvrtc.CompileFailed, match="error"):
         nvrtc.cached_cubin("__global__ void k() { undeclared(); }", [], (), "sm_90", tmp_path)
     assert not list(tmp_path.glob("*.cubin"))
+
+
+def test_workers_that_miss_one_entry_at_once_compile_it_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The workers of several devices (and the supervisor, which prepares the module beside them) that all
+    # miss the same entry wait for the first one's compile, then load it.
+    import threading
+    import time
+
+    real, compiles = nvrtc.compile_source, []
+
+    def slow_compile(*args: object, **kwargs: object) -> nvrtc.Compiled:
+        compiles.append(threading.current_thread().name)
+        time.sleep(0.3)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(nvrtc, "compile_source", slow_compile)
+    found: list[tuple[Path, dict[str, str]]] = []
+    workers = [threading.Thread(target=lambda: found.append(
+        nvrtc.cached_cubin(module_source(), NAMES, NVRTC_OPTIONS, "sm_90", tmp_path))) for _ in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert len(compiles) == 1 and len(found) == 4 and len({path for path, _ in found}) == 1
+    assert all(lowered == found[0][1] for _, lowered in found)
+
+
+def test_the_supervisor_compiles_the_module_each_worker_then_loads(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from bisect_smem.devices.backends import cupy_backend
+
+    class H200s:
+        def attribute(self, attribute_id: int, ordinal: int) -> int:
+            return {75: 9, 76: 0}[attribute_id]  # compute capability major, minor
+
+    monkeypatch.setenv(nvrtc.CACHE_ENV, str(tmp_path))
+    monkeypatch.setattr(cupy_backend, "libcuda", lambda: H200s())
+    kinds = frozenset({"default_ceiling", "static_split"})
+    cupy_backend.CupyBackend().prepare((0, 1, 2, 3), (0, 1024), kinds)
+    assert len(list(tmp_path.glob("*.cubin"))) == 1  # four devices of one architecture: one compile
+
+    def no_compile(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("a worker compiled the module the supervisor had prepared")
+
+    monkeypatch.setattr(nvrtc, "compile_source", no_compile)
+    path, lowered = nvrtc.cached_cubin(module_source(), NAMES, NVRTC_OPTIONS, "sm_90")
+    assert path.parent == tmp_path and set(lowered) == set(NAMES)

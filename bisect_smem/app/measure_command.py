@@ -79,7 +79,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="a probe that takes longer ends its worker and counts as a timeout (default 5)")
     add("--max-restarts", type=non_negative_int, default=6, metavar="N",
         help="restarts of a device's worker after faults before the device is given up (default 6)")
-    add("--inject-fault", metavar="STEP", help=argparse.SUPPRESS)  # test only
+    add("--inject-fault", metavar="STEP[@DEVICE]", help=argparse.SUPPRESS)  # test only
     add("--inline", action="store_true", help="measure in this process instead of one worker process per device")
     add("--quiet", action="store_true", help="no progress on stderr")
     fleet_outputs.add_arguments(parser)
@@ -117,7 +117,7 @@ def parse(args: argparse.Namespace) -> MeasureRequest:
         config=MeasureConfig(confirm=args.confirm, level=args.level),
         isolate=False if args.inline else (True if timeouts_given else None),
         device_timeout_s=args.device_timeout or 300.0, probe_timeout_s=args.probe_timeout or 5.0,
-        max_restarts=args.max_restarts, inject_fault=args.inject_fault)
+        max_restarts=args.max_restarts, **_injected(args.inject_fault))
     backend = ALL_BACKENDS if args.backend == ALL_BACKENDS else runs[0].backend.name if runs else ALL_BACKENDS
     if args.json == "-" and args.format == "markdown":
         raise UsageError(f"--json - prints JSON on stdout; it cannot be combined with --format {args.format}")
@@ -133,6 +133,16 @@ def parse(args: argparse.Namespace) -> MeasureRequest:
                           Path(args.save_baseline) if args.save_baseline else None, args.force,
                           Path(args.compare) if args.compare else None, args.allow_missing,
                           not args.quiet and sys.stderr.isatty())
+
+
+def _injected(text: str | None) -> dict[str, str | int | None]:
+    """``--inject-fault STEP[@DEVICE]`` as the request's fields: the step, and the one device to fault on."""
+    if text is None or "@" not in text:
+        return {"inject_fault": text}
+    step, device = text.rsplit("@", 1)
+    if not device.isdigit():
+        raise UsageError(f"--inject-fault takes STEP or STEP@DEVICE, a device index (got {text!r})")
+    return {"inject_fault": step, "inject_device": int(device)}
 
 
 def _check_options(args: argparse.Namespace) -> None:

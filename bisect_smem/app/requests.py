@@ -30,6 +30,7 @@ class RunRequest:
     startup_timeout_s: float = 120.0
     max_restarts: int = 6
     inject_fault: str | None = None  # test only: a step whose first attempt makes a real illegal access
+    inject_device: int | None = None  # test only: the one device it does so on (None: every device)
 
     def __post_init__(self) -> None:
         for name in ("device_timeout_s", "probe_timeout_s", "startup_timeout_s"):

@@ -56,7 +56,7 @@ from bisect_smem.experiments.steps import Done, Step, StepResult
 ProgressSink = Callable[[int, str], None]
 POLL_S = 0.05
 GIVE_UP_AFTER_FAULTS = 2
-NVML_TIMEOUT_S = 30.0  # NVML answers slowly on some systems; past this its fields stay unknown
+BESIDE_TIMEOUT_S = 30.0  # NVML answers slowly on some systems; past this its fields stay unknown
 WAIT_S = 5.0
 
 
@@ -159,7 +159,7 @@ class _Supervisor:
         self.devices: dict[int, _Device] = {}
         self.steps = planned_steps(request)
         self.nvml: dict[int, NvmlInfo] = {}
-        self.nvml_reader: threading.Thread | None = None
+        self.beside: list[threading.Thread] = []  # the host's work, done once for all devices
 
     def start(self, indices: tuple[int, ...] | list[int]) -> None:
         for index in indices:
@@ -168,23 +168,28 @@ class _Supervisor:
                 self._start(dev)
 
     def keep(self, indices: tuple[int, ...]) -> None:
-        """Drop workers started early for devices that are not to be measured after all, and read NVML for
-        the devices that are."""
+        """Drop workers started early for devices that are not to be measured after all; for those that
+        are, do beside them, once, what they all need: the backend's shared preparation (the compiled
+        module each worker then loads) and NVML's view of every device."""
         for index in [i for i in self.devices if i not in indices]:
             _end(self.devices.pop(index).proc)
-        if self.request.backend.nvml_from_host:
-            self.nvml_reader = threading.Thread(target=self._read_nvml, args=(indices,), daemon=True)
-            self.nvml_reader.start()
-
-    def _read_nvml(self, indices: tuple[int, ...]) -> None:
-        self.nvml.update(self.request.backend.host_nvml(indices))
+        backend, kinds = self.request.backend, frozenset(step.kind for step in self.steps)
+        self.beside = [threading.Thread(target=backend.prepare, args=(indices, self.request.config.static_sizes, kinds),
+                                        daemon=True)]
+        if backend.nvml_from_host:
+            self.beside.append(threading.Thread(target=lambda: self.nvml.update(backend.host_nvml(indices)),
+                                                daemon=True))
+        for thread in self.beside:
+            thread.start()
 
     def stop(self) -> None:
         for dev in self.devices.values():
             _end(dev.proc)
 
     def _start(self, dev: _Device) -> None:
-        inject = self.request.inject_fault if not dev.events else None  # only the first attempt faults
+        request = self.request
+        # Only the first attempt faults, on the device named (every device where none is).
+        inject = request.inject_fault if not dev.events and request.inject_device in (None, dev.index) else None
         # After any fault every step runs alone, so that a fault in steps sharing rounds is pinned on one.
         job = WorkerJob(self.request, dev.index, dict(dev.done), self.steps, inject, alone=bool(dev.events))
         args = [str(dev.index), *(["--context"] if self.request.backend.nvml_from_host else [])]
@@ -221,8 +226,9 @@ class _Supervisor:
             for dev in self.devices.values():
                 _wait(dev.proc)
         mark("workers done")
-        if self.nvml_reader is not None:
-            self.nvml_reader.join(timeout=NVML_TIMEOUT_S)
+        deadline = time.monotonic() + BESIDE_TIMEOUT_S
+        for thread in self.beside:
+            thread.join(timeout=max(deadline - time.monotonic(), 0))
         return tuple(build_report(d.index, self.request.backend.name, self._with_nvml(d), d.done, d.events, d.error,
                                   time.monotonic() - d.started, self.steps, self.request.config.level)
                      for d in sorted(self.devices.values(), key=lambda d: d.index))

@@ -9,12 +9,19 @@ cache entry is compiled again, never trusted.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # not on Windows: there, each process that misses an entry compiles it
+    fcntl = None  # type: ignore[assignment]
 
 from bisect_smem.core.atomic import replace_atomically
 
@@ -119,15 +126,35 @@ def cached_cubin(source: str, names: list[str], options: tuple[str, ...], arch: 
     lowered = _read_entry(cubin, index, names)
     if lowered is not None:
         return cubin, lowered
-    built = compile_source(source, arch, names, options, cubin=True)
-    if not built.ok:
-        raise CompileFailed(built.log)
     folder.mkdir(parents=True, exist_ok=True)
-    # Readers in other processes see no file or the whole file (two writers write the same bytes).
-    replace_atomically(cubin, built.image)
-    replace_atomically(index, json.dumps({"sha256": hashlib.sha256(built.image).hexdigest(),
-                                     "lowered": built.lowered}, sort_keys=True).encode())
+    with _compiling(folder / f"{key}.lock"):
+        lowered = _read_entry(cubin, index, names)  # another process may have compiled it meanwhile
+        if lowered is not None:
+            return cubin, lowered
+        built = compile_source(source, arch, names, options, cubin=True)
+        if not built.ok:
+            raise CompileFailed(built.log)
+        # Readers in other processes see no file or the whole file (two writers write the same bytes).
+        replace_atomically(cubin, built.image)
+        replace_atomically(index, json.dumps({"sha256": hashlib.sha256(built.image).hexdigest(),
+                                         "lowered": built.lowered}, sort_keys=True).encode())
     return cubin, built.lowered
+
+
+@contextlib.contextmanager
+def _compiling(lock: Path) -> Iterator[None]:
+    """Held while a missing entry is compiled: the workers of several devices (and other runs) that miss
+    the same entry at once wait for the first one's compile and load it, rather than each compiling it.
+    The lock goes with its process, however that ends. Where there is no flock, each compiles."""
+    if fcntl is None:
+        yield
+        return
+    with lock.open("a") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 class CompileFailed(Exception):

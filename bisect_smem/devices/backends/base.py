@@ -220,6 +220,10 @@ class RealDevices:
         lib = libcuda()
         return dict(zip(indices, read_nvml_all([lib.pci_bus_id(i) for i in indices]), strict=True))
 
+    def prepare(self, indices: tuple[int, ...], static_sizes: tuple[int, ...],
+                step_kinds: frozenset[str] | None = None) -> None:
+        """Nothing to do once for all devices."""
+
     def loaded_static_smem(self, path: Path, kernel: str) -> int | None:
         """The driver's static shared memory for a kernel in a compiled file; None where not supported."""
         return None
@@ -261,6 +265,13 @@ class Backend(Protocol):
 
     def host_nvml(self, indices: tuple[int, ...]) -> dict[int, NvmlInfo]:
         """NVML's view of each of these devices, read in this process; empty where sessions answer it."""
+        ...
+
+    def prepare(self, indices: tuple[int, ...], static_sizes: tuple[int, ...],
+                step_kinds: frozenset[str] | None = None) -> None:
+        """Do, once in this process and beside the devices' workers, what each device's session would
+        otherwise repeat (the CuPy backend compiles its probe module into the cache, once per
+        architecture); a failure here is left for the sessions to meet. Never raises."""
         ...
 
     def is_available(self) -> bool:

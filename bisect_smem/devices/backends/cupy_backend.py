@@ -113,6 +113,20 @@ class CupyBackend(RealDevices):
              step_kinds: frozenset[str] | None = None) -> CupySession:
         return CupySession(index, static_sizes, step_kinds)
 
+    def prepare(self, indices: tuple[int, ...], static_sizes: tuple[int, ...],
+                step_kinds: frozenset[str] | None = None) -> None:
+        """The probe module in the compiled-module cache for each architecture among the devices, compiled
+        here once while their workers import CuPy; a worker that gets there first waits for this compile."""
+        names = module_name_expressions(static_sizes, step_kinds)
+        try:
+            lib = libcuda()
+            archs = {f"sm_{lib.attribute(DriverAttribute.COMPUTE_CAPABILITY_MAJOR, i)}"
+                     f"{lib.attribute(DriverAttribute.COMPUTE_CAPABILITY_MINOR, i)}" for i in indices}
+            for arch in sorted(archs):
+                cached_cubin(module_source(), names, NVRTC_OPTIONS, arch)
+        except (BackendUnavailable, NvrtcUnavailable, CompileFailed, OSError):
+            pass  # each session meets the same failure and says so, as it would without this
+
 
 class CupySession:
     """One device: every probe kernel compiled in a single NVRTC call and loaded once."""

@@ -63,6 +63,10 @@ class SimBackend:
         """Nothing: each simulated session answers for its device."""
         return {}
 
+    def prepare(self, indices: tuple[int, ...], static_sizes: tuple[int, ...],
+                step_kinds: frozenset[str] | None = None) -> None:
+        """Nothing: a simulated device compiles nothing."""
+
     def __init__(self, specs: tuple[SimSpec, ...]) -> None:
         self.specs = specs
 
