@@ -21,7 +21,8 @@ PARTS = (
     ("device open to first probe", "device opened", "first step"),
     ("probing (every step)", "first step", "steps done"),
     ("last step to the parent", "steps done", "workers done"),
-    ("report (verdicts, render, write)", "workers done", "output written"),
+    ("workers' exit (their contexts released)", "workers done", "workers exited"),
+    ("report (verdicts, render, write)", "workers exited", "output written"),
     ("exit (interpreter teardown)", "output written", "exit"),
 )
 

@@ -222,10 +222,13 @@ class _Supervisor:
                     continue
                 self._handle(generation, message)
         finally:
+            mark("workers done")
             self.stop()
             for dev in self.devices.values():
                 _wait(dev.proc)
-        mark("workers done")
+        # A worker's process has exited (its CUDA context released) before the report goes out: a job that
+        # starts after the check finds the GPU free, in an exclusive compute mode too.
+        mark("workers exited")
         deadline = time.monotonic() + BESIDE_TIMEOUT_S
         for thread in self.beside:
             thread.join(timeout=max(deadline - time.monotonic(), 0))

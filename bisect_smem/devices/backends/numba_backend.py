@@ -24,7 +24,6 @@ from bisect_smem.devices.backends.base import (
     RealDevices,
     driver_failure,
     driver_value,
-    residency_each,
 )
 from bisect_smem.devices.backends.libcuda import libcuda
 from bisect_smem.devices.kernel_abi import (
@@ -174,7 +173,6 @@ class NumbaSession:
 
         self._np = np
         self._streams: list[Any] = []  # for launch_batch, created as needed
-        self._counters = cuda.device_array(RESIDENCY_COUNTER_WORDS, dtype=np.uint32)
         self._seeds = itertools.count(1)
         self._residency_grid = libcuda().residency_grid(index)
         # numba's own driver layer raises CudaAPIError; launches through cuda.core raise its CUDAError,
@@ -221,25 +219,44 @@ class NumbaSession:
 
     def residency(self, dynamic_bytes: int, threads: int, hold_ns: int,
                   carveout_percent: int | None = None) -> ResidencyOutcome:
-        if carveout_percent is not None:
-            return ResidencyOutcome(Outcome.OTHER, "the numba backend does not sweep carveouts")
+        return self.residency_batch([ResidencyProbe(dynamic_bytes, threads, hold_ns, carveout_percent)])[0]
+
+    def residency_batch(self, probes: Sequence[ResidencyProbe]) -> list[ResidencyOutcome]:
+        # One after another on the default stream (each fills every SM alone), each counting into its own
+        # row, read with one copy; an attribute set between two launches applies to the later one only.
         from cuda.bindings import driver as cu
 
-        np = self._np
+        np, cuda = self._np, self._cuda
         with self.cuda_errors() as failed:
-            refused = set_kernel_max_dynamic_smem(self._residency, dynamic_bytes, self.index)
-            if refused:
-                return ResidencyOutcome(classify_cuda_error(refused), refused)
+            counters = cuda.to_device(np.zeros((len(probes), RESIDENCY_COUNTER_WORDS), dtype=np.uint32))
             function = driver_value(cu.cuKernelGetFunction(cu.CUkernel(kernel_handle(self._residency))))
-            blocks = None if function is None else driver_value(
-                cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(function, threads, dynamic_bytes))
-            api = None if blocks is None else int(blocks)
-            self._counters.copy_to_device(np.zeros(RESIDENCY_COUNTER_WORDS, dtype=np.uint32))
-            self._residency[self._residency_grid, threads, 0, dynamic_bytes](self._counters, np.uint64(hold_ns))
-            peaks = self._counters.copy_to_host()[W_PEAK::COUNTER_STRIDE].tolist()
         if failed:
-            return ResidencyOutcome(failed.outcome, failed.detail)
-        return residency_from_peaks(peaks, api)
+            return [ResidencyOutcome(failed.outcome, failed.detail) for _ in probes]
+        pending: list[ResidencyOutcome | int | None] = []  # per probe: its outcome already, or the API's count
+        for row, probe in enumerate(probes):
+            if probe.carveout_percent is not None:
+                pending.append(ResidencyOutcome(Outcome.OTHER, "the numba backend does not sweep carveouts"))
+                continue
+            n, threads = probe.dynamic_bytes, probe.threads
+            refused, blocks = None, None
+            with self.cuda_errors() as failed:
+                refused = set_kernel_max_dynamic_smem(self._residency, n, self.index)
+                if not refused:
+                    blocks = None if function is None else driver_value(
+                        cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(function, threads, n))
+                    self._residency[self._residency_grid, threads, 0, n](counters[row], np.uint64(probe.hold_ns))
+            if refused:
+                pending.append(ResidencyOutcome(classify_cuda_error(refused), refused))
+            else:
+                pending.append(ResidencyOutcome(failed.outcome, failed.detail) if failed
+                               else None if blocks is None else int(blocks))
+        with self.cuda_errors() as failed:
+            rows = counters.copy_to_host()[:, W_PEAK::COUNTER_STRIDE].tolist()  # the one synchronisation
+        if failed:
+            return [p if isinstance(p, ResidencyOutcome) else ResidencyOutcome(failed.outcome, failed.detail)
+                    for p in pending]
+        return [p if isinstance(p, ResidencyOutcome) else residency_from_peaks(rows[i], p)
+                for i, p in enumerate(pending)]
 
     def available_dynamic_smem(self, kernel: ProbeKernel, threads: int) -> int | None:
         return None  # numba exposes no occupancy query for a function's available dynamic memory
@@ -283,6 +300,3 @@ class NumbaSession:
         return [p if isinstance(p, LaunchOutcome) else replace(
             decode_probe_result(rows[i], launches[i].kernel.static_bytes, launches[i].dynamic_bytes, p),
             dynamic_base_offset_bytes=None) for i, p in enumerate(pending)]
-
-    def residency_batch(self, probes: Sequence[ResidencyProbe]) -> list[ResidencyOutcome]:
-        return residency_each(self, probes)
