@@ -192,7 +192,7 @@ class _Supervisor:
         inject = request.inject_fault if not dev.events and request.inject_device in (None, dev.index) else None
         # After any fault every step runs alone, so that a fault in steps sharing rounds is pinned on one.
         job = WorkerJob(self.request, dev.index, dict(dev.done), self.steps, inject, alone=bool(dev.events))
-        args = [str(dev.index), *(["--context"] if self.request.backend.nvml_from_host else [])]
+        args = [str(dev.index), *(["--context"] if self.request.backend.primary_context else [])]
         # Each worker leads a process group of its own: ending it ends whatever it started too.
         dev.proc = subprocess.Popen(python_command(WORKER_MODULE, *args), env=python_environment(),
                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, process_group=0)

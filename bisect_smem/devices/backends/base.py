@@ -214,6 +214,7 @@ class RealDevices:
     supported_steps: tuple[str, ...] | None = None
     needs_isolation = True
     nvml_from_host = True
+    primary_context = True
 
     def host_nvml(self, indices: tuple[int, ...]) -> dict[int, NvmlInfo]:
         """NVML's view of each device, found by the PCI bus id the driver gives it, with NVML started once."""
@@ -255,13 +256,16 @@ class Backend(Protocol):
     ``supported_steps`` names the step kinds it can measure (None: all); ``needs_isolation`` says
     whether its devices must be measured in worker processes (faults that end a process, hangs);
     ``nvml_from_host`` whether NVML's view of a device is the host's, read once by the supervisor
-    (``host_nvml``) rather than by each device's session (a simulated device's is its own).
+    (``host_nvml``) rather than by each device's session (a simulated device's is its own);
+    ``primary_context`` whether a session runs in the device's primary CUDA context, which a worker
+    may have the driver create before it opens the device.
     """
 
     name: str
     supported_steps: tuple[str, ...] | None
     needs_isolation: bool
     nvml_from_host: bool
+    primary_context: bool
 
     def host_nvml(self, indices: tuple[int, ...]) -> dict[int, NvmlInfo]:
         """NVML's view of each of these devices, read in this process; empty where sessions answer it."""

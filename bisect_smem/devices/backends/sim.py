@@ -58,6 +58,7 @@ class SimBackend:
     name = "sim"
     supported_steps: tuple[str, ...] | None = None
     nvml_from_host = False  # a simulated device's NVML view is its session's own
+    primary_context = False
 
     def host_nvml(self, indices: tuple[int, ...]) -> dict[int, NvmlInfo]:
         """Nothing: each simulated session answers for its device."""
