@@ -57,8 +57,7 @@ class SimBackend:
 
     name = "sim"
     supported_steps: tuple[str, ...] | None = None
-    nvml_from_host = False  # a simulated device's NVML view is its session's own
-    primary_context = False
+    nvml_from_host = primary_context = False  # a simulated device's NVML view is its session's own; no CUDA
 
     def host_nvml(self, indices: tuple[int, ...]) -> dict[int, NvmlInfo]:
         """Nothing: each simulated session answers for its device."""
