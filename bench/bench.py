@@ -51,14 +51,16 @@ LATENCY_BYTES = 200_000
 
 def timed(command: list[str], env: dict[str, str], parts: list[dict[str, float]] | None = None) -> tuple[float, int]:
     """Seconds and exit code of one fresh process; with ``parts``, append where its time went."""
-    trace = Path(tempfile.mktemp(prefix="bisect-smem-timeline-"))
+    handle, name = tempfile.mkstemp(prefix="bisect-smem-timeline-")
+    os.close(handle)
+    trace = Path(name)
     env = {**env, "BISECT_SMEM_TIMELINE": str(trace)} if parts is not None else env
     launched = time.monotonic()
     proc = subprocess.run(command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     ended = time.monotonic()
     if parts is not None:
         parts.append(timeline.parts(timeline.read_points(trace, launched, ended)))
-        trace.unlink(missing_ok=True)
+    trace.unlink(missing_ok=True)
     return ended - launched, proc.returncode
 
 
