@@ -86,7 +86,8 @@ def test_merge_rows_are_those_of_the_loaded_report(reports: list[dict], tmp_path
         path.write_text(json.dumps(doc))
         report = load_saved(path, (REPORT_SCHEMA,))
         expected = [(f"{path}:{d.index}", report.host, d.name or "unknown", driver_version(d), d.error,
-                     tuple((k, merge._hashable(v)) for k, v in quantities(d).items())) for d in report.devices]
+                     tuple((k, merge._hashable(v)) for k, v in quantities(d).items()),
+                     d.measured.level if d.measured else None) for d in report.devices]
         assert merge.device_rows(str(path)) == expected
 
 
@@ -116,19 +117,32 @@ def test_orjson_and_the_standard_parser_merge_alike(h200: dict, tmp_path: Path, 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
     from bench_merge import write_fleet
 
-    planted = write_fleet(tmp_path, with_reported(h200, 2**70), reports=40, devices=2, deviating=2)
+    planted = write_fleet(tmp_path, with_reported(h200, 2**62), reports=40, devices=2, deviating=2)
     paths = sorted(str(p) for p in tmp_path.glob("*.json"))
-    big = write(tmp_path / "big.json", with_reported(h200, 2**70 + 1))  # orjson alone would read 2**70 + 1.0
+    big = write(tmp_path / "big.json", with_reported(h200, 2**62 + 1))  # one more than the others, exactly
     nan = write(tmp_path / "nan.json", with_reported(h200, float("nan")))  # orjson refuses NaN
-    bom = write(tmp_path / "bom.json", {}, b"\xef\xbb\xbf" + json.dumps(with_reported(h200, 2**70)).encode())
+    bom = write(tmp_path / "bom.json", {}, b"\xef\xbb\xbf" + json.dumps(with_reported(h200, 2**62)).encode())
     assert merge._orjson is not None
     fast = run_merge([*paths, big, nan, bom], capsys)
     monkeypatch.setattr(merge, "_orjson", None)
     assert run_merge([*paths, big, nan, bom], capsys) == fast
     code, out, _ = fast
-    assert code == 1 and f"{big}:0: reported.driver.vendor_field: {2**70 + 1} (majority: {2**70})" in out
+    assert code == 1 and f"{big}:0: reported.driver.vendor_field: {2**62 + 1} (majority: {2**62})" in out
     assert f"{nan}:0: reported.driver.vendor_field: nan" in out and f"{bom}:0" not in out
     assert all(f"{label}: measured.optin_dynamic_ceiling_bytes" in out for label in planted)
+
+
+@pytest.mark.parametrize("parser", ["orjson", "json"])
+def test_an_integer_beyond_64_bits_is_refused_by_both_parsers(h200: dict, tmp_path: Path, parser: str,
+                                                              monkeypatch: pytest.MonkeyPatch,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    if parser == "json":
+        monkeypatch.setattr(merge, "_orjson", None)
+    big = write(tmp_path / "big.json", with_reported(h200, 2**70 + 1))  # orjson alone would read 2**70 + 1.0
+    code, out, err = run_merge([big], capsys)
+    assert (code, out) == (2, "")
+    assert err == (f"error: {big}: field devices[0].reported.driver.vendor_field must be an integer of at most "
+                   f"64 bits (got {2**70 + 1})\n")
 
 
 @pytest.mark.parametrize("parser", ["orjson", "json"])
@@ -184,8 +198,8 @@ def test_merge_leaves_the_verdicts_and_run_to_run_figures_unread(h200: dict, tmp
     doc["devices"][0]["measured"]["static_splits"][0]["static_bytes"] = -16  # a bound, not a type
     path = write(tmp_path / "c.json", doc)
     code, _, err = run_merge([path], capsys)
-    assert code == 2 and err.strip() == (f"error: {path}: not a readable bisect_smem report "
-                                         f"(static bytes must be >= 0 (got -16))")
+    assert code == 2 and err.strip() == (f"error: {path}: field devices[0].measured.static_splits[0].static_bytes "
+                                         f"must be an integer in 0..49152 (got -16)")
 
 
 @pytest.mark.parametrize(("optins", "majority", "tie"), [

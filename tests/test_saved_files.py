@@ -58,15 +58,15 @@ def test_a_numeric_cc_in_a_baseline_is_refused_alike(tmp_path: Path, capsys: pyt
         assert (code, err) == (2, f"error: {name}: {problem}\n"), args
 
 
-def test_a_malformed_cc_string_is_one_line_naming_the_file(tmp_path: Path,
-                                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_malformed_cc_string_is_refused_alike_when_the_file_is_read(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
     path = report_with_cc(tmp_path, "9")
-    code, _, err = run(["--simulate", str(path)], capsys)
-    assert code == 2 and err == (f"error: --simulate {path}: the compute_capability of device 0 must be "
-                                 f"MAJOR.MINOR, like 9.0 (got '9')\n")
-    code, _, err = run(["fit", "1000", "--target", str(path)], capsys)
-    assert code == 2 and err == (f"error: {path}: device 0 compute capability must be MAJOR.MINOR, "
-                                 f"like 9.0 (got '9')\n")
+    problem = "field devices[0].compute_capability must be MAJOR.MINOR, like 9.0 (got '9')"
+    for args, name in ((["--simulate", str(path)], f"--simulate {path}"),
+                       (["fit", "1000", "--target", str(path)], f"--target {path}"),
+                       (["merge", str(path)], str(path))):
+        code, _, err = run(args, capsys)
+        assert (code, err) == (2, f"error: {name}: {problem}\n"), args
 
 
 @pytest.mark.parametrize("spec", ["h200,seed=1,seed=2", f"{H200_REPORT},seed=1,seed=2"], ids=["profile", "replay"])

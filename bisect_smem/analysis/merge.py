@@ -4,7 +4,8 @@ A device deviates when any of its quantities differs from the majority of its gr
 same driver version); a quantity whose most common values are equally common is a tie: reported, with
 no majority and nobody blamed. Devices are labelled by the report's path as given and the device index
 (``reports/node-a.json:0``), so files of the same name in different folders stay apart; the same file
-given twice is refused.
+given twice (by any path or hard link) is refused. As --compare does, a group whose devices were measured
+at different levels is compared on the quantities of the lowest of them.
 
 Reports are read one at a time and reduced to their quantities, each distinct set stored once, so
 memory stays flat however many reports are merged; with more than a few files they are read by a
@@ -12,7 +13,8 @@ pool of processes, in chunks. Only what merge compares is read and shape-checked
 the unread fields skipped), straight from the parsed JSON (core/quantities.py, the same lines as for a
 DeviceReport), and a device whose compared content is, byte for byte, that of a device read before it
 in the chunk is checked and reduced once. orjson parses when installed; the standard parser wherever
-orjson could read differently (NaN, integers beyond 64 bits) or finds an error, so the result is the same.
+orjson could read differently (NaN, integers beyond 64 bits) or finds an error, so the result is the same;
+values no device can have are refused as everywhere a report is read (core/plausible.py).
 """
 
 from __future__ import annotations
@@ -27,11 +29,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bisect_smem.core import plausible
 from bisect_smem.core.errors import BaselineError
-from bisect_smem.core.model import REPORT_SCHEMA, DeviceReport, Report, StaticSplit
+from bisect_smem.core.levels import DEFAULT_LEVEL, at_level, level_rank
+from bisect_smem.core.model import REPORT_SCHEMA, DeviceReport, Report
 from bisect_smem.core.quantities import json_quantities
 from bisect_smem.core.saved import read_bytes, read_json, schema_of
-from bisect_smem.core.schema import SchemaError, check, construct
+from bisect_smem.core.schema import SchemaError, check
 
 try:  # the optional extra "fast": the same values, parsed several times faster
     import orjson as _orjson
@@ -60,16 +64,18 @@ def _checked(path: Path, data: Any, skip: frozenset[str] = frozenset()) -> dict[
     schema_of(data, (REPORT_SCHEMA,), str(path))
     try:
         check(data, Report, skip=skip)
+        plausible.check_report(data, devices=False)
     except SchemaError as exc:
         raise SchemaError(f"{path}: {exc}") from None
     return data
 
 
-DeviceRow = tuple[str, str, str, str, str | None, tuple[tuple[str, Any], ...]]
+DeviceRow = tuple[str, str, str, str, str | None, tuple[tuple[str, Any], ...], str | None]
 
 
 def device_rows(path: str, interned: dict[Any, Any] | None = None) -> list[DeviceRow]:
-    """(label, host, model, driver, error, quantities) per device of one report: what merge keeps. Equal
+    """(label, host, model, driver, error, quantities, level) per device of one report: what merge keeps
+    (the level None where the device was not measured). Equal
     quantity tuples are one object through ``interned``, so a pickle of many rows holds each once."""
     interned = {} if interned is None else interned
     if _orjson is not None:
@@ -89,8 +95,10 @@ def _rows_of(path: str, data: Any, table: dict[Any, Any], exact: bool) -> list[D
         except (KeyError, TypeError, ValueError, RecursionError) as exc:
             raise BaselineError(f"{path}: not a readable bisect_smem report ({exc})") from None
         driver = _hashable(dev.get("context", {}).get("nvml_driver_version"), exact)
+        measured = dev.get("measured")
+        level = measured.get("level", DEFAULT_LEVEL) if isinstance(measured, dict) else None
         rows.append((f"{path}:{dev['index']}", data["host"], dev.get("name") or "unknown",
-                     str(driver or "unknown-driver"), dev.get("error"), items))
+                     str(driver or "unknown-driver"), dev.get("error"), items, level))
     return rows
 
 
@@ -109,10 +117,9 @@ def _device_items(path: str, i: int, dev: dict[str, Any], table: dict[Any, Any],
     if found is None:
         try:
             check(dev, DeviceReport, where=f"devices[{i}]", skip=DEVICE_UNREAD)
+            plausible.check_device(dev, f"devices[{i}]")
         except SchemaError as exc:
             raise SchemaError(f"{path}: {exc}") from None
-        for split in (dev.get("measured") or {}).get("static_splits", ()):
-            construct(split, StaticSplit)  # the bounds its constructor holds, as when a report is rebuilt
         found = table[key] = _intern(tuple((name, value if type(value) in _SCALARS else _hashable(value, exact))
                                            for name, value in json_quantities(dev).items()), table)
     return found
@@ -159,10 +166,11 @@ def _plain(value: Any) -> Any:
 
 @dataclass(frozen=True)
 class Member:
-    """One device of the fleet: its label, host and error."""
+    """One device of the fleet: its label, host, error and the level it was measured at (None: not measured)."""
     label: str  # "<report path as given>:<device index>"
     host: str
     error: str | None
+    level: str | None = None
 
 
 @dataclass(frozen=True)
@@ -183,13 +191,25 @@ class Group:
     majority: dict[str, Any]
     deviations: dict[str, tuple[Deviation, ...]]  # by member label: those with an error or a deviation
     ties: dict[str, list[Any]] = field(default_factory=dict)  # quantity -> the equally common values
+    level: str = DEFAULT_LEVEL  # the lowest level its measured devices reached: what is compared
+
+    @property
+    def levels(self) -> dict[str, int]:
+        """How many of its devices were measured at each level, where they differ (else empty)."""
+        counts = Counter(m.level for m in self.members if m.level is not None)
+        return dict(sorted(counts.items())) if len(counts) > 1 else {}
 
 
 def refuse_duplicates(paths: list[str]) -> None:
-    """The same file given twice (by any path) would count its devices twice."""
-    seen: dict[Path, str] = {}
+    """The same file given twice (by any path or hard link: by device and inode) would count its devices
+    twice. A path that cannot be looked at is left to the reader, which says why."""
+    seen: dict[tuple[int, int], str] = {}
     for path in paths:
-        key = Path(path).resolve()
+        try:
+            info = os.stat(path)
+        except OSError:
+            continue
+        key = (info.st_dev, info.st_ino)
         if key in seen:
             raise BaselineError(f"{path} is the same file as {seen[key]}; give each report once")
         seen[key] = path
@@ -212,7 +232,7 @@ def _rows(paths: list[str], table: dict[Any, Any]) -> Iterator[DeviceRow]:
                 items = canonical.get(id(row[5]))
                 if items is None:
                     items = canonical[id(row[5])] = _intern(row[5], table)
-                yield (*row[:5], items)
+                yield (*row[:5], items, row[6])
 
 
 class _Collector:
@@ -229,10 +249,12 @@ class _Collector:
 
     def group(self, model: str, driver: str) -> Group:
         weights = Counter(map(id, self.held))
+        # As --compare does, devices measured at different levels are compared on the lower one.
+        level = min((m.level for m in self.members if m.level is not None), key=level_rank, default=DEFAULT_LEVEL)
         distinct: dict[int, dict[str, Any]] = {}  # in order of first holder
         for items in self.held:
             if id(items) not in distinct:
-                distinct[id(items)] = dict(items)
+                distinct[id(items)] = at_level(dict(items), level)
         names = sorted({n for q in distinct.values() for n in q})
         majority: dict[str, Any] = {}
         ties: dict[str, list[Any]] = {}
@@ -252,7 +274,7 @@ class _Collector:
             if diffs[id(items)] or member.error:
                 deviations[member.label] = diffs[id(items)]
         return Group(model, driver, tuple(self.members), {n: _plain(v) for n, v in majority.items()},
-                     deviations, ties)
+                     deviations, ties, level)
 
 
 def group_reports(paths: list[Path] | list[str]) -> list[Group]:
@@ -260,6 +282,6 @@ def group_reports(paths: list[Path] | list[str]) -> list[Group]:
     texts = [str(p) for p in paths]
     refuse_duplicates(texts)
     collectors: dict[tuple[str, str], _Collector] = defaultdict(_Collector)
-    for label, host, model, driver, error, items in _rows(texts, {}):
-        collectors[(model, driver)].add(Member(label, host, error), items)
+    for label, host, model, driver, error, items, level in _rows(texts, {}):
+        collectors[(model, driver)].add(Member(label, host, error, level), items)
     return [c.group(model, driver) for (model, driver), c in sorted(collectors.items())]

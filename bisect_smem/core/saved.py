@@ -1,22 +1,27 @@
 """Reading back the tool's own files, reports and baselines, one way for every reader (replay, fit
---target, compare, merge): size-limited, parsed, the file's ``schema`` matched against what the reader
-takes, every field shape-checked (core/schema.py), then built. Any failure is a BaselineError (exit 2)
-of one line naming the file and, where one is at fault, the field.
+--target, compare, merge): read by the one reader (core/input.py: regular files only, size-limited,
+values of bounded density and numbers of bounded length), parsed, the file's ``schema`` matched against
+what the reader takes, every field shape-checked (core/schema.py) and every value checked for what a
+device can have (core/plausible.py), then built. Any failure is a BaselineError (exit 2) of one line
+naming the file and, where one is at fault, the field.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bisect_smem.core import input as reader
+from bisect_smem.core import plausible
 from bisect_smem.core.errors import BaselineError
 from bisect_smem.core.model import BASELINE_SCHEMA, REPORT_SCHEMA, DeviceReport, Report
-from bisect_smem.core.schema import SchemaError, build
+from bisect_smem.core.schema import SchemaError, build, check
 
-MAX_FILE_BYTES = 256 << 20  # a report of many devices is a few MB; far more is not one of ours
+# A device's report at --level full is about 95 KB (an H200's); 16 MiB holds 170 of them, more than any
+# host has GPUs even measured by every backend. A file the tool wrote is never larger.
+MAX_FILE_BYTES = 16 << 20
 _NOUNS = {REPORT_SCHEMA: "report", BASELINE_SCHEMA: "baseline"}
 EITHER = (REPORT_SCHEMA, BASELINE_SCHEMA)
 
@@ -36,24 +41,20 @@ def _noun(schemas: Sequence[str]) -> str:
 
 def read_bytes(path: Path, schemas: Sequence[str] = EITHER, name: str | None = None) -> bytes:
     """The bytes of ``path``; unreadable or too large is a BaselineError naming it (as ``name``, default the path)."""
-    name = name or str(path)
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read(MAX_FILE_BYTES + 1)
-    except OSError as exc:
-        raise BaselineError(f"{name}: not a readable {_noun(schemas)} "
-                            f"(cannot read it: {exc.strerror or exc})") from None
-    if len(raw) > MAX_FILE_BYTES:
-        raise BaselineError(f"{name}: not a readable {_noun(schemas)} (larger than {MAX_FILE_BYTES} B)")
-    return raw
+        data = reader.read_file(path, MAX_FILE_BYTES).data
+        reader.check_density(data)
+        return data
+    except reader.InputError as exc:
+        raise BaselineError(f"{name or path}: not a readable {_noun(schemas)} ({exc})") from None
 
 
 def read_json(path: Path, schemas: Sequence[str] = EITHER, name: str | None = None) -> Any:
     """The parsed JSON of ``path``; unreadable, too large or not JSON is a BaselineError naming it."""
     raw = read_bytes(path, schemas, name)
     try:
-        return json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        return reader.parse_json(raw)
+    except reader.InputError as exc:
         raise BaselineError(f"{name or path}: not a readable {_noun(schemas)} ({exc})") from None
 
 
@@ -70,7 +71,7 @@ def load_saved(path: Path, schemas: Sequence[str] = EITHER, name: str | None = N
     name = name or str(path)
     data = read_json(path, schemas, name)
     if schema_of(data, schemas, name) == REPORT_SCHEMA:
-        return build(data, Report, name)
+        return build(data, Report, name, values=plausible.check_report)
     return _baseline(Path(path), data, name)
 
 
@@ -79,7 +80,7 @@ def load_report(path: Path, name: str | None = None) -> Report:
     name = name or str(path)
     data = read_json(path, (REPORT_SCHEMA,), name)
     schema_of(data, (REPORT_SCHEMA,), name)
-    return build(data, Report, name)
+    return build(data, Report, name, values=plausible.check_report)
 
 
 def load_baseline(path: Path, name: str | None = None) -> Baseline:
@@ -102,4 +103,10 @@ def _baseline(path: Path, data: dict[str, Any], name: str) -> Baseline:
     if not isinstance(prov["driver_version"], str):
         raise SchemaError(f"{name}: field provenance.driver_version must be a string "
                           f"(got {prov['driver_version']!r})")
-    return Baseline(path, dict(prov), build(data["device"], DeviceReport, name, "device"))
+    try:
+        check(prov, dict[str, Any], "provenance")
+        plausible.check_level("provenance.level", prov.get("level"))
+    except SchemaError as exc:
+        raise SchemaError(f"{name}: {exc}") from None
+    device = build(data["device"], DeviceReport, name, "device", values=lambda d: plausible.check_device(d, "device"))
+    return Baseline(path, dict(prov), device)

@@ -27,6 +27,9 @@ from bisect_smem.core.errors import BaselineError
 Checker = Callable[[Any], None]
 Builder = Callable[[Any], Any]
 _NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
+INT_LIMIT = 1 << 63  # every integer the tool writes fits in 64 bits
+MAX_FREE_DEPTH = 8  # how deep a free-form value (a context entry, an event) may nest; the tool writes scalars
+_SCALARS = (str, float, bool, type(None))
 
 
 class SchemaError(BaselineError):
@@ -52,10 +55,14 @@ def check(data: Any, cls: type, where: str = "", skip: frozenset[str] = frozense
         raise SchemaError(f"field {path} {exc.problem}" if path else f"the document {exc.problem}") from None
 
 
-def build(data: Any, cls: type, source: str, where: str = "") -> Any:
-    """``construct(data, cls)`` after the shape check; any failure is a SchemaError naming ``source``."""
+def build(data: Any, cls: type, source: str, where: str = "",
+          values: Callable[[Any], None] | None = None) -> Any:
+    """``construct(data, cls)`` after the shape check and then ``values(data)`` (which raises SchemaError for
+    a value no device can have); any failure is a SchemaError naming ``source``."""
     try:
         check(data, cls, where)
+        if values is not None:
+            values(data)
         return construct(data, cls)
     except SchemaError as exc:
         raise SchemaError(f"{source}: {exc}") from None
@@ -91,7 +98,7 @@ def _checker(tp: Any, skip: frozenset[str] = frozenset()) -> Checker:
     """A function that raises _Mismatch when a JSON value is not of type ``tp`` (``skip``: unchecked fields
     of the dataclasses inside ``tp``, by dotted path)."""
     if tp is Any:
-        return lambda value: None
+        return _free_checker
     if dataclasses.is_dataclass(tp):
         return _dataclass_checker(tp, skip)
     if isinstance(tp, type) and issubclass(tp, enum.StrEnum):
@@ -109,6 +116,7 @@ def _checker(tp: Any, skip: frozenset[str] = frozenset()) -> Checker:
 
 def _dataclass_checker(cls: type, skip: frozenset[str]) -> Checker:
     hints = typing.get_type_hints(cls)
+    known = frozenset(f.name for f in dataclasses.fields(cls))
     fields = []
     for f in dataclasses.fields(cls):
         if f.name in skip:
@@ -120,8 +128,10 @@ def _dataclass_checker(cls: type, skip: frozenset[str]) -> Checker:
     def check_object(value: Any) -> None:
         if not isinstance(value, dict):
             raise _fail("an object", value)
+        present = 0
         for name, item, required in fields:
             if name in value:
+                present += 1
                 try:
                     item(value[name])
                 except _Mismatch as exc:
@@ -131,7 +141,19 @@ def _dataclass_checker(cls: type, skip: frozenset[str]) -> Checker:
                 exc = _Mismatch("is missing")
                 exc.path.append(f".{name}")
                 raise exc
+        if len(value) > present:  # keys this version does not know (or leaves unread): free-form values
+            _check_unknown(value, known)
     return check_object
+
+
+def _check_unknown(value: dict[str, Any], known: frozenset[str]) -> None:
+    for key, entry in value.items():
+        if key not in known:
+            try:
+                _free_checker(entry)
+            except _Mismatch as exc:
+                exc.path.append(f".{key}")
+                raise
 
 
 def _dict_checker(item: Checker) -> Checker:
@@ -201,7 +223,26 @@ def _plain_checker(accepted: tuple[type, ...], expected: str, bool_ok: bool) -> 
         # bool is an int to Python but not to JSON: true is not a byte count.
         if not isinstance(value, accepted) or (not bool_ok and isinstance(value, bool)):
             raise _fail(expected, value)
+        if type(value) is int and not -INT_LIMIT <= value < INT_LIMIT:
+            raise _fail("an integer of at most 64 bits", value)
     return check_plain
+
+
+def _free_checker(value: Any) -> None:
+    """A value of any type (``Any``): nested at most MAX_FREE_DEPTH deep, its integers of at most 64 bits.
+    Walked without recursion, so no depth of nesting can exhaust the stack."""
+    if isinstance(value, _SCALARS):
+        return
+    todo = [(value, 0)]
+    while todo:
+        item, depth = todo.pop()
+        if type(item) is int:
+            if not -INT_LIMIT <= item < INT_LIMIT:
+                raise _fail("an integer of at most 64 bits", item)
+        elif isinstance(item, dict | list):
+            if depth >= MAX_FREE_DEPTH:
+                raise _Mismatch(f"is nested more than {MAX_FREE_DEPTH} deep")
+            todo.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
 
 
 def construct(data: Any, cls: type) -> Any:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from tabulate import tabulate
 
 from bisect_smem.analysis.merge import Group
-from bisect_smem.core.text import dash
+from bisect_smem.core.text import dash, printable
 
 # The quantities the merged table shows per group; every other one appears only where a device deviates.
 SUMMARY = ("measured.default_dynamic_ceiling_bytes", "measured.optin_dynamic_ceiling_bytes",
@@ -29,9 +29,14 @@ def merge(groups: list[Group]) -> str:
         per_device = deviations(g)
         deviating = "; ".join(f"{label} ({len(d)} differ: {d[0]})" for label, d in per_device.items()) or "none"
         summary = ("tie" if name in g.ties else dash(g.majority.get(name)) for name in SUMMARY)
-        rows.append((g.model, g.driver, len(g.members), *summary, deviating))
-        lines += [f"{label}: {line}" for label, found in per_device.items() for line in found]
-        lines += [f"{g.model} (driver {g.driver}): {name}: a tie between {', '.join(map(repr, values))}; "
+        # Names and paths come from files: escaped, so that they change nothing on the screen but themselves.
+        model, driver = printable(g.model), printable(g.driver)
+        rows.append((model, driver, len(g.members), *summary, printable(deviating)))
+        if g.levels:
+            counts = ", ".join(f"{n} {level}" for level, n in g.levels.items())
+            lines.append(f"{model} (driver {driver}): compared at level {g.level}, the lowest of its devices ({counts})")
+        lines += [printable(f"{label}: {line}") for label, found in per_device.items() for line in found]
+        lines += [f"{model} (driver {driver}): {name}: a tie between {', '.join(map(repr, values))}; "
                   f"no majority, nobody blamed" for name, values in g.ties.items()]
     table = tabulate(rows, headers=("GPU model", "driver", "devices", "default B", "opt-in B", "smem/SM B",
                                     "deviating from the majority"), disable_numparse=True)

@@ -1,0 +1,148 @@
+"""Values no device can have, refused where a report or baseline is read: an opt-in limit of -5, 0 or
+2**70, a granularity of 0, a level "bogus", a cluster size "abc". The shape check (core/schema.py) has
+made sure every field has its type; this says which values of that type can be true. Each refusal is a
+SchemaError naming the field and the value, e.g. ``field devices[0].reported.driver.max_shared_memory_
+per_block_optin_bytes must be in 1..16777216 (got -5)``.
+
+The bounds are generous: they refuse what is impossible, not what is unusual.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from bisect_smem.core.errors import UsageError
+from bisect_smem.core.hardware import MAX_THREADS_PER_BLOCK, NONPORTABLE_CLUSTER_SIZE, STATIC_SMEM_COMPILE_CAP_BYTES
+from bisect_smem.core.levels import LEVELS
+from bisect_smem.core.profiles import parse_cc
+from bisect_smem.core.schema import SchemaError
+
+MAX_SMEM_BYTES = 1 << 24  # 16 MiB: 70 times the largest per-SM capacity published so far (228 KiB)
+MAX_SMS = 4096  # %smid is below this on every GPU so far
+MAX_COUNT = 1 << 24  # blocks, clusters, probes, launches
+MAX_WORDS = 1 << 40  # words read over every SM
+Bounds = tuple[int, int]
+BYTES, SOME_BYTES, COUNT = (0, MAX_SMEM_BYTES), (1, MAX_SMEM_BYTES), (0, MAX_COUNT)
+THREADS = (1, MAX_THREADS_PER_BLOCK)
+SM_ID = (0, MAX_SMS - 1)
+_REPORTED: dict[str, Bounds] = {
+    "max_shared_memory_per_block_bytes": SOME_BYTES, "max_shared_memory_per_block_optin_bytes": SOME_BYTES,
+    "max_shared_memory_per_multiprocessor_bytes": SOME_BYTES, "reserved_shared_memory_per_block_bytes": BYTES,
+    "max_oversized_shared_memory_per_block_bytes": (0, 1 << 48), "multiprocessor_count": (1, MAX_SMS),
+    "max_threads_per_multiprocessor": (1, 1 << 16), "max_blocks_per_multiprocessor": (1, 1 << 16),
+    "compute_capability_major": (1, 99), "compute_capability_minor": (0, 99), "cluster_launch": (0, 1),
+}
+_MEASURED: dict[str, Bounds] = {
+    "default_dynamic_ceiling_bytes": BYTES, "default_api_available_dynamic_bytes": BYTES,
+    "optin_dynamic_ceiling_bytes": BYTES, "attribute_accept_ceiling_bytes": BYTES, "reserved_bytes": BYTES,
+    "allocation_granularity_bytes": SOME_BYTES, "smem_per_sm_bytes": SOME_BYTES,
+}
+_SPLIT = {"static_bytes": (0, STATIC_SMEM_COMPILE_CAP_BYTES), "threads": THREADS, "dynamic_ceiling_bytes": BYTES,
+          "probes": COUNT, "static_footprint_bytes": BYTES, "api_available_dynamic_bytes": BYTES}
+_RESIDENCY = {"dynamic_bytes": BYTES, "threads": THREADS, "blocks_per_sm_min": COUNT, "blocks_per_sm_max": COUNT,
+              "api_blocks_per_sm": COUNT, "formula_blocks_per_sm": COUNT}
+_CARVEOUT = {"percent": (-1, 100), "blocks_per_sm": COUNT, "api_blocks_per_sm": COUNT, "carveout_bytes": BYTES}
+_CLUSTER = {"dynamic_bytes": BYTES, "max_cluster_size_portable": (0, NONPORTABLE_CLUSTER_SIZE),
+            "max_cluster_size_nonportable": (0, NONPORTABLE_CLUSTER_SIZE), "api_max_cluster_size": COUNT}
+_SEARCH = {"ceiling_bytes": BYTES, "probes": COUNT, "probe_bound": COUNT, "rounds": COUNT,
+           "api_available_dynamic_bytes": BYTES}
+_MARCH = {"dynamic_bytes": BYTES, "threads": THREADS, "sm_count": (1, MAX_SMS), "launches": COUNT}
+_MARCH_FAILURE = {"sm_id": SM_ID, "bytes_tested": BYTES, "reads_checked": (0, MAX_WORDS), "bad_reads": (0, MAX_WORDS),
+                  "first_bad_byte": BYTES, "expected_word": (0, 0xFFFFFFFF), "read_word": (0, 0xFFFFFFFF),
+                  "pattern": (0, 36), "element": (0, 3)}
+_SWEEP = {"granule_bytes": SOME_BYTES, "ceiling_bytes": BYTES, "sizes_tested": COUNT}
+_LEFTOVERS = {"dynamic_bytes": BYTES, "writer_sms": (0, MAX_SMS), "reader_sms": (0, MAX_SMS),
+              **{f"{w}_words_{k}": (0, MAX_WORDS) for w in ("within_process", "across_processes")
+                 for k in ("read", "matching")}}
+_CLUSTER_SIZE = re.compile(r"[1-9][0-9]?")
+
+
+def _in(where: str, value: Any, bounds: Bounds) -> None:
+    if value is None:
+        return
+    if type(value) is not int or not bounds[0] <= value <= bounds[1]:
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+        raise SchemaError(f"field {where} must be an integer in {bounds[0]}..{bounds[1]} (got {shown})")
+
+
+def _fields(where: str, data: Any, table: dict[str, Bounds]) -> None:
+    if isinstance(data, dict):
+        for key, bounds in table.items():
+            _in(f"{where}.{key}", data.get(key), bounds)
+
+
+def _each(where: str, items: Any, table: dict[str, Bounds]) -> Iterable[tuple[str, dict[str, Any]]]:
+    for i, item in enumerate(items if isinstance(items, list) else ()):
+        _fields(f"{where}[{i}]", item, table)
+        yield f"{where}[{i}]", item
+
+
+def check_level(where: str, level: Any) -> None:
+    """A level must be one of LEVELS."""
+    if level is not None and level not in LEVELS:
+        raise SchemaError(f"field {where} must be one of {', '.join(LEVELS)} (got {level!r})")
+
+
+def check_device(dev: dict[str, Any], where: str) -> None:
+    """Every value of one device's JSON (shape-checked) that no device can have is a SchemaError."""
+    _in(f"{where}.index", dev.get("index"), (0, MAX_COUNT))
+    cc = dev.get("compute_capability")
+    if cc is not None:
+        try:
+            parse_cc(cc)
+        except UsageError:
+            raise SchemaError(f"field {where}.compute_capability must be MAJOR.MINOR, like 9.0 (got {cc!r})") from None
+    for source, view in (dev.get("reported") or {}).items():
+        _fields(f"{where}.reported.{source}", view, _REPORTED)
+    if isinstance(dev.get("measured"), dict):
+        check_measured(dev["measured"], f"{where}.measured")
+
+
+def check_measured(m: dict[str, Any], where: str) -> None:
+    """The measured part of a device's JSON."""
+    _fields(where, m, _MEASURED)
+    check_level(f"{where}.level", m.get("level"))
+    for _ in _each(f"{where}.static_splits", m.get("static_splits"), _SPLIT):
+        pass
+    for _ in _each(f"{where}.residency", m.get("residency"), _RESIDENCY):
+        pass
+    for at, point in _each(f"{where}.carveout", m.get("carveout"), _CARVEOUT):
+        for value in point.get("carveout_range_bytes") or ():
+            _in(f"{at}.carveout_range_bytes", value, BYTES)
+    for at, cluster in _each(f"{where}.clusters", m.get("clusters"), _CLUSTER):
+        for size, counts in (cluster.get("active_clusters") or {}).items():
+            if not _CLUSTER_SIZE.fullmatch(size) or int(size) > NONPORTABLE_CLUSTER_SIZE:
+                raise SchemaError(f"field {at}.active_clusters has a key that is not a cluster size "
+                                  f"(1..{NONPORTABLE_CLUSTER_SIZE}): {size[:40]!r}")
+            _fields(f"{at}.active_clusters.{size}", counts, {"measured": COUNT, "api": COUNT})
+    searches = m.get("searches")
+    for name, search in searches.items() if isinstance(searches, dict) else ():  # merge leaves them unread
+        _fields(f"{where}.searches.{name}", search, _SEARCH)
+    _validation(m, where)
+
+
+def _validation(m: dict[str, Any], where: str) -> None:
+    march, sweep = m.get("march"), m.get("granule_sweep")
+    if isinstance(march, dict):
+        _fields(f"{where}.march", march, _MARCH)
+        for i, sm in enumerate(march.get("sms_seen") or ()):
+            _in(f"{where}.march.sms_seen[{i}]", sm, SM_ID)
+        for _ in _each(f"{where}.march.failures", march.get("failures"), _MARCH_FAILURE):
+            pass
+    if isinstance(sweep, dict):
+        _fields(f"{where}.granule_sweep", sweep, _SWEEP)
+        for i, size in enumerate(sweep.get("failing_bytes") or ()):
+            _in(f"{where}.granule_sweep.failing_bytes[{i}]", size, BYTES)
+    _fields(f"{where}.leftovers", m.get("leftovers"), _LEFTOVERS)
+
+
+def check_report(data: Any, devices: bool = True) -> None:
+    """A report's JSON (shape-checked): its level and, with ``devices``, every device."""
+    check_level("level", data.get("level"))
+    if devices:
+        for i, dev in enumerate(data.get("devices") or ()):
+            check_device(dev, f"devices[{i}]")
+
+
