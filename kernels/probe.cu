@@ -8,6 +8,7 @@
 //   out[10] the shared-window offset where the dynamic array starts (after reserved and static data)
 // OPT_IN only makes the default and opt-in kernels distinct functions: the attribute belongs to the
 // function, so the default kernel must never share one with a kernel whose limit was raised.
+// smem_probe_hole (test only) is the 0-byte static opt-in probe with a planted fault at one size.
 
 __device__ __forceinline__ unsigned char smem_pattern(unsigned i, unsigned seed) {
     return (unsigned char)((i ^ (i >> 8) ^ (i >> 16)) * 151u + seed);
@@ -50,13 +51,19 @@ __device__ __forceinline__ void read_smem_registers(unsigned* out) {
 #endif
 }
 
-template <unsigned STATIC_BYTES, int OPT_IN>
-__global__ void smem_probe(unsigned dynamic_bytes, unsigned seed, unsigned* out) {
+#define PROBE_NO_HOLE 0xFFFFFFFFu
+
+template <unsigned STATIC_BYTES>
+__device__ __forceinline__ void probe_body(unsigned dynamic_bytes, unsigned seed, unsigned* out, unsigned hole_bytes) {
     extern __shared__ unsigned char dynamic_smem[];
     unsigned char* static_smem = StaticSmem<STATIC_BYTES>::get();
     fill(dynamic_smem, dynamic_bytes, seed);
     fill(static_smem, STATIC_BYTES, seed ^ 0x5au);
     __syncthreads();
+    if (hole_bytes != PROBE_NO_HOLE) {  // test only (smem_probe_hole): one size reads one byte wrong
+        if (dynamic_bytes == hole_bytes && dynamic_bytes > 0u && threadIdx.x == 0) dynamic_smem[0] ^= 1u;
+        __syncthreads();
+    }
     unsigned bad = 0, checked = 0;
     check(dynamic_smem, dynamic_bytes, seed, bad, checked);
     check(static_smem, STATIC_BYTES, seed ^ 0x5au, bad, checked);
@@ -67,4 +74,17 @@ __global__ void smem_probe(unsigned dynamic_bytes, unsigned seed, unsigned* out)
         if (dynamic_bytes > 0) out[8] = dynamic_smem[dynamic_bytes - 1];
         out[10] = (unsigned)__cvta_generic_to_shared(dynamic_smem);
     }
+}
+
+template <unsigned STATIC_BYTES, int OPT_IN>
+__global__ void smem_probe(unsigned dynamic_bytes, unsigned seed, unsigned* out) {
+    probe_body<STATIC_BYTES>(dynamic_bytes, seed, out, PROBE_NO_HOLE);
+}
+
+// Test only: the 0-byte static opt-in probe, except that a launch of exactly hole_bytes dynamic bytes
+// changes its first byte between writing the pattern and reading it back, as a faulty size would. The
+// granule sweep launched with it must report that size as not monotone.
+template <int UNUSED>  // a template, so that it is compiled only where asked for
+__global__ void smem_probe_hole(unsigned dynamic_bytes, unsigned seed, unsigned* out, unsigned hole_bytes) {
+    probe_body<0u>(dynamic_bytes, seed, out, hole_bytes);
 }

@@ -10,6 +10,8 @@
 // the ascending ones, so no thread only reads back what it wrote. Patterns (mirrored in
 // devices/validation_abi.py): 0 all zeros, 1 all ones, 2 checkerboard 0x55555555/0xAAAAAAAA,
 // 3 each word's own byte offset, 4..35 walking ones, 36 seeded pseudo-random.
+// smem_march_fault (test only) is the same march with one word of one SM corrupted between the first
+// write and the first read.
 // Result slot of block b, MARCH_SLOT_WORDS words from slots + 8 * b:
 //   [0..1] ~key of the first failure (0: none), key = pattern << 34 | element << 32 | word index
 //   [2] %smid + 1   [3] reads that were wrong   [4] expected word   [5] word read   [6] reads checked
@@ -59,7 +61,9 @@ struct MarchFailure {
     }
 };
 
-__global__ void smem_march(unsigned dynamic_bytes, unsigned seed, unsigned* slots) {
+template <bool FAULT>
+__device__ __forceinline__ void march_body(unsigned dynamic_bytes, unsigned seed, unsigned* slots, unsigned fault_sm,
+                                           unsigned fault_word, unsigned fault_mask) {
     extern __shared__ unsigned march_smem[];
     volatile unsigned* w = march_smem;
     const unsigned n = dynamic_bytes / 4u;
@@ -68,6 +72,10 @@ __global__ void smem_march(unsigned dynamic_bytes, unsigned seed, unsigned* slot
     for (unsigned p = 0; p < MARCH_PATTERNS; ++p) {
         for (unsigned i = threadIdx.x; i < n; i += blockDim.x) w[i] = march_word(p, i, seed);
         __syncthreads();
+        if (FAULT && p == 0u) {  // test only: one word of one SM changes between the write and the first read
+            if (threadIdx.x == 0 && validate_sm_id() == fault_sm && fault_word < n) w[fault_word] ^= fault_mask;
+            __syncthreads();
+        }
         for (unsigned i = threadIdx.x; i < n; i += blockDim.x) {
             const unsigned want = march_word(p, i, seed);
             f.read(w, i, want, p, 1u);
@@ -103,6 +111,18 @@ __global__ void smem_march(unsigned dynamic_bytes, unsigned seed, unsigned* slot
         slot[2] = validate_sm_id() + 1u;
         slot[7] = n * 4u;
     }
+}
+
+__global__ void smem_march(unsigned dynamic_bytes, unsigned seed, unsigned* slots) {
+    march_body<false>(dynamic_bytes, seed, slots, 0u, 0u, 0u);
+}
+
+// Test only: the march, except that on SM fault_sm the word fault_word has fault_mask flipped after the
+// first pattern is written and before it is read: the run must name that SM, the byte and both words.
+template <int UNUSED>  // a template, so that it is compiled only where asked for
+__global__ void smem_march_fault(unsigned dynamic_bytes, unsigned seed, unsigned* slots, unsigned fault_sm,
+                                 unsigned fault_word, unsigned fault_mask) {
+    march_body<true>(dynamic_bytes, seed, slots, fault_sm, fault_word, fault_mask);
 }
 
 __device__ __forceinline__ unsigned leftover_word(unsigned long long nonce, unsigned i) {

@@ -6,8 +6,11 @@ import pytest
 
 from bisect_smem.core.profiles import PROFILES, ArchProfile
 from bisect_smem.devices.kernel_abi import (
+    FAULT_VARIANT_NAMES,
+    MARCH_FAULT_NAME,
     NVRTC_OPTIONS,
     PROBE_FILE,
+    PROBE_HOLE_NAME,
     VALIDATE_FILE,
     VALIDATE_NAMES,
     module_name_expressions,
@@ -75,3 +78,32 @@ def test_every_kernel_file_compiles_as_one_module() -> None:
     ok, log, lowered, _ = compile_source(module_source(), "sm_90", names, NVRTC_OPTIONS)
     assert ok, log
     assert set(lowered) == set(names)
+
+
+@pytest.mark.parametrize("profile", PROFILES, ids=target)
+def test_the_planted_fault_variants_compile_beside_the_kernels_they_copy(profile: ArchProfile) -> None:
+    # The test-only kernels that prove the detection path on a GPU: the march with one word of one SM
+    # corrupted, and the 0-byte static opt-in probe with a hole at one size. Validation runs include them.
+    _require_arch(profile)
+    source = read_kernel(VALIDATE_FILE) + "\n" + read_kernel(PROBE_FILE)
+    names = [*VALIDATE_NAMES, *FAULT_VARIANT_NAMES, probe_name(0, True)]
+    ok, log, lowered, ptx = compile_source(source, target(profile), names, NVRTC_OPTIONS)
+    assert ok, log
+    text = ptx.decode(errors="replace")
+    entries = {name: text.split(f".entry {lowered[name]}(", 1)[1].split(".entry", 1)[0] for name in names}
+    # The fault variants take their extra arguments (SM, word, mask; the hole's size) and no static data.
+    assert entries[MARCH_FAULT_NAME].split(")", 1)[0].count(".param") == 6
+    assert entries[PROBE_HOLE_NAME].split(")", 1)[0].count(".param") == 4
+    assert "%smid" in entries[MARCH_FAULT_NAME]
+    shared = [line.strip() for line in text.splitlines() if ".shared" in line and line.strip().startswith(".")]
+    assert shared and all(line.startswith(".extern .shared") for line in shared), shared
+    # The kernels that measure take no fault argument: the planted code is compiled out of them.
+    assert entries["smem_march"].split(")", 1)[0].count(".param") == 3
+    assert entries[probe_name(0, True)].split(")", 1)[0].count(".param") == 3
+
+
+def test_only_validation_runs_compile_the_fault_variants() -> None:
+    assert set(FAULT_VARIANT_NAMES) <= set(module_name_expressions(DEFAULT_STATIC_SIZES))
+    assert set(FAULT_VARIANT_NAMES) <= set(module_name_expressions(DEFAULT_STATIC_SIZES, frozenset({"sm_march"})))
+    quick = module_name_expressions(DEFAULT_STATIC_SIZES, frozenset({"default_ceiling", "static_split"}))
+    assert not set(FAULT_VARIANT_NAMES) & set(quick)

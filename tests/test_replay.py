@@ -17,7 +17,7 @@ from bisect_smem.devices.backends.base import DeviceAddress
 from bisect_smem.devices.backends.sim import SimBackend, SimSession
 from bisect_smem.devices.backends.sim_model import DeviceModel, load_replay
 from bisect_smem.devices.backends.sim_spec import SimSpec
-from bisect_smem.devices.probes import ProbeKernel
+from bisect_smem.devices.probes import Outcome, ProbeKernel
 
 H200_REPORT = Path(__file__).parent / "data" / "h200_report.json"
 
@@ -117,12 +117,16 @@ def test_a_replayed_model_says_what_its_report_did_not_record() -> None:
     assert DeviceModel.from_profile(find_profile("h200")).record is None
 
 
-def test_one_session_answers_a_replay_and_falls_back_to_the_rules() -> None:
-    session = SimBackend((SimSpec.parse(str(H200_REPORT)),)).open(0, (0, 7))
-    opt_in = ProbeKernel(7, opt_in=True)
-    assert session.set_max_dynamic(opt_in, 232448 - 16).ok and not session.set_max_dynamic(opt_in, 232448 - 15).ok
-    assert session.launch(opt_in, 232448 - 16, 128).ok  # not recorded: the rules' ceiling beside 16 B
-    assert not session.launch(opt_in, 232448 - 15, 128).ok
+def test_one_session_answers_a_replay_and_only_what_it_recorded() -> None:
+    session = SimBackend((SimSpec.parse(str(H200_REPORT)),)).open(0, (0, 1, 7))
+    recorded, unrecorded = ProbeKernel(1, opt_in=True), ProbeKernel(7, opt_in=True)
+    assert session.set_max_dynamic(recorded, 232432).ok and session.launch(recorded, 232432, 128).ok
+    # A static size the H200 was never measured with: not answered by the rules, but as not measured.
+    assert session.set_max_dynamic(unrecorded, 232448 - 16).ok
+    missing = session.launch(unrecorded, 1000, 128)
+    assert missing.outcome is Outcome.OTHER and "not measured in the replayed report" in missing.detail
+    assert session.residency(1000, 64, 0).outcome is Outcome.OTHER  # a block size it did not record
+    assert session.available_dynamic_smem(unrecorded, 128) is None
     assert type(session) is SimSession and session.identity().extra.replayed_from == str(H200_REPORT)
 
 

@@ -12,6 +12,7 @@ import pytest
 from bisect_smem.app.runner import run_concurrently
 from bisect_smem.devices.backends import cupy_backend
 from bisect_smem.devices.kernel_abi import (
+    FAULT_VARIANT_NAMES,
     ILLEGAL_ACCESS_NAME,
     NVRTC_OPTIONS,
     VALIDATE_NAMES,
@@ -33,7 +34,10 @@ def _kinds(config: MeasureConfig, supported: tuple[str, ...] | None = None) -> f
 
 def test_the_module_holds_every_variant_the_plan_needs_and_no_other() -> None:
     every = module_name_expressions(DEFAULT_STATIC_SIZES)
-    assert module_name_expressions(DEFAULT_STATIC_SIZES, _kinds(MeasureConfig())) == every
+    assert module_name_expressions(DEFAULT_STATIC_SIZES, _kinds(MeasureConfig(level="full"))) == every
+    # The planted-fault variants of the validation kernels only where validation runs.
+    standard = module_name_expressions(DEFAULT_STATIC_SIZES, _kinds(MeasureConfig()))
+    assert standard == [name for name in every if name not in FAULT_VARIANT_NAMES]
     bare = module_name_expressions(DEFAULT_STATIC_SIZES, _kinds(MeasureConfig(residency=False, carveout=False,
                                                                                clusters=False)))
     assert bare == ([probe_name(s, o) for s in DEFAULT_STATIC_SIZES for o in (False, True)] + [ILLEGAL_ACCESS_NAME]

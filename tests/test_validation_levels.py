@@ -242,7 +242,7 @@ class _MissingSms:
     def __init__(self, misses: int) -> None:
         self.misses, self.launches = misses, 0
 
-    def march(self, dynamic_bytes: int, threads: int, blocks: int, seed: int) -> MarchOutcome:
+    def march(self, dynamic_bytes: int, threads: int, blocks: int, seed: int, fault: object = None) -> MarchOutcome:
         self.launches += 1
         sms = [s for s in range(blocks) if self.launches > self.misses or s not in (3, 4)]
         return MarchOutcome(Outcome.OK, "", tuple(simulate_march(s, dynamic_bytes, seed, None) for s in sms))

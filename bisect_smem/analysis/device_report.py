@@ -35,6 +35,8 @@ def build_report(index: int, backend: str, info: DeviceInfo | None, done: Done, 
     missing = [row(f"step {step.key}", None, None, None, "ERROR", ["not measured: the device was given up"],
                    family=Family.STEP) for step in planned or () if step not in done]
     context = replace(info.identity.extra, pci_bus_id=info.identity.pci_bus_id).with_nvml(info.nvml)
+    if context.replayed_error:  # a replay keeps the error of the device it replays
+        errors = [*errors, f"the replayed device's error: {context.replayed_error}"]
     return DeviceReport(index=index, name=info.identity.name, compute_capability=cc_text(cc), backend=backend,
                         context=context, reported=info.reported, measured=measured,
                         verdicts=(*verdicts, *failed, *missing), events=tuple(events),

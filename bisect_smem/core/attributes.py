@@ -115,6 +115,7 @@ class DeviceContext:
     profile: str | None = None  # a simulated device's profile key
     replayed_from: str | None = None  # a replayed device's report file
     replayed_backend: str | None = None  # the backend that measured it
+    replayed_error: str | None = None  # the replayed device's own error: a replay keeps it
 
     def with_nvml(self, nvml: NvmlInfo) -> DeviceContext:
         """This context with NVML's view in its ``nvml_*`` fields."""

@@ -16,6 +16,11 @@ VALIDATE_FILE = "validate.cu"
 KERNEL_FILES = (PROBE_FILE, RESIDENCY_FILE, CLUSTER_FILE, FAULT_FILE, VALIDATE_FILE)
 VALIDATE_NAMES = ("smem_march", "smem_leftover_write", "smem_leftover_read")
 ILLEGAL_ACCESS_NAME = "smem_illegal_access<0>"
+# Test only: the validation kernels with a planted fault, to prove on a GPU that the fault is found.
+MARCH_FAULT_NAME = "smem_march_fault<0>"  # one word of one SM corrupted between the march's write and read
+PROBE_HOLE_NAME = "smem_probe_hole<0>"  # the 0-byte static opt-in probe reading one byte wrong at one size
+FAULT_VARIANT_NAMES = (MARCH_FAULT_NAME, PROBE_HOLE_NAME)
+VALIDATION_KINDS = ("sm_march", "granule_sweep")
 RESIDENCY_STAIRCASE, RESIDENCY_CARVEOUT = 0, 1
 NVRTC_OPTIONS = ("-std=c++17",)
 
@@ -113,7 +118,8 @@ def module_name_expressions(static_sizes: tuple[int, ...], step_kinds: frozenset
                                                             ("carveout", RESIDENCY_CARVEOUT)) if wanted(kind)]
     if wanted("clusters"):
         names += [cluster_dsm_name(v) for v in (False, True)] + [cluster_residency_name(v) for v in (False, True)]
-    return names + [ILLEGAL_ACCESS_NAME] + list(VALIDATE_NAMES)  # validation kernels: small, always there
+    names += [ILLEGAL_ACCESS_NAME, *VALIDATE_NAMES]  # validation kernels: small, always there
+    return names + (list(FAULT_VARIANT_NAMES) if any(wanted(kind) for kind in VALIDATION_KINDS) else [])
 
 
 def probe_name(static_bytes: int, opt_in: bool) -> str:

@@ -184,10 +184,33 @@ class ProbeKernel:
 
     static_bytes: int
     opt_in: bool
+    hole_bytes: int | None = None  # test only: a 0-byte static opt-in probe that reads wrong at this size
 
     def __post_init__(self) -> None:
         if self.static_bytes < 0:
             raise ValueError(f"static bytes must be >= 0 (got {self.static_bytes})")
+        if self.hole_bytes is not None and (self.static_bytes or not self.opt_in or self.hole_bytes < 1):
+            raise ValueError(f"a hole is planted in the 0-byte static opt-in probe at a size >= 1 "
+                             f"(got {self.static_bytes} B static, opt_in={self.opt_in}, hole {self.hole_bytes})")
+
+
+@dataclass(frozen=True)
+class MarchFault:
+    """Test only: the word of SM ``sm_id`` holding byte ``byte`` has that byte's low bit flipped between the
+    march's first write and first read (kernels/validate.cu, smem_march_fault)."""
+
+    sm_id: int
+    byte: int
+
+    @property
+    def word(self) -> int:
+        """The 32-bit word index of the byte."""
+        return self.byte // 4
+
+    @property
+    def mask(self) -> int:
+        """The bit flipped in that word: the low bit of the byte (words are little-endian)."""
+        return 1 << (8 * (self.byte % 4))
 
 
 @dataclass(frozen=True)
@@ -200,6 +223,7 @@ class Launch:
     dynamic_bytes: int
     threads: int
     raise_limit: bool = False
+    sweep: bool = False  # one of the granule sweep's launches: a replay answers it as its report recorded the sweep
 
 
 @dataclass(frozen=True)

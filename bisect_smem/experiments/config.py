@@ -1,5 +1,6 @@
 """What to measure: the static sizes and block sizes of the splits, the search's cap and confirmations,
-which standard experiments run, and the level. Sizes in bytes."""
+which standard experiments run, the level, and (test only) faults the validation kernels plant. Sizes in
+bytes."""
 
 from __future__ import annotations
 
@@ -8,10 +9,21 @@ from dataclasses import dataclass
 from bisect_smem.core.hardware import MAX_THREADS_PER_BLOCK, STATIC_SMEM_COMPILE_CAP_BYTES
 from bisect_smem.core.levels import DEFAULT_LEVEL, REFERENCE_THREADS, level_rank
 from bisect_smem.core.search import DEFAULT_CONFIRM
+from bisect_smem.devices.probes import MarchFault
 
 DEFAULT_STATIC_SIZES = (0, 1, 1024, 16 * 1024, 48 * 1024)
 DEFAULT_THREADS = (32, 128, 1024)
 HARD_CAP_BYTES = 1 << 20  # far above any per-SM capacity published so far (228 KB)
+
+
+@dataclass(frozen=True)
+class PlantedFaults:
+    """Test only: faults planted in the validation kernels, to prove on a real device that they are found.
+    ``march``: that SM's word holding that byte is corrupted between the march's write and read;
+    ``sweep_hole_bytes``: the granule sweep's launch of exactly that size reads a byte wrong."""
+
+    march: MarchFault | None = None
+    sweep_hole_bytes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -26,6 +38,7 @@ class MeasureConfig:
     carveout: bool = True
     clusters: bool = True
     level: str = DEFAULT_LEVEL
+    planted: PlantedFaults = PlantedFaults()  # test only: faults the validation kernels plant
 
     def __post_init__(self) -> None:
         level_rank(self.level)

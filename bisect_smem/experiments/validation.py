@@ -17,6 +17,7 @@ from bisect_smem.core.errors import MeasurementError, ProbeFault
 from bisect_smem.core.integrity import GranuleSweep, Leftovers, MarchResult, SmMarch
 from bisect_smem.devices.backends.base import DeviceSession
 from bisect_smem.devices.probes import TOO_BIG, Launch, ProbeKernel
+from bisect_smem.experiments.config import PlantedFaults
 from bisect_smem.experiments.context import StepContext, WriteElsewhere
 from bisect_smem.experiments.expect import NOTHING_TOO_BIG, expect
 from bisect_smem.experiments.steps import Step
@@ -46,12 +47,14 @@ class Validation:
     """The validation experiments on one device, with one block per SM."""
 
     def __init__(self, session: DeviceSession, sm_count: int | None, progress: Callable[[str], None],
-                 write_elsewhere: WriteElsewhere | None = None) -> None:
-        """``write_elsewhere`` runs the leftover writer in another process (None: leftovers not measurable)."""
+                 write_elsewhere: WriteElsewhere | None = None, planted: PlantedFaults | None = None) -> None:
+        """``write_elsewhere`` runs the leftover writer in another process (None: leftovers not measurable);
+        ``planted`` (test only) are faults the kernels plant."""
         self.session = session
         self.sm_count = sm_count
         self.progress = progress
         self.write_elsewhere = write_elsewhere
+        self.planted = planted or PlantedFaults()
 
     def _blocks(self) -> int:
         if not self.sm_count:
@@ -61,12 +64,16 @@ class Validation:
     def march(self, ceiling_bytes: int) -> MarchResult:
         """The march test on every SM at the opt-in ceiling; a failure on any launch is kept."""
         blocks, dynamic = self._blocks(), word_bytes(ceiling_bytes)
+        fault = self.planted.march
+        if fault is not None and not (fault.sm_id < blocks and fault.byte < dynamic):
+            raise MeasurementError(f"the planted fault at SM {fault.sm_id}, byte {fault.byte} is outside the march "
+                                   f"(SMs 0..{blocks - 1}, bytes 0..{dynamic - 1})")
         by_sm: dict[int, SmMarch] = {}
         launches = 0
         while launches < MAX_MARCH_LAUNCHES:
             launches += 1
             self.progress(f"march test: launch {launches}, {blocks} blocks of {dynamic} B")
-            outcome = self.session.march(dynamic, MARCH_THREADS, blocks, secrets.randbits(32))
+            outcome = self.session.march(dynamic, MARCH_THREADS, blocks, secrets.randbits(32), fault)
             expect(outcome, f"march test at {dynamic} B", NOTHING_TOO_BIG)
             for block in outcome.blocks:
                 if block.sm_id not in by_sm or by_sm[block.sm_id].passed:
@@ -78,7 +85,7 @@ class Validation:
 
     def granule_sweep(self, ceiling_bytes: int, granule_bytes: int) -> GranuleSweep:
         """Launch and verify the 0-byte static probe at every granule multiple, and at the ceiling + 1 B."""
-        kernel = ProbeKernel(0, opt_in=True)
+        kernel = ProbeKernel(0, opt_in=True, hole_bytes=self.planted.sweep_hole_bytes)
         over = ceiling_bytes + 1
         # The attribute is raised as far as it goes, so that the byte over is refused by the launch itself
         # where the attribute would allow it.
@@ -87,7 +94,7 @@ class Validation:
                    NOTHING_TOO_BIG)
         sizes = sweep_sizes(ceiling_bytes, granule_bytes)
         self.progress(f"granule sweep: {len(sizes)} sizes in flight")
-        outcomes = self.session.launch_batch([Launch(kernel, n, SWEEP_THREADS) for n in sizes])
+        outcomes = self.session.launch_batch([Launch(kernel, n, SWEEP_THREADS, sweep=True) for n in sizes])
         failing, detail = [], ""
         for n, outcome in zip(sizes, outcomes, strict=True):
             if outcome.ok:
@@ -126,7 +133,8 @@ class Validation:
 
 
 def _validation(ctx: StepContext) -> Validation:
-    return Validation(ctx.session, ctx.facts.reported.multiprocessor_count, ctx.progress, ctx.write_elsewhere)
+    return Validation(ctx.session, ctx.facts.reported.multiprocessor_count, ctx.progress, ctx.write_elsewhere,
+                      ctx.config.planted)
 
 
 @dataclass(frozen=True)

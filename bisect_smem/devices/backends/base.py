@@ -18,6 +18,7 @@ from bisect_smem.devices.probes import (
     Launch,
     LaunchOutcome,
     LeftoverOutcome,
+    MarchFault,
     MarchOutcome,
     Outcome,
     ProbeKernel,
@@ -189,8 +190,10 @@ class DeviceSession(Protocol):
 
     # Validation (cupy and sim): one block per SM, each with its own result slot.
 
-    def march(self, dynamic_bytes: int, threads: int, blocks: int, seed: int) -> MarchOutcome:
-        """``blocks`` blocks, each running the march test over its whole dynamic shared memory."""
+    def march(self, dynamic_bytes: int, threads: int, blocks: int, seed: int,
+              fault: MarchFault | None = None) -> MarchOutcome:
+        """``blocks`` blocks, each running the march test over its whole dynamic shared memory (``fault``,
+        test only: with that word of that SM corrupted between the write and the read)."""
         ...
 
     def leftover_write(self, dynamic_bytes: int, threads: int, blocks: int, nonce: int) -> LeftoverOutcome:

@@ -25,7 +25,9 @@ from bisect_smem.devices.backends.libcuda import libcuda
 from bisect_smem.devices.kernel_abi import (
     CLUSTER_RESULT_WORDS,
     ILLEGAL_ACCESS_NAME,
+    MARCH_FAULT_NAME,
     NVRTC_OPTIONS,
+    PROBE_HOLE_NAME,
     RESIDENCY_CARVEOUT,
     RESIDENCY_COUNTER_WORDS,
     RESIDENCY_STAIRCASE,
@@ -47,6 +49,7 @@ from bisect_smem.devices.probes import (
     Launch,
     LaunchOutcome,
     LeftoverOutcome,
+    MarchFault,
     MarchOutcome,
     Outcome,
     ProbeKernel,
@@ -172,7 +175,12 @@ class CupySession:
         return module, {name: module.get_function(lowered[name]) for name in names}
 
     def _function(self, kernel: ProbeKernel) -> Any:
-        return self._functions[probe_name(kernel.static_bytes, kernel.opt_in)]
+        name = PROBE_HOLE_NAME if kernel.hole_bytes is not None else probe_name(kernel.static_bytes, kernel.opt_in)
+        return self._functions[name]
+
+    def _probe_args(self, kernel: ProbeKernel, dynamic_bytes: int, seed: int, out: Any) -> tuple:
+        args = (self._cupy.uint32(dynamic_bytes), self._cupy.uint32(seed), out)
+        return args if kernel.hole_bytes is None else (*args, self._cupy.uint32(kernel.hole_bytes))
 
     def identity(self) -> DeviceIdentity:
         runtime = self._cupy.cuda.runtime
@@ -308,8 +316,8 @@ class CupySession:
                 continue
             seed = next(self._seeds) & 0xFF
             with self.cuda_errors() as failed, self._streams[row]:
-                self._function(probe.kernel)((1,), (probe.threads,), (cupy.uint32(n), cupy.uint32(seed), outs[row]),
-                                             shared_mem=n)
+                args = self._probe_args(probe.kernel, n, seed, outs[row])
+                self._function(probe.kernel)((1,), (probe.threads,), args, shared_mem=n)
             pending.append(LaunchOutcome(failed.outcome, failed.detail) if failed else seed)
         return self._decoded(launches, pending, outs)
 
@@ -355,20 +363,24 @@ class CupySession:
     # Validation (experiments/validation.py): one block per SM at the opt-in ceiling, result slots per block.
 
     def _per_block(self, name: str, dynamic_bytes: int, threads: int, blocks: int, slot_words: int,
-                   args: tuple) -> tuple[list[int] | None, Any]:
-        """Launch ``name`` with one result slot per block and read every slot back (one synchronisation)."""
+                   args: tuple, after: tuple = ()) -> tuple[list[int] | None, Any]:
+        """Launch ``name`` with one result slot per block (between ``args`` and ``after``) and read every
+        slot back (one synchronisation)."""
         cupy = self._cupy
         fn = self._functions[name]
         slots = cupy.zeros(blocks * slot_words, dtype=cupy.uint32)
         with self.cuda_errors() as failed:
             fn.max_dynamic_shared_size_bytes = dynamic_bytes
-            fn((blocks,), (threads,), (cupy.uint32(dynamic_bytes), *args, slots), shared_mem=dynamic_bytes)
+            fn((blocks,), (threads,), (cupy.uint32(dynamic_bytes), *args, slots, *after), shared_mem=dynamic_bytes)
             words = slots.get().tolist()
         return (None, failed) if failed else (words, failed)
 
-    def march(self, dynamic_bytes: int, threads: int, blocks: int, seed: int) -> MarchOutcome:
-        words, failed = self._per_block(MARCH_NAME, dynamic_bytes, threads, blocks, MARCH_SLOT_WORDS,
-                                        (self._cupy.uint32(seed),))
+    def march(self, dynamic_bytes: int, threads: int, blocks: int, seed: int,
+              fault: MarchFault | None = None) -> MarchOutcome:
+        u32 = self._cupy.uint32
+        planted = () if fault is None else (u32(fault.sm_id), u32(fault.word), u32(fault.mask))
+        words, failed = self._per_block(MARCH_NAME if fault is None else MARCH_FAULT_NAME, dynamic_bytes, threads,
+                                        blocks, MARCH_SLOT_WORDS, (u32(seed),), planted)
         if words is None:
             return MarchOutcome(failed.outcome, failed.detail)
         slots = (decode_march_slot(words[b:b + MARCH_SLOT_WORDS]) for b in range(0, len(words), MARCH_SLOT_WORDS))

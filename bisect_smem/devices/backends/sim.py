@@ -1,8 +1,9 @@
 """The simulated backend: one session that answers every probe from a DeviceModel (sim_model.py), so the
 whole pipeline runs without a GPU, on a published profile or on a replayed report.
 
-A question the model's recording answers gets the recorded answer; any other gets the answer of the
-documented rules. The session keeps the state a real context has: each function's attribute, a context
+A question the model's recording answers gets the recorded answer; on a replayed report, any other is
+answered "not measured in the replayed report" (a replay answers only what its report measured); on a
+profile, the documented rules answer. The session keeps the state a real context has: each function's attribute, a context
 that a fault has poisoned, and what each SM's shared memory holds for the leftover check.
 """
 
@@ -27,12 +28,11 @@ from bisect_smem.core.hardware import (
     has_smem_registers,
     round_up,
 )
-from bisect_smem.core.model import ClusterMeasurement
 from bisect_smem.core.profiles import cc_text
 from bisect_smem.devices import attributes
 from bisect_smem.devices.backends.base import DeviceAddress, DeviceIdentity, launch_each, residency_each
 from bisect_smem.devices.backends.sim_memory import SharedMemory
-from bisect_smem.devices.backends.sim_model import DeviceModel
+from bisect_smem.devices.backends.sim_model import UNRECORDED, DeviceModel, RecordedMemory
 from bisect_smem.devices.backends.sim_spec import SimSpec
 from bisect_smem.devices.probes import (
     ClusterOutcome,
@@ -40,6 +40,7 @@ from bisect_smem.devices.probes import (
     Launch,
     LaunchOutcome,
     LeftoverOutcome,
+    MarchFault,
     MarchOutcome,
     Outcome,
     ProbeKernel,
@@ -111,7 +112,8 @@ class SimSession:
         self._max_dynamic: dict[ProbeKernel, int] = {}
         self._random = random.Random(spec.faults.seed)
         self._poisoned = False
-        self.memory = SharedMemory(spec.model.multiprocessor_count, spec.faults.bitflip, spec.faults.leak)
+        self.memory = RecordedMemory(self.record) if self.record else SharedMemory(
+            spec.model.multiprocessor_count, spec.faults.bitflip, spec.faults.leak)
         self._sweep_bytes: int | None = None  # the size of the last carveout sweep
 
     # What the device says about itself: recorded, else what the rules' parameters make it.
@@ -120,7 +122,8 @@ class SimSession:
         m, rec = self.model, self.record
         if rec is not None:
             return DeviceIdentity(self.index, m.name, m.compute_capability, rec.context.pci_bus_id,
-                                  DeviceContext(replayed_from=rec.path, replayed_backend=rec.backend))
+                                  DeviceContext(replayed_from=rec.path, replayed_backend=rec.backend,
+                                                replayed_error=rec.error))
         return DeviceIdentity(self.index, m.name, m.compute_capability, f"SIM:{self.index:02x}",
                               DeviceContext(profile=m.key))
 
@@ -165,8 +168,9 @@ class SimSession:
             raise ValueError("the default-ceiling kernel must stay fresh: its attribute is never raised")
         if self._poisoned:
             return LaunchOutcome(Outcome.ILLEGAL_ADDRESS, _POISONED)
-        recorded = self.record.attribute_accept_ceiling_bytes if self.record else None
-        accepted = recorded or self.model.optin_bytes
+        accepted = self.record.accepted_bytes() if self.record else self.model.optin_bytes
+        if accepted is None:
+            return LaunchOutcome(Outcome.OTHER, f"what the attribute accepts: {UNRECORDED}")
         if nbytes < 0 or nbytes + self.model.static_footprint(kernel.static_bytes) > accepted:
             return LaunchOutcome(Outcome.INVALID_VALUE, _INVALID)
         self._max_dynamic[kernel] = nbytes
@@ -198,11 +202,10 @@ class SimSession:
             return LaunchOutcome(Outcome.OK, "flaky", registers, total)
         return outcome
 
-    def _ceiling(self, kernel: ProbeKernel, threads: int) -> int:
-        """The largest dynamic size this kernel and block size launch at: recorded, else the rules'."""
-        recorded = self.record.ceiling(kernel.static_bytes, threads, kernel.opt_in) if self.record else None
-        if recorded is not None:
-            return recorded
+    def _ceiling(self, kernel: ProbeKernel, threads: int) -> int | None:
+        """The largest dynamic size this kernel and block size launch at: recorded (None: not), else the rules'."""
+        if self.record:
+            return self.record.ceiling(kernel.static_bytes, threads, kernel.opt_in)
         if not kernel.opt_in:
             return self.model.default_ceiling(kernel.static_bytes)
         return self.model.optin_bytes - self.model.static_footprint(kernel.static_bytes)
@@ -213,6 +216,8 @@ class SimSession:
         total = dynamic_bytes + kernel.static_bytes
         # Flakiness lives near the kernel's real ceiling, not near whatever the attribute was just set to.
         ceiling = self._ceiling(kernel, threads)
+        if ceiling is None:
+            return LaunchOutcome(Outcome.OTHER, f"{kernel.static_bytes} B static, {threads} threads: {UNRECORDED}")
         registers = self._registers(kernel, dynamic_bytes)
         if not 1 <= threads <= MAX_THREADS_PER_BLOCK or dynamic_bytes > min(self._limit(kernel), ceiling):
             # The driver refuses the launch when it is enqueued: it never runs, so it cannot fault.
@@ -221,7 +226,9 @@ class SimSession:
         fault = self._fault(dynamic_bytes)
         if fault is not None:
             return fault
-        base = self.model.reserved_bytes + self.model.static_footprint(kernel.static_bytes)
+        base = self.model.dynamic_base_offset(kernel.static_bytes)
+        if kernel.hole_bytes == dynamic_bytes:  # the planted hole: the kernel reads its first byte back wrong
+            return LaunchOutcome(Outcome.VERIFY_FAILED, "1 B wrong", registers, total - 1, base)
         ok = LaunchOutcome(Outcome.OK, registers=registers, bytes_verified=total, dynamic_base_offset_bytes=base)
         return self._flaky(dynamic_bytes, ceiling, ok, registers, total)
 
@@ -237,9 +244,9 @@ class SimSession:
 
     def available_dynamic_smem(self, kernel: ProbeKernel, threads: int) -> int | None:
         """What one block may have beside its static data and reserved window, capped by the attribute."""
-        recorded = self.record.available_dynamic(kernel.static_bytes, threads, kernel.opt_in) if self.record else None
-        if recorded is not None:
-            return min(self._limit(kernel), recorded)
+        if self.record:
+            recorded = self.record.available_dynamic(kernel.static_bytes, threads, kernel.opt_in)
+            return None if recorded is None else min(self._limit(kernel), recorded)
         if not 1 <= threads <= MAX_THREADS_PER_BLOCK:
             return None
         m = self.model
@@ -247,6 +254,9 @@ class SimSession:
         return max(min(self._limit(kernel), hardware), 0)
 
     def launch_batch(self, launches: Sequence[Launch]) -> list[LaunchOutcome]:
+        if self.record and any(p.sweep for p in launches):  # the granule sweep answers as it was recorded
+            return [self.record.sweep_outcome(p.dynamic_bytes) or self.launch(p.kernel, p.dynamic_bytes, p.threads)
+                    for p in launches]
         return launch_each(self, launches)
 
     def residency_batch(self, probes: Sequence[ResidencyProbe]) -> list[ResidencyOutcome]:
@@ -265,9 +275,10 @@ class SimSession:
             if carveout_percent is not None and carveout_percent in self.record.carveout:
                 return self._recorded_carveout(dynamic_bytes, threads, carveout_percent)
             step = self.record.residency_step(dynamic_bytes, threads) if carveout_percent is None else None
-            if step is not None:
-                return ResidencyOutcome(Outcome.OK, "", step.blocks_per_sm_min, step.blocks_per_sm_max,
-                                        step.api_blocks_per_sm)
+            if step is None:
+                return ResidencyOutcome(Outcome.OTHER, f"residency at {dynamic_bytes} B, {threads} threads: {UNRECORDED}")
+            return ResidencyOutcome(Outcome.OK, "", step.blocks_per_sm_min, step.blocks_per_sm_max,
+                                    step.api_blocks_per_sm)
         capacity = m.carveout_capacity(carveout_percent, m.footprint(dynamic_bytes))
         blocks = m.blocks_per_sm(dynamic_bytes, threads, capacity)
         held = max(blocks - m.fewer_blocks, 1) if blocks else blocks
@@ -309,28 +320,13 @@ class SimSession:
 
     def cluster_launches(self, dynamic_bytes: int, sizes: tuple[int, ...], nonportable: bool,
                          threads: int) -> list[ClusterOutcome]:
-        rec = self.record.clusters.get(dynamic_bytes) if self.record else None
-        if rec is not None and not self._poisoned:
-            return self._recorded_clusters(dynamic_bytes, sizes, nonportable, rec)
+        if self.record and not self._poisoned:
+            return self.record.cluster_launches(dynamic_bytes, sizes, nonportable)
         results = []
         for size in sizes:
             results.append(self.cluster_launch(dynamic_bytes, size, nonportable, threads))
             if not results[-1].ok:
                 break
-        return results
-
-    @staticmethod
-    def _recorded_clusters(dynamic_bytes: int, sizes: tuple[int, ...], nonportable: bool,
-                           rec: ClusterMeasurement) -> list[ClusterOutcome]:
-        """Clusters launch up to the recorded largest size, and read back as they did."""
-        largest = (rec.max_cluster_size_nonportable if nonportable else rec.max_cluster_size_portable) or 0
-        results = []
-        for size in sizes:
-            if size > largest:
-                results.append(ClusterOutcome(Outcome.CLUSTER_MISCONFIG, "CUDA_ERROR_CLUSTER_OUT_OF_RESOURCES"))
-                break
-            wrong = 0 if rec.dsm_verified in (True, None) else 1
-            results.append(ClusterOutcome(Outcome.OK, "", size, size * dynamic_bytes, wrong, size))
         return results
 
     def cluster_launch(self, dynamic_bytes: int, cluster_size: int, nonportable: bool,
@@ -353,14 +349,16 @@ class SimSession:
         counts = rec.active_clusters.get(str(cluster_size)) if rec is not None else None
         if counts is not None and counts.get("measured") is not None:
             return ClusterResidencyOutcome(Outcome.OK, "", min(counts["measured"], clusters), counts.get("api"))
+        if self.record:
+            return ClusterResidencyOutcome(Outcome.OTHER, f"clusters of {cluster_size} at {dynamic_bytes} B: {UNRECORDED}")
         bps = self._blocks_per_sm(dynamic_bytes, threads)
         total = sum(gpc * bps // cluster_size for gpc in self._gpc_sizes())
         return ClusterResidencyOutcome(Outcome.OK, "", min(total, clusters), total)
 
     def cluster_api_max_size(self, dynamic_bytes: int, threads: int) -> int | None:
-        rec = self.record.clusters.get(dynamic_bytes) if self.record else None
-        if rec is not None:
-            return rec.api_max_cluster_size
+        if self.record:
+            rec = self.record.clusters.get(dynamic_bytes)
+            return rec.api_max_cluster_size if rec is not None else None
         return min(NONPORTABLE_CLUSTER_SIZE, self._blocks_per_sm(dynamic_bytes, threads) * max(self._gpc_sizes()))
 
     def inject_illegal_access(self) -> None:
@@ -381,11 +379,12 @@ class SimSession:
             return LaunchOutcome(Outcome.INVALID_VALUE, _INVALID)
         return self._fault(dynamic_bytes)
 
-    def march(self, dynamic_bytes: int, threads: int, blocks: int, seed: int) -> MarchOutcome:
-        fault = self._validation_fault(dynamic_bytes, threads)
-        if fault is not None:
-            return MarchOutcome(fault.outcome, fault.detail)
-        return self.memory.march(dynamic_bytes, blocks, seed)
+    def march(self, dynamic_bytes: int, threads: int, blocks: int, seed: int,
+              fault: MarchFault | None = None) -> MarchOutcome:
+        failed = self._validation_fault(dynamic_bytes, threads)
+        if failed is not None:
+            return MarchOutcome(failed.outcome, failed.detail)
+        return self.memory.march(dynamic_bytes, blocks, seed, fault)
 
     def leftover_write(self, dynamic_bytes: int, threads: int, blocks: int, nonce: int) -> LeftoverOutcome:
         fault = self._validation_fault(dynamic_bytes, threads)

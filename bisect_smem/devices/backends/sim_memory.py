@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import tempfile
 from pathlib import Path
 
+from bisect_smem.core.errors import MeasurementError
 from bisect_smem.core.integrity import MARCH_READS_PER_WORD, SmMarch
-from bisect_smem.devices.probes import LeftoverOutcome, MarchOutcome, Outcome
+from bisect_smem.devices.probes import LeftoverOutcome, MarchFault, MarchOutcome, Outcome
 from bisect_smem.devices.validation_abi import first_bad_byte, march_word
 
 
@@ -27,13 +29,15 @@ class SharedMemory:
     def _sms(self, blocks: int) -> list[int]:
         return [b % self.sm_count for b in range(blocks)]
 
-    def march(self, dynamic_bytes: int, blocks: int, seed: int) -> MarchOutcome:
-        """The march test on each block's SM; it overwrites the whole array."""
-        flip_sm, flip_byte = self.bitflip or (None, None)
+    def march(self, dynamic_bytes: int, blocks: int, seed: int, planted: MarchFault | None = None) -> MarchOutcome:
+        """The march test on each block's SM; it overwrites the whole array. ``planted`` (test only): the
+        march kernel's own fault variant, one word flipped once instead of a bit that always reads wrong."""
+        flip_sm, flip_byte = (planted.sm_id, planted.byte) if planted else self.bitflip or (None, None)
         results = []
         for sm in self._sms(blocks):
             self._residue.pop(sm, None)
-            results.append(simulate_march(sm, dynamic_bytes, seed, flip_byte if sm == flip_sm else None))
+            results.append(simulate_march(sm, dynamic_bytes, seed, flip_byte if sm == flip_sm else None,
+                                          planted is not None))
         return MarchOutcome(Outcome.OK, "", tuple(results))
 
     def write(self, dynamic_bytes: int, blocks: int, nonce: int) -> LeftoverOutcome:
@@ -64,28 +68,43 @@ class SharedMemory:
             for sm, (nonce, words) in self._residue.items():
                 by_nonce.setdefault(nonce, {})[sm] = words
             for nonce, sms in by_nonce.items():
-                leftover_file(nonce).parent.mkdir(parents=True, exist_ok=True)
                 leftover_file(nonce).write_text(json.dumps(sms))
         self._residue.clear()
 
 
 def leftover_file(nonce: int) -> Path:
     """Where a leaking simulated device keeps what a context left in shared memory after the context ends:
-    the state of the device, which outlives processes as the real one does."""
-    return Path(tempfile.gettempdir()) / f"bisect-smem-sim-{os.getuid()}" / f"leftover-{nonce:016x}.json"
+    the state of the device, which outlives processes as the real one does. The folder is this user's
+    own (not a link, owned by them, writable by no one else), checked each time: one planted there by
+    someone else is refused (MeasurementError), never followed."""
+    folder = Path(tempfile.gettempdir()) / f"bisect-smem-sim-{os.getuid()}"
+    try:
+        folder.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise MeasurementError(f"the simulated device keeps its state in {folder}: {exc.strerror or exc}") from None
+    info = os.lstat(folder)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o022:
+        raise MeasurementError(f"the simulated device keeps its state in {folder}, which is not a folder of this "
+                               "user's alone (a link, another owner, or writable by others): remove it")
+    if stat.S_IMODE(info.st_mode) & 0o077:
+        os.chmod(folder, 0o700)  # this user's, and nobody else could write in it: make it private
+    return folder / f"leftover-{nonce:016x}.json"
 
 
-def simulate_march(sm_id: int, dynamic_bytes: int, seed: int, flip_byte: int | None) -> SmMarch:
+def simulate_march(sm_id: int, dynamic_bytes: int, seed: int, flip_byte: int | None, once: bool = False) -> SmMarch:
     """What the march kernel reports for an SM whose every read of byte ``flip_byte`` has its low bit
-    flipped (None: a sound SM): the march run in its own order on the one faulty word."""
+    flipped (None: a sound SM), or with ``once`` whose byte was flipped once, between the first write
+    and the first read (smem_march_fault): the march run in its own order on the one faulty word."""
     words = dynamic_bytes // 4
     checked = MARCH_READS_PER_WORD * words
     if flip_byte is None or not 0 <= flip_byte < words * 4:
         return SmMarch(sm_id, words * 4, checked)
     index, mask = flip_byte // 4, 1 << (8 * (flip_byte % 4))
-    # A bit that reads inverted makes every read of its word wrong, so the first is the first read of
-    # the march: pattern 0, element 1.
+    # Either way the first wrong read is the first read of the march: pattern 0, element 1. A bit that
+    # reads inverted makes every read of its word wrong; one flipped once is put right by that element's write.
     expected = march_word(0, index, seed)
     read = expected ^ mask
-    return SmMarch(sm_id, words * 4, checked, MARCH_READS_PER_WORD, first_bad_byte(index, expected, read),
-                   expected, read, 0, 1)
+    return SmMarch(sm_id, words * 4, checked, 1 if once else MARCH_READS_PER_WORD,
+                   first_bad_byte(index, expected, read), expected, read, 0, 1)

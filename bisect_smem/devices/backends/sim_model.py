@@ -5,8 +5,11 @@ The rules are those of core.hardware: 48 KB without opt-in, dynamic + static wit
 48 KB static at compile time, the reserved window and the allocation granularity from cc 8.0 on, the
 16-byte alignment of the dynamic array, blocks per SM from the footprint, and carveouts rounded up to
 the next supported size. Where the table leaves the reserved size unconfirmed, the model uses 1 KB from
-cc 8.0 on. A recording answers what the report measured; each of its lookups says None where the
-report recorded nothing, and the simulated session lets the rules answer there.
+cc 8.0 on. A recording answers what the report measured, and only that: each of its lookups says None
+where the report recorded nothing (or its measurement failed), and the simulated session then answers
+"not measured in the replayed report" (Outcome.OTHER), so what the report lacks stays missing or
+failed in the replay; its validation (march, granule sweep, leftovers) answers as recorded, and the
+device's own error is kept.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bisect_smem.core.attributes import DeviceContext, ReportedAttributes
-from bisect_smem.core.errors import UsageError
+from bisect_smem.core.errors import MeasurementError, UsageError
 from bisect_smem.core.hardware import (
     DEFAULT_GRANULE_BYTES,
     DEFAULT_SMEM_PER_BLOCK_BYTES,
@@ -26,10 +29,14 @@ from bisect_smem.core.hardware import (
     default_reserved_bytes,
     static_footprint,
 )
+from bisect_smem.core.integrity import MARCH_READS_PER_WORD, GranuleSweep, Leftovers, MarchResult, SmMarch
 from bisect_smem.core.levels import STAIRCASE_THREADS
 from bisect_smem.core.model import CarveoutPoint, ClusterMeasurement, DeviceReport, Report, ResidencyStep, StaticSplit
 from bisect_smem.core.profiles import ArchProfile, parse_cc, profile_for_cc
 from bisect_smem.core.saved import load_saved
+from bisect_smem.devices.probes import ClusterOutcome, LaunchOutcome, LeftoverOutcome, MarchFault, MarchOutcome, Outcome
+
+UNRECORDED = "not measured in the replayed report"
 
 
 @dataclass(frozen=True)
@@ -49,6 +56,10 @@ class Recording:
     carveout: dict[int, CarveoutPoint] = field(default_factory=dict)  # by percent
     clusters: dict[int, ClusterMeasurement] = field(default_factory=dict)  # by dynamic bytes
     clusters_skipped: str | None = None
+    march: MarchResult | None = None
+    granule_sweep: GranuleSweep | None = None
+    leftovers: Leftovers | None = None
+    error: str | None = None  # the device's own error, kept by the replay
 
     @classmethod
     def of(cls, dev: DeviceReport, path: str) -> Recording:
@@ -59,7 +70,67 @@ class Recording:
         return cls(path, dev.backend, dev.name, dev.context, dev.reported, m.default_dynamic_ceiling_bytes,
                    m.default_api_available_dynamic_bytes, m.attribute_accept_ceiling_bytes,
                    {(s.static_bytes, s.threads): s for s in m.static_splits}, m.residency,
-                   {p.percent: p for p in m.carveout}, {c.dynamic_bytes: c for c in m.clusters}, m.clusters_skipped)
+                   {p.percent: p for p in m.carveout}, {c.dynamic_bytes: c for c in m.clusters}, m.clusters_skipped,
+                   m.march, m.granule_sweep, m.leftovers, dev.error)
+
+    def cluster_launches(self, dynamic_bytes: int, sizes: tuple[int, ...], nonportable: bool) -> list[ClusterOutcome]:
+        """Clusters launch up to the recorded largest size, and read back as they did."""
+        rec = self.clusters.get(dynamic_bytes)
+        if rec is None:
+            return [ClusterOutcome(Outcome.OTHER, f"clusters at {dynamic_bytes} B: {UNRECORDED}")]
+        largest = (rec.max_cluster_size_nonportable if nonportable else rec.max_cluster_size_portable) or 0
+        results = []
+        for size in sizes:
+            if size > largest:
+                results.append(ClusterOutcome(Outcome.CLUSTER_MISCONFIG, "CUDA_ERROR_CLUSTER_OUT_OF_RESOURCES"))
+                break
+            wrong = 0 if rec.dsm_verified in (True, None) else 1
+            results.append(ClusterOutcome(Outcome.OK, "", size, size * dynamic_bytes, wrong, size))
+        return results
+
+    def accepted_bytes(self) -> int | None:
+        """The largest value the attribute took when measured, else the largest a recorded launch proves."""
+        if self.attribute_accept_ceiling_bytes is not None:
+            return self.attribute_accept_ceiling_bytes
+        proven = [s.dynamic_ceiling_bytes + (s.static_footprint_bytes or static_footprint(s.static_bytes))
+                  for s in self.splits.values() if s.dynamic_ceiling_bytes is not None]
+        return max(proven, default=None)
+
+    def march_outcome(self, dynamic_bytes: int) -> MarchOutcome:
+        """The march as it ran: each SM seen, passed or with its recorded failure."""
+        if self.march is None or self.march.dynamic_bytes != dynamic_bytes:
+            return MarchOutcome(Outcome.OTHER, f"the march: {UNRECORDED}")
+        failed = {f.sm_id: f for f in self.march.failures}
+        passed = MARCH_READS_PER_WORD * (dynamic_bytes // 4)
+        return MarchOutcome(Outcome.OK, "", tuple(failed.get(sm, SmMarch(sm, dynamic_bytes, passed))
+                                                  for sm in self.march.sms_seen))
+
+    def sweep_outcome(self, dynamic_bytes: int) -> LaunchOutcome | None:
+        """A granule sweep launch at a recorded failing size or over the ceiling, as it ran; None where the
+        recorded ceiling answers it. A MeasurementError without a recorded sweep: a failed launch would
+        read as a hole in it, so the step itself fails."""
+        sweep = self.granule_sweep
+        if sweep is None:
+            raise MeasurementError(f"the granule sweep: {UNRECORDED}")
+        if dynamic_bytes in sweep.failing_bytes:
+            return LaunchOutcome(Outcome.VERIFY_FAILED, f"as recorded: {sweep.failure_detail or 'failed'}")
+        if dynamic_bytes > sweep.ceiling_bytes:
+            return LaunchOutcome(Outcome.INVALID_VALUE if sweep.over_ceiling_failed else Outcome.OK, "as recorded")
+        return None
+
+    def leftover_outcome(self, own: bool, written: bool) -> LeftoverOutcome:
+        """A leftover kernel as it ran: the writer (``written``), or a reader of what this process (``own``)
+        or another one left."""
+        left = self.leftovers
+        if left is None:
+            return LeftoverOutcome(Outcome.OTHER, f"the leftovers: {UNRECORDED}")
+        if written:
+            return LeftoverOutcome(Outcome.OK, "", tuple(range(left.writer_sms)), left.within_process_words_read)
+        sms = tuple(range(left.reader_sms))
+        if own:
+            return LeftoverOutcome(Outcome.OK, "", sms, left.within_process_words_read, left.within_process_words_matching)
+        return LeftoverOutcome(Outcome.OK, "", sms, left.across_processes_words_read,
+                               left.across_processes_words_matching)
 
     def static_footprint(self, static_bytes: int) -> int | None:
         """Where the dynamic array started beside ``static_bytes`` of static data; None: not recorded."""
@@ -88,6 +159,33 @@ class Recording:
             return exact
         below = [s for s in self.residency if s.threads == STAIRCASE_THREADS and s.dynamic_bytes <= dynamic_bytes]
         return max(below, key=lambda s: s.dynamic_bytes) if below else None
+
+
+class RecordedMemory:
+    """A replayed device's shared memory, for the validation kernels: the march, and what a leftover writer
+    left, answer as its report recorded them (sim_memory.SharedMemory's interface)."""
+
+    def __init__(self, record: Recording) -> None:
+        self.record = record
+        self.own_nonce: int | None = None  # the leftover pattern this process wrote
+
+    def march(self, dynamic_bytes: int, blocks: int, seed: int, planted: MarchFault | None = None) -> MarchOutcome:
+        """The march as recorded; no fault can be planted in a replay."""
+        if planted is not None:
+            return MarchOutcome(Outcome.OTHER, "a replay answers as its report did: no fault can be planted in it")
+        return self.record.march_outcome(dynamic_bytes)
+
+    def write(self, dynamic_bytes: int, blocks: int, nonce: int) -> LeftoverOutcome:
+        """The leftover writer as recorded."""
+        self.own_nonce = nonce
+        return self.record.leftover_outcome(own=True, written=True)
+
+    def read(self, dynamic_bytes: int, blocks: int, nonce: int) -> LeftoverOutcome:
+        """What a reader found, of this process's pattern or another one's, as recorded."""
+        return self.record.leftover_outcome(own=nonce == self.own_nonce, written=False)
+
+    def close(self) -> None:
+        """Nothing outlives a replayed context."""
 
 
 @dataclass(frozen=True)
@@ -148,6 +246,13 @@ class DeviceModel:
         """Bytes the static data takes before the dynamic array: as recorded, else the 16-byte rule."""
         recorded = self.record.static_footprint(static_bytes) if self.record else None
         return static_footprint(static_bytes) if recorded is None else recorded
+
+    def dynamic_base_offset(self, static_bytes: int) -> int | None:
+        """Where the dynamic array starts in the shared window beside ``static_bytes`` of static data: the
+        reserved window and the static footprint (a replay's as recorded; None where it was not read)."""
+        footprint = self.record.static_footprint(static_bytes) if self.record and static_bytes \
+            else self.static_footprint(static_bytes)
+        return None if footprint is None else self.reserved_bytes + footprint
 
     def default_ceiling(self, static_bytes: int) -> int:
         """The rules' largest dynamic size without opt-in: 48 KB less the static data, within the opt-in limit."""

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bisect_smem.core.errors import UsageError
+from bisect_smem.core.numbers import decimal, whole_number
 from bisect_smem.core.profiles import find_profile, profile_names
 from bisect_smem.core.sizes import parse_size
 from bisect_smem.devices.backends.sim_model import DeviceModel, load_replay
@@ -33,6 +34,7 @@ _FAULT_SIZE_KEYS = ("hole", "sticky", "hang")
 _OVERRIDE_KEYS = ("optin", "smem_per_sm", "reserved")
 _VALIDATION_KEYS = ("bitflip", "holes", "leak")
 PROFILE_KEYS = (*FAULT_KEYS, *_OVERRIDE_KEYS, "fewer", *_VALIDATION_KEYS)
+MAX_SIZE_TEXT = 32  # longer than any byte count anyone writes
 
 
 @dataclass(frozen=True)
@@ -73,26 +75,21 @@ class SimSpec:
         if profile is None:
             raise UsageError(f"unknown profile {name!r}; valid: {', '.join(profile_names())}")
         values = spec_values(text, pairs, PROFILE_KEYS, f"a profile takes {', '.join(PROFILE_KEYS)}")
-        sizes = {k: parse_size(v, f"--simulate {k}") for k, v in values.items() if k in _OVERRIDE_KEYS}
-        fewer_text = values.get("fewer", "0")
-        if not fewer_text.isdigit():
-            raise UsageError(f"bad --simulate value {text!r}: fewer takes a whole number of blocks "
-                             f"(got {fewer_text!r})")
+        sizes = {k: spec_size(v, f"--simulate {k}") for k, v in values.items() if k in _OVERRIDE_KEYS}
+        fewer = spec_number(values.get("fewer", "0"), text, "fewer takes a whole number of blocks")
         faults = launch_faults(values, text)
         model = DeviceModel.from_profile(profile, sizes.get("optin"), sizes.get("smem_per_sm"), sizes.get("reserved"),
-                                         int(fewer_text))
-        return cls(model, Faults(**faults, **_validation_faults(values, text)), text)
+                                         fewer)
+        return cls(model, Faults(**faults, **_validation_faults(values, text, model)), text)
 
 
 def _parse_replay(text: str, path: str, pairs: list[str]) -> SimSpec:
     """``REPORT.json[,device=N,flaky=P,...]``: a SimSpec that replays a saved device (faults allowed)."""
     values = spec_values(text, pairs, ("device", *FAULT_KEYS),
                          f"a replayed report takes device=N and the faults {', '.join(FAULT_KEYS)}")
-    device = values.get("device", "0")
-    if not device.isdigit():
-        raise UsageError(f"bad --simulate value {text!r}: device takes a whole number (got {device!r})")
+    device = spec_number(values.get("device", "0"), text, "device takes a whole number")
     faults = launch_faults(values, text)
-    return SimSpec(load_replay(path, int(device)), Faults(**faults), text)
+    return SimSpec(load_replay(path, device), Faults(**faults), text)
 
 
 def spec_values(text: str, pairs: Sequence[str], keys: Sequence[str], takes: str) -> dict[str, str]:
@@ -109,13 +106,30 @@ def spec_values(text: str, pairs: Sequence[str], keys: Sequence[str], takes: str
     return values
 
 
+def spec_size(value: str, what: str) -> int:
+    """A byte count of a ``--simulate`` key (core/sizes.py), refused before it is read when it is longer
+    than any byte count is written."""
+    if len(value) > MAX_SIZE_TEXT:
+        raise UsageError(f"{what} must be a byte count like 110592, 108KiB or 99K (got {value[:20]!r}... of "
+                         f"{len(value)} characters)")
+    return parse_size(value, what)
+
+
+def spec_number(value: str, text: str, takes: str) -> int:
+    """A whole number of a ``--simulate`` key in ASCII digits (core/numbers.py); ``takes`` says what it is."""
+    try:
+        return whole_number(value, "the value")
+    except UsageError:
+        raise UsageError(f"bad --simulate value {text!r}: {takes} (got {value[:40]!r})") from None
+
+
 def launch_faults(values: dict[str, str], text: str) -> dict[str, Any]:
     """The flaky=, seed=, hole=, sticky= and hang= faults of a ``--simulate`` value, as Faults fields."""
-    sizes = {k: parse_size(values[k], f"--simulate {k}") for k in _FAULT_SIZE_KEYS if k in values}
+    sizes = {k: spec_size(values[k], f"--simulate {k}") for k in _FAULT_SIZE_KEYS if k in values}
     try:
-        flaky = float(values.get("flaky", 0))
-        seed = int(values.get("seed", 0))
-    except ValueError:
+        flaky = decimal(values.get("flaky", "0"), "flaky")
+        seed = whole_number(values.get("seed", "0"), "seed")
+    except UsageError:
         raise UsageError(f"bad --simulate value {text!r}: flaky takes a probability, seed a whole number") from None
     if not 0 <= flaky <= 1:
         raise UsageError(f"bad --simulate value {text!r}: flaky must be in 0..1 (got {flaky})")
@@ -123,21 +137,30 @@ def launch_faults(values: dict[str, str], text: str) -> dict[str, Any]:
             "hang_bytes": sizes.get("hang")}
 
 
-def _validation_faults(values: dict[str, str], text: str) -> dict[str, Any]:
-    """The bitflip=, holes= and leak= faults of a ``--simulate`` value."""
+def _validation_faults(values: dict[str, str], text: str, model: DeviceModel) -> dict[str, Any]:
+    """The bitflip=, holes= and leak= faults of a ``--simulate`` value (a bit flip on an SM and a byte the
+    device has)."""
     faults: dict[str, Any] = {}
     if "bitflip" in values:
         sm, sep, offset = values["bitflip"].partition(":")
-        if not sep or not sm.strip().isdigit():
+        if not sep:
             raise UsageError(f"bad --simulate value {text!r}: bitflip takes SM:OFFSET, like 5:1000 "
                              f"(got {values['bitflip']!r})")
-        faults["bitflip"] = (int(sm), parse_size(offset, "--simulate bitflip offset"))
+        sm_id = spec_number(sm, text, "bitflip takes SM:OFFSET, like 5:1000")
+        byte = spec_size(offset, "--simulate bitflip offset")
+        if sm_id >= model.multiprocessor_count:
+            raise UsageError(f"bad --simulate value {text!r}: bitflip SM {sm_id} does not exist "
+                             f"(the device has SMs 0..{model.multiprocessor_count - 1})")
+        if byte >= model.optin_bytes:
+            raise UsageError(f"bad --simulate value {text!r}: bitflip byte {byte} is beyond the shared memory "
+                             f"a block gets ({model.optin_bytes} B)")
+        faults["bitflip"] = (sm_id, byte)
     if "holes" in values:
         start, sep, end = values["holes"].partition("-")
         if not sep:
             raise UsageError(f"bad --simulate value {text!r}: holes takes START-END, like 1024-4096 "
                              f"(got {values['holes']!r})")
-        low, high = parse_size(start, "--simulate holes start"), parse_size(end, "--simulate holes end")
+        low, high = spec_size(start, "--simulate holes start"), spec_size(end, "--simulate holes end")
         if low > high:
             raise UsageError(f"bad --simulate value {text!r}: holes START must be <= END (got {low}-{high})")
         faults["holes"] = (low, high)
