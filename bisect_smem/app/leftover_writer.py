@@ -8,8 +8,11 @@ waits for it, and reads its answer. The request and the answer are frozen datacl
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import json
+import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -29,6 +32,7 @@ from bisect_smem.experiments.validation import LEFTOVER_THREADS, WriteElsewhere
 WRITER_TIMEOUT_S = 120.0
 WRITER_MODULE = "bisect_smem.app.leftover_writer"
 POLL_S = 0.05
+PR_SET_PDEATHSIG = 1  # prctl(2)
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,7 @@ class WriteRequest:
     blocks: int
     nonce: int
     answer_path: str
+    parent_pid: int = 0  # the process that waits for the writer: the writer does not outlive it
 
     def to_json(self) -> str:
         """The request as one JSON text (an argument of the writer's command line)."""
@@ -93,7 +98,7 @@ def write_elsewhere(session: DeviceSession, static_sizes: tuple[int, ...],
     def write(dynamic_bytes: int, blocks: int, nonce: int) -> LeftoverOutcome:
         with tempfile.TemporaryDirectory(prefix="bisect-smem-") as work:
             request = WriteRequest(session.address(), static_sizes, dynamic_bytes, LEFTOVER_THREADS, blocks, nonce,
-                                   str(Path(work, "written.json")))
+                                   str(Path(work, "written.json")), os.getpid())
             return _run_writer(request, Path(work), progress)
 
     return write
@@ -105,14 +110,17 @@ def _run_writer(request: WriteRequest, work: Path, progress: Callable[[str], Non
         proc = subprocess.Popen(python_command(WRITER_MODULE, request.to_json()), env=python_environment(),
                                 stdout=subprocess.DEVNULL, stderr=stderr)
     start = time.monotonic()
-    while proc.poll() is None:
-        # Progress keeps the supervisor from taking the wait for a hung probe.
-        progress(f"leftovers: another process writes {request.blocks} SMs")
-        if time.monotonic() - start > WRITER_TIMEOUT_S:
+    try:
+        while proc.poll() is None:
+            # Progress keeps the supervisor from taking the wait for a hung probe.
+            progress(f"leftovers: another process writes {request.blocks} SMs")
+            if time.monotonic() - start > WRITER_TIMEOUT_S:
+                raise MeasurementError(f"the writer process did not finish within {WRITER_TIMEOUT_S:g} s")
+            time.sleep(POLL_S)
+    finally:  # a timeout, Ctrl-C or SIGTERM: the writer ends with the wait for it
+        if proc.poll() is None:
             proc.kill()
             proc.wait()
-            raise MeasurementError(f"the writer process did not finish within {WRITER_TIMEOUT_S:g} s")
-        time.sleep(POLL_S)
     errors = Path(work, "stderr").read_text().strip()
     answer = Path(request.answer_path)
     if proc.returncode != 0 or not answer.is_file():
@@ -121,10 +129,23 @@ def _run_writer(request: WriteRequest, work: Path, progress: Callable[[str], Non
     return WriteAnswer.from_json(answer.read_text()).leftover_outcome()
 
 
+def end_with(parent: int) -> None:
+    """Have the kernel kill this process when ``parent`` ends (Linux), however it ends: a signal that
+    reaches the parent while it starts the writer, before it can end the writer itself, ends both. If the
+    parent has already ended, leave at once."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: the parent's own cleanup is all there is
+        pass
+    if parent and os.getppid() != parent:
+        os._exit(1)
+
+
 def main(argv: list[str]) -> int:
     """The writer process: open the device anew, fill every SM's shared memory, record what ran, close
     it. An exception's traceback on stderr is the failure its parent reports."""
     request = WriteRequest.from_json(argv[0])
+    end_with(request.parent_pid)
     session = open_address(request.address, request.static_sizes)
     try:
         outcome = session.leftover_write(request.dynamic_bytes, request.threads, request.blocks, request.nonce)

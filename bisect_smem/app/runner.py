@@ -17,6 +17,7 @@ import pickle
 import queue as queue_module
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections import Counter
@@ -47,7 +48,7 @@ from bisect_smem.app.timeline import mark
 from bisect_smem.app.worker import planned_steps
 from bisect_smem.app.worker_process import MODULE as WORKER_MODULE
 from bisect_smem.core.attributes import NvmlInfo
-from bisect_smem.core.errors import BackendUnavailable, BisectSmemError, UsageError
+from bisect_smem.core.errors import BackendUnavailable, BisectSmemError, ExitCode, UsageError
 from bisect_smem.core.model import DeviceReport
 from bisect_smem.devices.device_info import DeviceInfo, open_device
 from bisect_smem.experiments.measure import DeviceMeasurement, running_steps
@@ -91,7 +92,7 @@ def run(request: RunRequest, progress: ProgressSink | None = None) -> tuple[Devi
     sink = progress or (lambda _i, _t: None)
     if not request.isolated:
         indices = resolve_devices(request)
-        return tuple(measure_in_process(request, i, lambda text, i=i: sink(i, text)) for i in indices)
+        return tuple(_in_process(request, i, lambda text, i=i: sink(i, text)) for i in indices)
     supervisor = _Supervisor(request, sink)
     # The first workers start while this process initialises the driver to count the devices: a
     # worker spends that time starting Python anyway. A device that turns out not to exist is dropped.
@@ -106,6 +107,28 @@ def run(request: RunRequest, progress: ProgressSink | None = None) -> tuple[Devi
         supervisor.stop()
         raise
     return supervisor.run()
+
+
+def _in_process(request: RunRequest, index: int, progress: Callable[[str], None]) -> DeviceReport:
+    """One device in this process, under the device timeout: one process cannot end its own hung probe,
+    so when the time is up the watchdog ends the whole run (exit 4), saying so, rather than wait forever."""
+    limit = request.device_timeout_s
+    watchdog = threading.Timer(limit, _give_up, args=(index, limit))
+    watchdog.daemon = True
+    watchdog.start()
+    try:
+        return measure_in_process(request, index, progress)
+    finally:
+        watchdog.cancel()
+
+
+def _give_up(index: int, limit: float) -> None:
+    try:
+        sys.stderr.write(f"\nerror: device {index} did not finish within {limit:g} s, and a run in one process "
+                         "(--inline) cannot end a hung probe: the run ends, no report was written\n")
+        sys.stderr.flush()
+    finally:
+        os._exit(ExitCode.INCOMPLETE)
 
 
 def measure_in_process(request: RunRequest, index: int, progress: Callable[[str], None]) -> DeviceReport:
