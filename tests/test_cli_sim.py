@@ -96,7 +96,15 @@ def test_profiles_lists_every_row(capsys: pytest.CaptureFixture[str]) -> None:
     (["--backend", "opencl"], "unknown backend 'opencl'; valid: cupy, numba, sim, all"),
     (["--backend", "sim"], "the sim backend needs --simulate PROFILE"),
     (["--simulate", "h200", "--json", "/nonexistent-folder/r.json"], "folder /nonexistent-folder does not exist"),
-    (["--simulate", "h200", "--confirm", "0"], "must be >= 1 (got 0)"),
+    (["--simulate", "h200", "--confirm", "0"], "--confirm: must be in 1..32 (got 0)"),
+    (["--simulate", "h200", "--confirm", "-1"], "--confirm: must be in 1..32 (got -1)"),
+    (["--simulate", "h200", "--confirm", "1000000"], "--confirm: must be in 1..32 (got 1000000)"),
+    (["--simulate", "h200", "--confirm", "²"], "--confirm: expected a whole number (got '²')"),
+    (["--simulate", "h200", "--confirm", "1" * 5000], "--confirm: expected a whole number (got '1111"),
+    (["--simulate", "h200", "--device", "٣"], "--device: expected a whole number (got '٣')"),
+    (["--simulate", "h200", "--max-restarts", "1000"], "--max-restarts: must be in 0..100 (got 1000)"),
+    (["--simulate", "h200", "--probe-timeout", "inf"], "--probe-timeout: expected a number of seconds (got 'inf')"),
+    (["--simulate", "h200", "--probe-timeout", "1e9"], "--probe-timeout: expected a number of seconds"),
     (["--bogus"], "unrecognized arguments: --bogus"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args: list[str], fragment: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -69,9 +69,17 @@ def comparable(dev: DeviceReport, baseline: Baseline) -> tuple[dict[str, Any], d
     return at_level(quantities(dev), level), at_level(quantities(baseline.device), level), level
 
 
+def safe_name(text: str, fallback: str) -> str:
+    """``text`` as one file name that stays in its folder: letters, digits, ``.``, ``_``, ``+`` and ``-``
+    only, no leading dot (so never ``.`` or ``..``), at most 100 characters; ``fallback`` if nothing is left."""
+    name = re.sub(r"[^A-Za-z0-9._+-]+", "-", text)[:100].lstrip(".")
+    return name or fallback
+
+
 def baseline_path(directory: Path, dev: DeviceReport) -> Path:
-    """DIR/<gpu-model-slug>/<driver-version>.json."""
-    return Path(directory) / model_slug(dev.name) / f"{driver_version(dev)}.json"
+    """DIR/<gpu-model-slug>/<driver-version>.json; both parts come from the device's data, so each is made
+    a single safe name: a driver version of ``../../x`` names a file in DIR/<model>, never elsewhere."""
+    return Path(directory) / model_slug(dev.name) / f"{safe_name(driver_version(dev), 'unknown-driver')}.json"
 
 
 def baseline_documents(report: Report, directory: Path, force: bool = False) -> dict[Path, str]:
@@ -83,9 +91,8 @@ def baseline_documents(report: Report, directory: Path, force: bool = False) -> 
         if dev.measured is None:
             raise BaselineError(f"device {dev.index} was not measured ({dev.error}); no baseline saved")
         if dev.incomplete and not force:
-            errors = sum(v.verdict == "ERROR" for v in dev.verdicts)
-            raise BaselineError(f"device {dev.index} was not measured completely ({errors} ERROR rows"
-                                f"{'; ' + dev.error if dev.error else ''}); no baseline saved (--force saves it anyway)")
+            raise BaselineError(f"device {dev.index} was not measured completely ({incomplete_reason(dev)}); "
+                                "no baseline saved (--force saves it anyway)")
         chosen.setdefault(baseline_path(directory, dev), dev)
     refuse_existing(chosen, force)
     return {path: dumps({"schema": BASELINE_SCHEMA, "provenance": provenance(report, dev), "device": to_jsonable(dev)})
@@ -122,12 +129,25 @@ def find_baseline(directory: Path, dev: DeviceReport) -> tuple[Baseline, str] | 
 
 @dataclass(frozen=True)
 class Comparison:
-    """One device against its baseline: which baseline (None: none found), how many quantities, what regressed."""
+    """One device against its baseline: which baseline (None: none found), how many quantities, what
+    regressed, what this run could not measure (a device measured incompletely: not a regression, a
+    measurement to repeat), and why the baseline itself is no reference (None: it is one)."""
 
     baseline: Baseline | None
     note: str
     compared: int
     regressions: tuple[Regression, ...]  # the quantities that failed
+    unmeasured: tuple[Regression, ...] = ()  # what an incomplete measurement lacks that the baseline has
+    baseline_problem: str | None = None
+
+
+def incomplete_reason(dev: DeviceReport) -> str | None:
+    """Why a device's measurement is incomplete (how many ERROR rows, its error), or None."""
+    if not dev.incomplete:
+        return None
+    errors = sum(v.verdict == "ERROR" for v in dev.verdicts)
+    parts = [*([f"{errors} ERROR row{'s' if errors != 1 else ''}"] if errors else []), *([dev.error] if dev.error else [])]
+    return "; ".join(parts)
 
 
 def compare_device(directory: Path, dev: DeviceReport) -> Comparison:
@@ -141,4 +161,10 @@ def compare_device(directory: Path, dev: DeviceReport) -> Comparison:
     if level != device_level(dev) or level != device_level(baseline.device):
         note += f"; compared at level {level} (now {device_level(dev)}, baseline {device_level(baseline.device)})"
     checks = compare_quantities(current, saved)
-    return Comparison(baseline, note, len(checks), tuple(r for r in checks if r.fails))
+    failed = [r for r in checks if r.fails]
+    # A quantity this run did not get, on a device it could not measure completely, is not a regression.
+    lost = [r for r in failed if dev.incomplete and r.now is None and r.baseline is not None]
+    problem = incomplete_reason(baseline.device)
+    if problem:
+        problem = f"the baseline was saved from an incomplete measurement ({problem}): it is not a reference"
+    return Comparison(baseline, note, len(checks), tuple(r for r in failed if r not in lost), tuple(lost), problem)

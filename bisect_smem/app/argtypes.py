@@ -1,16 +1,32 @@
-"""argparse types shared by the command line and ``fit``: each says what it received when it refuses."""
+"""argparse types shared by the command line and ``fit``: each says what it received, and which bound,
+when it refuses, and reads ASCII decimal digits only, so ``²``, ``٣``, ``0x10`` and 5,000 digits are
+refused rather than read (core/numbers.py)."""
 
 from __future__ import annotations
 
 import argparse
+import re
+from collections.abc import Callable
+
+from bisect_smem.core.numbers import MAX_DIGITS
+
+MAX_SECONDS = 7 * 24 * 3600.0  # a timeout longer than a week is no timeout
+_SIGNED = re.compile(r"-?[0-9]+")
+_SECONDS = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
+
+
+def _integer(text: str) -> int:
+    """A whole number in ASCII digits, a minus sign allowed (so that -1 is told the bound)."""
+    value = text.strip()
+    if not _SIGNED.fullmatch(value) or len(value.lstrip("-").lstrip("0")) > MAX_DIGITS:
+        shown = text if len(text) <= 40 else text[:37] + "..."
+        raise argparse.ArgumentTypeError(f"expected a whole number (got {shown!r})")
+    return int(value)
 
 
 def non_negative_int(text: str) -> int:
-    """A whole number >= 0 (decimal, or 0x.. hexadecimal)."""
-    try:
-        value = int(text, 0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number (got {text!r})") from None
+    """A whole number >= 0."""
+    value = _integer(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be >= 0 (got {value})")
     return value
@@ -18,10 +34,23 @@ def non_negative_int(text: str) -> int:
 
 def positive_int(text: str) -> int:
     """A whole number >= 1."""
-    value = non_negative_int(text)
+    value = _integer(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1 (got {value})")
     return value
+
+
+def int_in(low: int, high: int) -> Callable[[str], int]:
+    """The argparse type of a whole number in ``low..high``; a refusal names both bounds."""
+
+    def parse(text: str) -> int:
+        value = _integer(text)
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be in {low}..{high} (got {value})")
+        return value
+
+    parse.__name__ = f"whole number in {low}..{high}"
+    return parse
 
 
 def parse_stages(text: str) -> int | str:
@@ -37,11 +66,14 @@ def parse_stages(text: str) -> int | str:
 
 
 def positive_float(text: str) -> float:
-    """A number of seconds > 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds (got {text!r})") from None
-    if not value > 0:
+    """A number of seconds > 0 and at most a week, in plain decimal digits (no ``inf``, ``nan`` or exponent)."""
+    value = text.strip()
+    if not _SECONDS.fullmatch(value) or len(value) > 2 * MAX_DIGITS:
+        shown = text if len(text) <= 40 else text[:37] + "..."
+        raise argparse.ArgumentTypeError(f"expected a number of seconds (got {shown!r})")
+    seconds = float(value)
+    if not seconds > 0:
         raise argparse.ArgumentTypeError(f"must be > 0 (got {text})")
-    return value
+    if seconds > MAX_SECONDS:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_SECONDS:g} s, a week (got {text})")
+    return seconds

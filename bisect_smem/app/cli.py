@@ -11,11 +11,12 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import stat
 import sys
 import threading
 from collections.abc import Sequence
 from types import ModuleType
-from typing import TextIO
+from typing import Any, TextIO
 
 from bisect_smem import __version__
 from bisect_smem.app import (
@@ -24,11 +25,15 @@ from bisect_smem.app import (
     fit_command,
     measure_command,
     merge_command,
+    output,
     profiles_command,
     schema_command,
 )
+from bisect_smem.app.delivery import NotAllDelivered
 from bisect_smem.app.timeline import mark
-from bisect_smem.core.errors import INTERRUPTED, SIGNAL_EXIT_BASE, BisectSmemError, ExitCode
+from bisect_smem.core import input as reader
+from bisect_smem.core.errors import INTERRUPTED, SIGNAL_EXIT_BASE, BisectSmemError, ExitCode, UsageError
+from bisect_smem.core.text import printable, printable_lines
 
 SUBCOMMANDS: dict[str, ModuleType] = {
     "profiles": profiles_command,
@@ -46,7 +51,9 @@ EXIT_CODES_HELP = """exit codes:
      broken stdout)
   3  no usable GPU or backend
   4  a measurement could not be completed
-  128+N  ended by signal N (130 Ctrl-C, 129 SIGHUP, 143 SIGTERM): workers ended, no report written
+  128+N  ended by signal N (130 Ctrl-C, 129 SIGHUP, 143 SIGTERM): every process it started ended; the
+         line names the files written before it
+The files asked for are written before stdout: a failing stdout costs none of them.
 """
 
 
@@ -55,6 +62,14 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.exit(ExitCode.USAGE, f"error: {message} (see {self.prog} --help)\n")
+
+    def _print_message(self, message: str, file: Any = None) -> None:
+        # argparse drops a failed write; --help or --version into a full or closed stdout is exit 2, not 0.
+        if message and file is sys.stdout:
+            file.write(message)
+            file.flush()
+        else:
+            super()._print_message(message, file)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -92,6 +107,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr = open(os.devnull, "w")  # noqa: SIM115
     if sys.stdout is None:
         return _fail(ExitCode.USAGE, "stdout is closed; nothing could be reported")
+    reader.forget_reads()
+    output.forget()
     previous = _install_signal_handlers()
     try:
         code = _main(argv)
@@ -99,12 +116,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         mark("output written")
         return code
     except Terminated as exc:
-        return _fail(SIGNAL_EXIT_BASE + exc.signum, f"{signal.Signals(exc.signum).name} received; workers ended, "
-                                                    "no report was written")
+        written = output.written()
+        what = f"written before it: {', '.join(written)}" if written else "no report was written"
+        return _fail(SIGNAL_EXIT_BASE + exc.signum, f"{signal.Signals(exc.signum).name} received; workers ended, {what}")
     except OSError as exc:  # stdout to a full device, a broken pipe
         _silence_stdout()
         return _fail(ExitCode.USAGE, f"cannot write the output to stdout: {exc.strerror or exc}")
     finally:
+        output.forget()  # closes what was opened for outputs never written
         for signum, handler in previous.items():
             signal.signal(signum, handler)
 
@@ -133,18 +152,52 @@ def _main(argv: Sequence[str] | None) -> int:
         return int(exc.code) if isinstance(exc.code, int) else ExitCode.USAGE
     command = SUBCOMMANDS.get(args.command, measure_command)
     try:
+        if args.command is not None:
+            _refuse_options_before(parser, list(sys.argv[1:] if argv is None else argv), args.command)
+        if args.command == "fit":
+            _refuse_waiting_inputs(args)
         text, code = command.run(args)
+    except NotAllDelivered as exc:  # every other file was written: the text is still printed
+        sys.stdout.write(printable_lines(exc.text))
+        return _fail(exc.exit_code, exc.describe())
     except BisectSmemError as exc:
         return _fail(exc.exit_code, exc.describe())
     except KeyboardInterrupt:
         return _fail(INTERRUPTED, "interrupted; no report was written")
-    sys.stdout.write(text)
+    sys.stdout.write(printable_lines(text))  # a name read from a device or a file changes only itself
     return code
+
+
+def _refuse_options_before(parser: argparse.ArgumentParser, argv: list[str], command: str) -> None:
+    """Options of the measuring command given before a subcommand would be silently dropped: refuse them."""
+    takes_value = {name for action in parser._actions if action.nargs != 0 for name in action.option_strings}
+    given, i = [], 0
+    while i < len(argv) and argv[i] != command:
+        name = argv[i].split("=", 1)[0]
+        if name.startswith("-"):
+            given.append(name)
+            i += name in takes_value and "=" not in argv[i]
+        i += 1
+    if given:
+        raise UsageError(f"{', '.join(given)} {'is an option' if len(given) == 1 else 'are options'} of measuring, "
+                         f"not of `{command}`: give `{command}`'s own options after it")
+
+
+def _refuse_waiting_inputs(args: argparse.Namespace) -> None:
+    """``fit --cubin`` and ``--ptx`` never name a FIFO or a socket: refused before anything opens them, so
+    fit never waits on one (what else a file is, or why it cannot be looked at, fit's reader says)."""
+    for value in (args.cubin, args.ptx):
+        try:
+            mode = os.stat(value).st_mode if value else stat.S_IFREG
+        except OSError:
+            continue
+        if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+            raise UsageError(f"cannot read {value}: {reader.kind_of(mode)}, not a regular file")
 
 
 def _fail(code: int, message: str, stream: TextIO | None = None) -> int:
     try:
-        print(f"error: {message}", file=stream or sys.stderr, flush=True)
+        print(f"error: {printable(message)}", file=stream or sys.stderr, flush=True)
     except (OSError, ValueError):
         pass  # stderr itself is gone: the exit code still says what happened
     return code

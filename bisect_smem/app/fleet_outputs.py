@@ -18,6 +18,7 @@ from bisect_smem import __version__
 from bisect_smem.analysis.summary import with_status
 from bisect_smem.app import output
 from bisect_smem.app.argtypes import positive_float
+from bisect_smem.app.delivery import Delivery
 from bisect_smem.app.render import nfd, prom
 from bisect_smem.core.errors import UsageError
 from bisect_smem.core.model import Report, dumps
@@ -58,12 +59,19 @@ def finish(report: Report, code: int, strict: bool, regressions: dict[int, Seque
     return with_status(report, code, strict, regressions)
 
 
-def write(report: Report, paths: FleetPaths) -> None:
-    """Write the Prometheus and NFD files asked for."""
+def deliver(report: Report, paths: FleetPaths, delivery: Delivery) -> None:
+    """The Prometheus and NFD files asked for, to be written with the run's other files."""
     if paths.prom is not None:
-        output.write_atomic(paths.prom, prom.render(report), what="the metrics")
+        delivery.file(paths.prom, "the metrics", prom.render(report))
     if paths.nfd is not None:
-        output.write_atomic(paths.nfd, nfd.render(report, paths.nfd_expiry_s), what="the feature file")
+        delivery.file(paths.nfd, "the feature file", nfd.render(report, paths.nfd_expiry_s))
+
+
+def write(report: Report, paths: FleetPaths) -> None:
+    """Write the Prometheus and NFD files asked for, now."""
+    delivery = Delivery()
+    deliver(report, paths, delivery)
+    delivery.write()
 
 
 def write_failed(level: str, backend: str, json_path: Path | None, paths: FleetPaths, code: int, error: str,

@@ -2,15 +2,18 @@
 report, write it, save and compare baselines, and draw the plot.
 
 ``add_arguments(parser)`` puts its options on the tool's parser; ``parse(args)`` reads them once into a
-frozen MeasureRequest, refusing before anything is measured what could not be honoured; ``run(args)``
-returns the text for stdout and the exit code. Requested files are written before the text is returned,
-so a failure to print never costs a file; what a person needs to know meanwhile goes to stderr.
+frozen MeasureRequest, refusing before anything is measured what could not be honoured (every output is
+checked then, app/output.py); ``run(args)`` returns the text for stdout and the exit code. Every requested
+file is written, whatever became of the others, before the text is returned (app/delivery.py), so a
+failure to print never costs a file; what a person needs to know meanwhile goes to stderr. The baselines
+are compared before any is saved, and --save-baseline and --compare naming one folder are refused.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import os
 import platform
 import sys
 from dataclasses import dataclass
@@ -25,22 +28,27 @@ from bisect_smem.analysis.baseline import (
     refuse_existing,
 )
 from bisect_smem.app import fleet_outputs, output
-from bisect_smem.app.argtypes import non_negative_int, positive_float, positive_int
+from bisect_smem.app.argtypes import int_in, non_negative_int, positive_float
+from bisect_smem.app.delivery import Delivery
 from bisect_smem.app.fleet_outputs import FleetPaths
 from bisect_smem.app.progress import ProgressLine
 from bisect_smem.app.render import FORMATS, baselines, plot
 from bisect_smem.app.render import json as json_render
 from bisect_smem.app.render.rows import RenderOptions
-from bisect_smem.app.requests import ALL_BACKENDS, RunRequest, build_requests
+from bisect_smem.app.requests import ALL_BACKENDS, RunRequest, build_requests, planted_faults
+from bisect_smem.app.worker import planned_steps
 from bisect_smem.core.attributes import DeviceContext
 from bisect_smem.core.errors import BackendUnavailable, BisectSmemError, ExitCode, UsageError
 from bisect_smem.core.levels import DEFAULT_LEVEL, LEVELS
 from bisect_smem.core.model import DeviceReport, Report
+from bisect_smem.core.numbers import whole_number
 from bisect_smem.core.profiles import cc_text
-from bisect_smem.core.search import DEFAULT_CONFIRM
+from bisect_smem.core.search import DEFAULT_CONFIRM, MAX_CONFIRM
 from bisect_smem.devices.device_info import open_device
 from bisect_smem.devices.host import host_context
 from bisect_smem.experiments.config import MeasureConfig
+
+MAX_RESTARTS = 100  # restarts of one device beyond which faults are not worth retrying
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -50,8 +58,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="measure device N (repeatable; default: every visible device)")
     add("--simulate", action="append", metavar="PROFILE[,KEY=VALUE...]",
         help="measure a simulated device built from the published table (repeatable; see `bisect-smem profiles`). "
-             "Faults: flaky=P, hole=BYTES, sticky=BYTES, hang=BYTES, seed=N; overrides: optin=BYTES, "
-             "smem_per_sm=BYTES, reserved=BYTES, fewer=N; or REPORT.json[,device=N,FAULT...] to replay a saved device")
+             "Faults: flaky=P, hole=BYTES, sticky=BYTES, hang=BYTES, seed=N, and for --level full "
+             "bitflip=SM:OFFSET, holes=START-END, leak=yes|no; overrides: optin=BYTES, smem_per_sm=BYTES, "
+             "reserved=BYTES, fewer=N; or REPORT.json[,device=N,FAULT...] to replay a saved device (what it did "
+             "not measure stays unmeasured)")
     add("--backend", default=None, metavar="NAME",
         help="cupy (default), numba, all (every available backend, cross-checked), or sim (implied by --simulate)")
     add("--json", metavar="PATH", help="write the JSON report to PATH ('-' for stdout)")
@@ -71,15 +81,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="quick: the limits only (default, attribute and opt-in ceilings, reserved, granularity); standard: "
              "every measurement; full: standard plus the shared memory itself (every SM and byte, every granule, "
              f"leftovers between processes); default {DEFAULT_LEVEL}")
-    add("--confirm", type=positive_int, default=DEFAULT_CONFIRM, metavar="N",
-        help=f"times the ceiling and ceiling+1 are each seen (default {DEFAULT_CONFIRM})")
+    add("--confirm", type=int_in(1, MAX_CONFIRM), default=DEFAULT_CONFIRM, metavar="N",
+        help=f"times the ceiling and ceiling+1 are each seen, 1..{MAX_CONFIRM} (default {DEFAULT_CONFIRM})")
     add("--device-timeout", type=positive_float, default=None, metavar="S",
         help="give up on a device after S seconds (default 300)")
     add("--probe-timeout", type=positive_float, default=None, metavar="S",
         help="a probe that takes longer ends its worker and counts as a timeout (default 5)")
-    add("--max-restarts", type=non_negative_int, default=6, metavar="N",
-        help="restarts of a device's worker after faults before the device is given up (default 6)")
-    add("--inject-fault", metavar="STEP[@DEVICE]", help=argparse.SUPPRESS)  # test only
+    add("--max-restarts", type=int_in(0, MAX_RESTARTS), default=6, metavar="N",
+        help=f"restarts of a device's worker after faults before the device is given up, 0..{MAX_RESTARTS} "
+             "(default 6)")
+    add("--inject-fault", action="append", metavar="FAULT", help=argparse.SUPPRESS)  # test only
     add("--inline", action="store_true", help="measure in this process instead of one worker process per device")
     add("--quiet", action="store_true", help="no progress on stderr")
     fleet_outputs.add_arguments(parser)
@@ -111,13 +122,17 @@ def parse(args: argparse.Namespace) -> MeasureRequest:
         raise UsageError(f"--level full needs the cupy backend (or --simulate), not {args.backend!r}: "
                          "the validation kernels run through CuPy")
     timeouts_given = args.probe_timeout is not None or args.device_timeout is not None
+    inject_step, planted = planted_faults(args.inject_fault, args.level)
     # A simulated device runs in this process unless its faults need a worker; a timeout needs one too.
     runs, skipped = build_requests(
         args.backend, args.simulate, devices=tuple(args.device) if args.device else None,
-        config=MeasureConfig(confirm=args.confirm, level=args.level),
+        config=MeasureConfig(confirm=args.confirm, level=args.level, planted=planted),
         isolate=False if args.inline else (True if timeouts_given else None),
         device_timeout_s=args.device_timeout or 300.0, probe_timeout_s=args.probe_timeout or 5.0,
-        max_restarts=args.max_restarts, **_injected(args.inject_fault))
+        max_restarts=args.max_restarts, **_injected(inject_step))
+    step_key = inject_step.rsplit("@", 1)[0] if inject_step else None
+    if step_key is not None and runs and step_key not in {step.key for step in planned_steps(runs[0])}:
+        raise UsageError(f"--inject-fault {inject_step}: no such step at --level {args.level}")
     backend = ALL_BACKENDS if args.backend == ALL_BACKENDS else runs[0].backend.name if runs else ALL_BACKENDS
     if args.json == "-" and args.format == "markdown":
         raise UsageError(f"--json - prints JSON on stdout; it cannot be combined with --format {args.format}")
@@ -127,6 +142,8 @@ def parse(args: argparse.Namespace) -> MeasureRequest:
     plot_path = Path(args.plot) if args.plot else None
     if plot_path is not None:
         plot.check_plot_path(plot_path)  # a plot's name has a suffix, so it is a path, never '-' or empty
+        if args.level == "quick":
+            raise UsageError("--plot draws the residency staircase, which --level quick does not measure")
         plot_path = output.output_path(args.plot, "the plot")
     return MeasureRequest(tuple(runs), tuple(skipped), backend, args.level, "json" if args.json == "-" else args.format,
                           RenderOptions(args.verbose, args.strict), json_path, fleet, plot_path,
@@ -140,9 +157,10 @@ def _injected(text: str | None) -> dict[str, str | int | None]:
     if text is None or "@" not in text:
         return {"inject_fault": text}
     step, device = text.rsplit("@", 1)
-    if not device.isdigit():
-        raise UsageError(f"--inject-fault takes STEP or STEP@DEVICE, a device index (got {text!r})")
-    return {"inject_fault": step, "inject_device": int(device)}
+    try:
+        return {"inject_fault": step, "inject_device": whole_number(device, "--inject-fault device")}
+    except UsageError:
+        raise UsageError(f"--inject-fault takes STEP or STEP@DEVICE, a device index (got {text!r})") from None
 
 
 def _check_options(args: argparse.Namespace) -> None:
@@ -166,6 +184,16 @@ def _check_options(args: argparse.Namespace) -> None:
             raise UsageError(f"baseline folder {args.compare} does not exist")
     if args.save_baseline:
         output.check_folder(args.save_baseline, "cannot save baselines in")
+    if args.save_baseline and args.compare and _same_folder(args.save_baseline, args.compare):
+        raise UsageError(f"--save-baseline {args.save_baseline} and --compare {args.compare} are one folder: the "
+                         "run would be saved over the baselines it is compared with; save into another folder")
+
+
+def _same_folder(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
 
 
 def run(args: argparse.Namespace) -> tuple[str, int]:
@@ -180,25 +208,42 @@ def execute(request: MeasureRequest) -> tuple[str, int]:
     report = Report(tool_version=__version__, created_utc=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
                     host=platform.node(), backend=request.backend, devices=_measure(request),
                     host_context=host_context() if request.backend != "sim" else {}, level=request.level)
-    documents = baseline_documents(report, request.save_baseline, request.force) if request.save_baseline else {}
+    # Compared before anything is saved: a run is never its own reference.
     comparisons = [compare_device(request.compare, dev) for dev in report.devices] if request.compare else None
-    code = exit_code(report.devices, compare_code(comparisons, request.allow_missing), request.options.strict)
+    code = exit_code(report.devices, compare_code(report.devices, comparisons, request.allow_missing),
+                     request.options.strict)
     regressions = {d.index: [baselines.regression_line(r) for r in c.regressions]
                    for d, c in zip(report.devices, comparisons or (), strict=False)}
     report = fleet_outputs.finish(report, code, request.options.strict, regressions)
     document = json_render.render(report)
     shown = document if request.format == "json" else FORMATS[request.format](report, request.options)
+    delivery = Delivery()
     if request.json_path is not None:
-        output.write_atomic(request.json_path, document, what="the report")
-    fleet_outputs.write(report, request.fleet)
-    for path, content in documents.items():
-        output.make_folders(path, "the baseline")
-        output.write_atomic(path, content, exclusive=not request.force, what="the baseline")
-        print(f"saved baseline {path}", file=sys.stderr)
-    compared = _show_comparisons(report, comparisons, request.allow_missing, request.format == "json")
+        delivery.file(request.json_path, "the report", document)
+    fleet_outputs.deliver(report, request.fleet, delivery)
+    refused = _baselines(report, request, delivery)
     if request.plot_path is not None:
-        output.write_atomic(request.plot_path, plot.render(report, plot.image_format(request.plot_path)))
+        delivery.file(request.plot_path, "the plot", lambda: plot.render(report, plot.image_format(request.plot_path)),
+                      note=None if plot.shows_something(report) else
+                      f"warning: the plot {request.plot_path} shows nothing: no device measured the residency staircase")
+    compared = _show_comparisons(report, comparisons, request.allow_missing, request.format == "json")
+    delivery.write(refused, shown + compared)  # every file, then (from main) stdout
     return shown + compared, code
+
+
+def _baselines(report: Report, request: MeasureRequest, delivery: Delivery) -> BisectSmemError | None:
+    """The baselines to save, added to the delivery; a refusal (it exists, the run is incomplete) is returned
+    to be raised once everything else was delivered."""
+    if request.save_baseline is None:
+        return None
+    try:
+        documents = baseline_documents(report, request.save_baseline, request.force)
+    except BisectSmemError as exc:
+        return exc
+    for path, content in documents.items():
+        delivery.file(path, "the baseline", content, exclusive=not request.force, folders=True,
+                      note=f"saved baseline {path}")
+    return None
 
 
 def _measure(request: MeasureRequest) -> tuple[DeviceReport, ...]:
@@ -249,14 +294,20 @@ def _refuse_existing_sim_baselines(run: RunRequest, directory: Path) -> None:
     refuse_existing(paths, force=False)
 
 
-def compare_code(comparisons: list[Comparison] | None, allow_missing: bool) -> int | None:
-    """The exit code the comparisons call for: 2 for a missing baseline (unless allowed), else 1 for any
-    regression, else 0; None without --compare."""
+def compare_code(devices: tuple[DeviceReport, ...], comparisons: list[Comparison] | None,
+                 allow_missing: bool) -> int | None:
+    """The exit code the comparisons call for, so that it says what happened: 1 for any regression, whatever
+    else; else 4 for a device measured incompletely or a baseline saved from an incomplete run; else 2 for a
+    missing baseline (unless allowed); else 0. None without --compare."""
     if comparisons is None:
         return None
+    if any(c.regressions for c in comparisons):
+        return ExitCode.MISMATCH
+    if any(d.incomplete for d in devices) or any(c.unmeasured or c.baseline_problem for c in comparisons):
+        return ExitCode.INCOMPLETE
     if any(c.baseline is None for c in comparisons) and not allow_missing:
         return ExitCode.USAGE
-    return ExitCode.MISMATCH if any(c.regressions for c in comparisons) else ExitCode.OK
+    return ExitCode.OK
 
 
 def _show_comparisons(report: Report, comparisons: list[Comparison] | None, allow_missing: bool,

@@ -1,99 +1,81 @@
-"""Files the tool writes: the JSON report, baselines, fit results and plots, each checked before any
-work is done and written so that a reader sees the old file or the whole new one, never a part.
+"""The one writer: every file the tool writes (the JSON report, baselines, metrics, feature files, fit
+results, exports, plots) is checked before any work is done (``output_path``), decided by what the file
+is, never by its path, and written so that a reader sees the old file or the whole new one, never a part.
 
 A regular file (or a link to one) is replaced atomically (core/atomic.py), keeping an existing file's mode
-and otherwise taking the umask's. A special file (a terminal, /dev/null, a FIFO, /dev/stdout) is written directly,
-never replaced. Every OS error becomes an OutputError naming the file (exit 2).
+and otherwise taking the umask's; a file without any write permission is read-only and refused, and so
+is a file this run reads as input (core/input.py says which), however it is named. The regular file that
+is this process's stdout or stderr is written through that descriptor, as the shell that opened it
+intends. Anything else that can be written (a terminal, /dev/null, a FIFO) is written in place, opened
+when it is checked and without blocking: a FIFO that has no reader is refused before any work, one with
+a reader keeps it until the output is written. Every OS error becomes an OutputError naming what the
+file was and where (exit 2).
 """
 
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import stat
+import sys
 from pathlib import Path
 
+from bisect_smem.core import input as reader
 from bisect_smem.core.atomic import replace_atomically
 from bisect_smem.core.errors import OutputError, UsageError
 
-
-def is_special(path: Path) -> bool:
-    """True for a target that must be written in place: anything under /dev or /proc, or an existing
-    file that is neither regular nor a folder (a character device, a FIFO, a socket)."""
-    if str(path).startswith(("/dev/", "/proc/")):
-        return True
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        return False
-    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+_SPECIAL_FLAGS = os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+_planned: dict[str, tuple[str, int | None]] = {}  # path as given -> (what it is, a special file opened for it)
+_written: list[str] = []  # files written whole in this run
 
 
 def target_of(path: Path) -> Path:
-    """Where writing ``path`` lands: a symbolic link's final target (which may not exist yet)."""
-    path = Path(path)
-    return path.resolve() if path.is_symlink() else path
+    """Where writing ``path`` lands: a symbolic link's final target (which may not exist yet). A link loop
+    is left as it is: looking at it fails, and says so."""
+    return Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)
 
 
-def write_atomic(path: Path, content: str | bytes, exclusive: bool = False, what: str = "the file") -> None:
-    """Write ``content`` to ``path``: in place for a special file, else atomically through any link.
-
-    ``exclusive`` refuses (OutputError) when the final name exists, decided atomically by link(2) on the
-    finished temporary file, so of two concurrent writers exactly one succeeds.
-    """
-    data = content.encode("utf-8") if isinstance(content, str) else content
-    try:
-        if is_special(Path(path)):
-            _write_in_place(Path(path), data)
-        else:
-            replace_atomically(target_of(Path(path)), data, exclusive)
-    except FileExistsError:
-        raise OutputError(f"cannot write {what} to {path}: it exists (use --force to replace it)") from None
-    except OSError as exc:
-        raise OutputError(f"cannot write {what} to {path}: {exc.strerror or exc}") from None
-
-
-def _write_in_place(path: Path, data: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-    finally:
-        os.close(fd)
-
-
-def output_path(text: str | None, what: str = "the report") -> Path | None:
-    """The file to write for ``--json TEXT`` (None when not given or '-'), checked before any work is done."""
-    if text is None or text == "-":
-        return None
-    if not text.strip():
-        raise UsageError(f"cannot write {what} to an empty path (is a variable unset?)")
-    path = Path(text)
-    problem = check_writable(path)
-    if problem:
-        raise UsageError(f"cannot write {what} to {text}: {problem}")
-    return path
+def _stdio_fd(info: os.stat_result) -> int | None:
+    """1 or 2 when ``info`` is the regular file open as this process's stdout or stderr, else None."""
+    for fd in range(1, 3):  # stdout, stderr
+        try:
+            std = os.fstat(fd)
+        except OSError:
+            continue
+        if stat.S_ISREG(std.st_mode) and (std.st_dev, std.st_ino) == (info.st_dev, info.st_ino):
+            return fd
+    return None
 
 
 def check_writable(path: Path) -> str | None:
-    """Why a report cannot be written to ``path``, or None when it can (checked before measuring)."""
+    """Why a file cannot be written to ``path``, or None when it can: decided by what the file is."""
     path = Path(path)
-    if is_special(path):
-        return _special_problem(path)
-    path = target_of(path)
-    if path.is_dir():
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return _new_file_problem(target_of(path))
+    except NotADirectoryError:
+        return "a file is in the way of its folder"
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    if stat.S_ISDIR(info.st_mode):
         return f"{path} is a folder, not a file"
+    name = reader.was_read(info.st_dev, info.st_ino)
+    if name is not None:
+        return f"it is {name}, which this run reads; write to another file"
+    if stat.S_ISREG(info.st_mode):
+        if not info.st_mode & 0o222 or not os.access(path, os.W_OK):
+            return f"{path} is read-only"
+        return None if _stdio_fd(info) is not None else _folder_problem(target_of(path).parent)
+    return None if os.access(path, os.W_OK) else f"{path} is not writable"
+
+
+def _new_file_problem(path: Path) -> str | None:
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
         return f"folder {parent} does not exist" if not parent.exists() else f"{parent} is a file, not a folder"
     return _folder_problem(parent)
-
-
-def _special_problem(path: Path) -> str | None:
-    if not path.exists():
-        return f"{path} does not exist"
-    return None if os.access(path, os.W_OK) else f"{path} is not writable"
 
 
 def _folder_problem(folder: Path) -> str | None:
@@ -108,13 +90,103 @@ def _folder_problem(folder: Path) -> str | None:
     return None
 
 
+def output_path(text: str | None, what: str = "the report") -> Path | None:
+    """The file to write for ``--json TEXT`` (None when not given or '-'), checked before any work is done:
+    a special file is opened now, without waiting (a FIFO without a reader is refused), and kept open
+    until ``write_atomic`` writes it or ``forget`` ends the run."""
+    if text is None or text == "-":
+        return None
+    if not text.strip():
+        raise UsageError(f"cannot write {what} to an empty path (is a variable unset?)")
+    problem = check_writable(Path(text))
+    if problem:
+        raise UsageError(f"cannot write {what} to {text}: {problem}")
+    fd = None
+    try:
+        if not stat.S_ISREG(os.stat(text).st_mode):
+            fd = _open_special(Path(text))
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise UsageError(f"cannot write {what} to {text}: {_problem(exc)}") from None
+    _forget_planned(text)
+    _planned[text] = (what, fd)
+    return Path(text)
+
+
+def _open_special(path: Path) -> int:
+    fd = os.open(path, _SPECIAL_FLAGS)
+    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)  # the reader sets the pace
+    return fd
+
+
+def _problem(exc: OSError) -> str:
+    return "a FIFO with no reader" if exc.errno == errno.ENXIO else (exc.strerror or str(exc))
+
+
+def write_atomic(path: Path, content: str | bytes, exclusive: bool = False, what: str | None = None) -> None:
+    """Write ``content`` to ``path`` (see the module's docstring); ``exclusive`` refuses (OutputError) when the
+    final name exists, decided atomically by link(2) on the finished temporary file, so of two concurrent
+    writers exactly one succeeds. ``what`` defaults to what ``output_path`` was told the file is."""
+    data = content.encode("utf-8") if isinstance(content, str) else content
+    planned_what, fd = _planned.pop(str(path), (None, None))
+    where = f"cannot write {what or planned_what or 'the file'} to {path}"
+    try:
+        if fd is not None:
+            _write_fd(fd, data)
+        else:
+            _write_path(Path(path), data, exclusive)
+    except FileExistsError:
+        raise OutputError(f"{where}: it exists (use --force to replace it)") from None
+    except OSError as exc:
+        raise OutputError(f"{where}: {_problem(exc)}") from None
+    finally:
+        if fd is not None:
+            os.close(fd)
+    _written.append(str(path))
+
+
+def _write_path(path: Path, data: bytes, exclusive: bool) -> None:
+    problem = check_writable(path)  # the file may have changed since it was checked
+    if problem:
+        raise OSError(errno.EPERM, problem)
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        info = None
+    if info is not None and not stat.S_ISREG(info.st_mode):
+        fd = _open_special(path)
+        try:
+            _write_fd(fd, data)
+        finally:
+            os.close(fd)
+    elif info is not None and _stdio_fd(info) is not None:
+        # Through the descriptor the shell opened: a second one would start at its own offset.
+        std = _stdio_fd(info)
+        (sys.stdout if std == 1 else sys.stderr).flush()
+        _write_fd(std, data)
+    else:
+        replace_atomically(target_of(path), data, exclusive)
+
+
+def _write_fd(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
 def check_folder(text: str, what: str) -> Path:
     """A folder the tool will create files under (``--save-baseline DIR``), checked before measuring:
     it may not exist yet, but then its nearest existing parent must be a writable folder."""
     if not text.strip():
         raise UsageError(f"{what}: an empty path (is a variable unset?)")
-    path = target_of(Path(text))
-    existing = path
+    try:
+        os.stat(text)
+    except (FileNotFoundError, NotADirectoryError):
+        pass  # made when saved; a file in the way is named below
+    except OSError as exc:  # a link loop
+        raise UsageError(f"{what} {text}: {exc.strerror or exc}") from None
+    existing = Path(os.path.realpath(text))
     while not existing.exists():
         if existing.parent == existing:
             break
@@ -127,11 +199,50 @@ def check_folder(text: str, what: str) -> Path:
     return Path(text)
 
 
-def make_folders(path: Path, what: str = "the file") -> None:
-    """Create the folders above ``path``; an OS error becomes an OutputError naming it."""
-    try:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        if exc.errno == errno.EEXIST or isinstance(exc, FileExistsError | NotADirectoryError):
-            raise OutputError(f"cannot write {what} to {path}: a file is in the way of its folder") from None
-        raise OutputError(f"cannot write {what} to {path}: {exc.strerror or exc}") from None
+def make_folders(path: Path, what: str = "the file") -> list[Path]:
+    """Create the folders above ``path`` and return those it made (``remove_folders`` takes them away again
+    when the write fails); an OS error becomes an OutputError naming it."""
+    missing, made = [], []
+    parent = Path(path).parent
+    while not parent.exists() and parent != parent.parent:
+        missing.append(parent)
+        parent = parent.parent
+    for folder in reversed(missing):
+        try:
+            folder.mkdir()
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            remove_folders(made)
+            if isinstance(exc, NotADirectoryError):
+                raise OutputError(f"cannot write {what} to {path}: a file is in the way of its folder") from None
+            raise OutputError(f"cannot write {what} to {path}: {exc.strerror or exc}") from None
+        made.append(folder)
+    return made
+
+
+def remove_folders(made: list[Path]) -> None:
+    """Remove folders ``make_folders`` made, deepest first, as long as they are empty."""
+    for folder in reversed(made):
+        try:
+            folder.rmdir()
+        except OSError:
+            break
+
+
+def written() -> list[str]:
+    """The files written whole in this run, in order."""
+    return list(_written)
+
+
+def _forget_planned(text: str) -> None:
+    _, fd = _planned.pop(text, (None, None))
+    if fd is not None:
+        os.close(fd)
+
+
+def forget() -> None:
+    """End a run: close what was opened for outputs never written; nothing planned or written any more."""
+    for text in list(_planned):
+        _forget_planned(text)
+    _written.clear()

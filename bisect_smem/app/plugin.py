@@ -32,6 +32,11 @@ def pytest_configure(config: pytest.Config) -> None:
         for option in ("smem_simulate", "smem_allow_missing"):
             if config.getoption(option):
                 raise pytest.UsageError(f"--{option.replace('_', '-')} needs --smem-baseline DIR")
+        return
+    folder = Path(config.getoption("smem_baseline"))
+    if not folder.is_dir():  # a mistyped folder would otherwise be "no baseline", skipped with --smem-allow-missing
+        what = "is not a folder" if folder.exists() else "does not exist"
+        raise pytest.UsageError(f"--smem-baseline {folder} {what}")
 
 
 class SmemRegression(AssertionError):
@@ -78,7 +83,7 @@ class BaselineSuite(pytest.Collector):
     def collect(self) -> list[pytest.Item]:
         """Measure the devices once and yield a test per device and quantity."""
         # Deferred: pytest loads this plugin in every session; the tool is imported only when asked to measure.
-        from bisect_smem.analysis.baseline import comparable, find_baseline, model_slug
+        from bisect_smem.analysis.baseline import comparable, find_baseline, incomplete_reason, model_slug
         from bisect_smem.core.errors import BisectSmemError
         from bisect_smem.core.quantities import compare_quantities
 
@@ -102,6 +107,10 @@ class BaselineSuite(pytest.Collector):
                                                       skip=note if self.allow_missing else None,
                                                       problem=None if self.allow_missing else note))
                 continue
+            problem = incomplete_reason(found[0].device)
+            if problem:
+                items.append(QuantityItem.from_parent(self, name=f"{prefix}::baseline", problem=(
+                    f"the baseline {found[0].path} was saved from an incomplete measurement ({problem})")))
             current, saved, _ = comparable(dev, found[0])
             for regression in compare_quantities(current, saved):
                 items.append(QuantityItem.from_parent(self, name=f"{prefix}::{regression.name}", regression=regression))

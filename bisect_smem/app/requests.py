@@ -10,9 +10,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from bisect_smem.core.errors import UsageError
+from bisect_smem.core.numbers import whole_number
 from bisect_smem.devices.backends import BACKEND_NAMES, REAL_BACKENDS, get_backend
 from bisect_smem.devices.backends.base import Backend
-from bisect_smem.experiments.config import MeasureConfig
+from bisect_smem.devices.probes import MarchFault
+from bisect_smem.experiments.config import MeasureConfig, PlantedFaults
 
 ALL_BACKENDS = "all"
 
@@ -81,3 +83,29 @@ def build_requests(backend: str | None, simulate: Sequence[str] | None,
     skipped = [f"{b.name}: {b.unavailable_reason()}" for b in candidates if not b.is_available()]
     requests = [RunRequest(b, **options) for b in candidates if b.is_available()]
     return requests, skipped
+
+
+def planted_faults(values: Sequence[str] | None, level: str) -> tuple[str | None, PlantedFaults]:
+    """The hidden, test-only ``--inject-fault`` values: a step key (its first attempt makes a real illegal
+    access), ``march:SM:BYTE`` (the march kernel corrupts that SM's word holding BYTE between its write and
+    read) and ``sweep-hole:BYTES`` (the granule sweep's launch of BYTES reads a byte wrong); the last two
+    need --level full. Returns the step key (or None) and the planted kernel faults."""
+    step, march, hole = None, None, None
+    for value in values or ():
+        kind, _, rest = value.partition(":")
+        if kind in ("march", "sweep-hole") and level != "full":
+            raise UsageError(f"--inject-fault {value}: the validation kernels run at --level full only")
+        if kind == "march":
+            sm, sep, byte = rest.partition(":")
+            if not sep:
+                raise UsageError(f"--inject-fault {value}: march takes SM:BYTE, like march:5:1000")
+            march = MarchFault(whole_number(sm, "--inject-fault march SM"), whole_number(byte, "--inject-fault march byte"))
+        elif kind == "sweep-hole":
+            hole = whole_number(rest, "--inject-fault sweep-hole bytes")
+            if hole < 1:
+                raise UsageError(f"--inject-fault {value}: the hole must be at a size of 1 B or more")
+        elif step is not None:
+            raise UsageError(f"--inject-fault names one step (got {step} and {value})")
+        else:
+            step = value
+    return step, PlantedFaults(march, hole)

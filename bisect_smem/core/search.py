@@ -28,6 +28,7 @@ GALLOP_START_BYTES = 4096
 EXTRA_PROBES = 6  # beyond ceil(log2(cap)): three gallop points, two confirmations, one spot check
 DEFAULT_WIDTH = 4  # the most sizes one bisection round may put in flight
 DEFAULT_CONFIRM = 2  # times the ceiling and ceiling + 1 are each seen
+MAX_CONFIRM = 32  # more repeats say nothing new, and each costs two probes per round of every search
 
 
 def probe_bound(cap_bytes: int, confirm: int = DEFAULT_CONFIRM) -> int:

@@ -27,8 +27,14 @@ def comparison(index: int, result: Comparison) -> str:
     """One device against its baseline: which one, how many quantities, and a table of what regressed."""
     if result.baseline is None:
         return f"device {index}: {result.note}\n"
-    text = f"device {index}: {result.note}: {result.compared} quantities, {len(result.regressions)} regressed\n"
+    lost = f", {len(result.unmeasured)} not measured now" if result.unmeasured else ""
+    text = f"device {index}: {result.note}: {result.compared} quantities, {len(result.regressions)} regressed{lost}\n"
     if result.regressions:
         rows = [(index, r.name, regression_detail(r)) for r in result.regressions]
         text += tabulate(rows, headers=("device", "quantity", "baseline -> now"), disable_numparse=True) + "\n"
+    if result.unmeasured:
+        text += (f"device {index}: not measured completely now: what it lacks ({len(result.unmeasured)} "
+                 "quantities) is not compared\n")
+    if result.baseline_problem:
+        text += f"device {index}: {result.baseline_problem}\n"
     return text

@@ -8,19 +8,20 @@ from tabulate import tabulate
 from bisect_smem.app.render.rows import DEFAULT_OPTIONS, RenderOptions, closing_lines, sections
 from bisect_smem.app.render.text import TABLE_HEADERS, table_cells
 from bisect_smem.core.model import Report
+from bisect_smem.core.text import printable
 from bisect_smem.devices.host import describe
 
 
 def _md(text: str) -> str:
-    """A Markdown table cell: pipes escaped, one line."""
-    return text.replace("|", "\\|").replace("\n", " ")
+    """A Markdown table cell: pipes escaped, one line, every control character an escape."""
+    return printable(text.replace("|", "\\|"))
 
 
 def render(report: Report, options: RenderOptions = DEFAULT_OPTIONS) -> str:
     """The whole report as Markdown: a title, then per device its header, headline, table and any error."""
-    out = [f"# bisect-smem {report.tool_version}", "",
-           f"Host `{report.host}`" + (f": {describe(report.host_context)}" if report.host_context else "")
-           + f"; backend {report.backend}; {report.created_utc}."]
+    out = [f"# bisect-smem {_md(report.tool_version)}", "",
+           f"Host `{_md(report.host)}`" + (f": {_md(describe(report.host_context))}" if report.host_context else "")
+           + f"; backend {_md(report.backend)}; {_md(report.created_utc)}."]
     for section in sections(report, options):
         first, second = section.header
         out += ["", f"## {first}", "", second, ""]

@@ -74,6 +74,11 @@ def _carveout_panel(ax: Any, s: dict[str, Any]) -> None:
     ax.legend()
 
 
+def shows_something(report: Report) -> bool:
+    """True when some device measured the residency staircase: else the picture says only that nothing was."""
+    return any(d.measured and d.measured.residency for d in report.devices)
+
+
 def render(report: Report, fmt: str) -> bytes:
     """Blocks per SM against dynamic shared memory, one panel per device, as a ``fmt`` (png, svg) image."""
     import matplotlib  # deferred: the plot extra is optional, and slow to import
@@ -103,6 +108,9 @@ def render(report: Report, fmt: str) -> bytes:
         ax.set_ylabel("blocks resident per SM")
         ax.grid(alpha=0.3)
         ax.legend()
+    if not series:
+        axes[0, 0].text(0.5, 0.5, "nothing measured: no device measured the residency staircase",
+                        ha="center", va="center", transform=axes[0, 0].transAxes)
     fig.tight_layout()
     buffer = io.BytesIO()
     fig.savefig(buffer, format=fmt, metadata={"Description": json.dumps(series, sort_keys=True)})

@@ -14,8 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from bisect_smem.core.hardware import KIB
-from bisect_smem.core.model import DeviceReport, Report
+from bisect_smem.core.levels import REFERENCE_STATIC_BYTES, REFERENCE_THREADS, split_search_name
+from bisect_smem.core.model import DeviceReport, Measured, Report
 from bisect_smem.core.rows import Family, NoteKind, RowParameters, Verdict
+from bisect_smem.core.text import printable
 
 WIDTH = 100
 HEADLINE_LINES = 12
@@ -109,7 +111,7 @@ def header_lines(dev: DeviceReport) -> list[str]:
     second = " | ".join([f"driver {ctx.nvml_driver_version or 'unknown'}{cuda_text}",
                          f"virtualization {ctx.nvml_virtualization_mode or 'unknown'}",
                          f"MIG {ctx.nvml_mig_mode or 'unknown'}", f"backend {dev.backend}"])
-    return [first, second]
+    return [printable(first), printable(second)]  # names from a device or a file stay on their line
 
 
 def compact_rows(dev: DeviceReport) -> list[Shown]:
@@ -207,7 +209,8 @@ def sections(report: Report, options: RenderOptions) -> list[DeviceSection]:
         out.append(DeviceSection(
             (first, second), tuple(headline(dev, options.strict)) if measured else (),
             tuple(shown_rows(dev, options.verbose)) if measured else (), device_summary(dev) if measured else None,
-            dev.error, tuple((str(e.get("what")), str(e.get("where"))) for e in dev.events)))
+            printable(dev.error) if dev.error else None,
+            tuple((printable(e.get("what")), printable(e.get("where"))) for e in dev.events)))
     return out
 
 
@@ -271,6 +274,14 @@ def _measured_size(nbytes: int | None) -> str:
     return "not measured" if nbytes is None else size_text(nbytes)
 
 
+def _ceiling_size(m: Measured | None, search: str, nbytes: int | None) -> str:
+    """A searched ceiling; one that reached the search's cap is only known to be at least that."""
+    found = m.searches.get(search) if m is not None else None
+    if found is not None and found.at_cap and nbytes is not None:
+        return f"at the {size_text(nbytes)} search cap, not measured"
+    return _measured_size(nbytes)
+
+
 def headline(dev: DeviceReport, strict: bool = False) -> list[tuple[str, str]]:
     """The answer for one device, at most ``HEADLINE_LINES`` (label, text) pairs."""
     m = dev.measured
@@ -280,8 +291,10 @@ def headline(dev: DeviceReport, strict: bool = False) -> list[tuple[str, str]]:
     effect = {"match": "exit 0", "differs": "exit 1 (--strict)" if strict else "exit 0; --strict fails it",
               "MISMATCH": "exit 1", "ERROR": "exit 4"}[verdict]
     lines = [
-        ("default ceiling", f"{_measured_size(m.default_dynamic_ceiling_bytes if m else None)} without opt-in"),
-        ("opt-in ceiling", _measured_size(m.optin_dynamic_ceiling_bytes if m else None)),
+        ("default ceiling", f"{_ceiling_size(m, 'default_dynamic_ceiling', m.default_dynamic_ceiling_bytes if m else None)}"
+                            " without opt-in"),
+        ("opt-in ceiling", _ceiling_size(m, split_search_name(REFERENCE_STATIC_BYTES, REFERENCE_THREADS),
+                                         m.optin_dynamic_ceiling_bytes if m else None)),
         ("per-SM capacity", _measured_size(m.smem_per_sm_bytes if m else None)),
         ("reserved per block", _measured_size(m.reserved_bytes if m else None)),
         ("granularity", _measured_size(m.allocation_granularity_bytes if m else None)),
@@ -304,7 +317,7 @@ def device_summary(dev: DeviceReport) -> str:
 
 def closing_lines(report: Report, strict: bool = False) -> list[str]:
     """After several devices: one line each, then the overall verdict (the worst of them)."""
-    lines = [f"device {d.index}: {device_verdict(d)} ({d.name or 'unknown device'})" for d in report.devices]
+    lines = [f"device {d.index}: {device_verdict(d)} ({printable(d.name or 'unknown device')})" for d in report.devices]
     rank = {"match": 0, "differs": 1, "ERROR": 2, "MISMATCH": 3}
     worst = max((device_verdict(d) for d in report.devices), key=rank.__getitem__, default="match")
     suffix = " (--strict: fails)" if strict and worst == "differs" else ""

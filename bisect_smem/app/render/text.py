@@ -16,7 +16,7 @@ from bisect_smem.app.render.rows import (
 )
 from bisect_smem.core.model import Report
 from bisect_smem.core.profiles import ArchProfile
-from bisect_smem.core.text import dash
+from bisect_smem.core.text import dash, printable
 from bisect_smem.devices.host import describe
 
 TABLE_HEADERS = ("quantity", "reported", "source", "measured", "verdict", "note")
@@ -25,7 +25,7 @@ COMPACT_HEADERS = ("quantity", "reported", "measured", "verdict", "note")
 
 def render(report: Report, options: RenderOptions = DEFAULT_OPTIONS) -> str:
     """The whole report as text: the host, then per device its header, headline, table and any error."""
-    blocks = [f"host {report.host}: {describe(report.host_context)}"] if report.host_context else []
+    blocks = [printable(f"host {report.host}: {describe(report.host_context)}")] if report.host_context else []
     for section in sections(report, options):
         lines = list(section.header)
         if section.summary is not None:
