@@ -198,8 +198,8 @@ def test_merge_leaves_the_verdicts_and_run_to_run_figures_unread(h200: dict, tmp
     doc["devices"][0]["measured"]["static_splits"][0]["static_bytes"] = -16  # a bound, not a type
     path = write(tmp_path / "c.json", doc)
     code, _, err = run_merge([path], capsys)
-    assert code == 2 and err.strip() == (f"error: {path}: field devices[0].measured.static_splits[0].static_bytes "
-                                         f"must be an integer in 0..49152 (got -16)")
+    assert code == 2 and err.strip() == (f"error: {path}: device 0: field devices[0].measured.static_splits[0]."
+                                         f"static_bytes must be an integer in 0..49152 (got -16)")
 
 
 @pytest.mark.parametrize(("optins", "majority", "tie"), [

@@ -61,7 +61,7 @@ def test_a_numeric_cc_in_a_baseline_is_refused_alike(tmp_path: Path, capsys: pyt
 def test_a_malformed_cc_string_is_refused_alike_when_the_file_is_read(tmp_path: Path,
                                                                        capsys: pytest.CaptureFixture[str]) -> None:
     path = report_with_cc(tmp_path, "9")
-    problem = "field devices[0].compute_capability must be MAJOR.MINOR, like 9.0 (got '9')"
+    problem = "device 0: field devices[0].compute_capability must be MAJOR.MINOR, like 9.0 (got '9')"
     for args, name in ((["--simulate", str(path)], f"--simulate {path}"),
                        (["fit", "1000", "--target", str(path)], f"--target {path}"),
                        (["merge", str(path)], str(path))):

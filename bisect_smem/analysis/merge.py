@@ -117,7 +117,7 @@ def _device_items(path: str, i: int, dev: dict[str, Any], table: dict[Any, Any],
     if found is None:
         try:
             check(dev, DeviceReport, where=f"devices[{i}]", skip=DEVICE_UNREAD)
-            plausible.check_device(dev, f"devices[{i}]")
+            plausible.check_report_device(dev, i)
         except SchemaError as exc:
             raise SchemaError(f"{path}: {exc}") from None
         found = table[key] = _intern(tuple((name, value if type(value) in _SCALARS else _hashable(value, exact))

@@ -138,11 +138,19 @@ def _validation(m: dict[str, Any], where: str) -> None:
     _fields(f"{where}.leftovers", m.get("leftovers"), _LEFTOVERS)
 
 
+def check_report_device(dev: dict[str, Any], i: int) -> None:
+    """Device ``i`` of a report's JSON; the refusal names the device by its index as well as the field."""
+    try:
+        check_device(dev, f"devices[{i}]")
+    except SchemaError as exc:
+        raise SchemaError(f"device {dev.get('index', i)}: {exc}") from None
+
+
 def check_report(data: Any, devices: bool = True) -> None:
     """A report's JSON (shape-checked): its level and, with ``devices``, every device."""
     check_level("level", data.get("level"))
     if devices:
         for i, dev in enumerate(data.get("devices") or ()):
-            check_device(dev, f"devices[{i}]")
+            check_report_device(dev, i)
 
 
