@@ -151,16 +151,34 @@ def test_a_symlink_is_written_through(tmp_path: Path, capsys: pytest.CaptureFixt
 
 def test_a_fifo_is_written_not_replaced(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import threading
+    import time
 
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
+    # The reader is there before the run starts: a FIFO without one is refused before measuring.
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    os.set_blocking(reader, True)
     got: list[bytes] = []
-    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
-    reader.start()
-    code = run_main(["--simulate", "h200", "--json", str(fifo)], capsys)[0]
-    reader.join(timeout=30)
+
+    def read() -> None:
+        while True:
+            chunk = os.read(reader, 1 << 16)
+            if chunk:
+                got.append(chunk)
+            elif got:
+                return
+            else:
+                time.sleep(0.001)  # no writer has connected yet: a FIFO reads as empty until one does
+
+    thread = threading.Thread(target=read, daemon=True)
+    thread.start()
+    try:
+        code = run_main(["--simulate", "h200", "--json", str(fifo)], capsys)[0]
+        thread.join(timeout=30)
+    finally:
+        os.close(reader)
     assert code == 0 and stat.S_ISFIFO(fifo.stat().st_mode)
-    assert json.loads(got[0])["devices"][0]["index"] == 0
+    assert json.loads(b"".join(got))["devices"][0]["index"] == 0
 
 
 @pytest.mark.parametrize("target", ["/dev/null"])
