@@ -238,3 +238,12 @@ def test_a_replayed_granularity_of_zero_or_less_does_not_crash(granule: int, tmp
     path.write_text(json.dumps(with_value(h200(), "measured.allocation_granularity_bytes", granule)))
     code, _, err = run(["--simulate", str(path), "--inline", "--level", "full"], capsys)
     assert code == 2 and "allocation_granularity_bytes must be an integer in 1..16777216" in one_error(err)
+
+
+@pytest.mark.parametrize("option", ["--cubin", "--ptx"])
+def test_a_fifo_as_a_compiled_kernel_is_refused_without_waiting(option: str, tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    fifo = tmp_path / "k.bin"
+    os.mkfifo(fifo)
+    code, _, err = within(30, lambda: run(["fit", option, str(fifo), "--kernel", "k", "--no-local"], capsys))
+    assert code == 2 and one_error(err) == f"error: cannot read {fifo}: a FIFO, not a regular file"
