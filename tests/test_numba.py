@@ -226,3 +226,18 @@ def test_a_second_process_loads_every_numba_kernel_from_the_cache(tmp_path: Path
     assert (runs[1]["misses"], runs[1]["hits"]) == (0, 5), runs[1]
     assert runs[0]["outcomes"] == runs[1]["outcomes"]
     assert [o[0] for o in runs[1]["outcomes"]] == ["OK", "OK"] and runs[1]["outcomes"][1][1] == 100_000 + 1024
+
+
+def test_scipy_is_hidden_while_numba_loads_and_only_then(monkeypatch: pytest.MonkeyPatch) -> None:
+    import types
+
+    from bisect_smem.devices.backends.numba_backend import scipy_hidden
+
+    monkeypatch.delitem(sys.modules, "scipy", raising=False)
+    with scipy_hidden(), pytest.raises(ImportError):
+        import scipy  # noqa: F401
+    assert "scipy" not in sys.modules  # a later import is free to find it
+    loaded = types.ModuleType("scipy")
+    monkeypatch.setitem(sys.modules, "scipy", loaded)
+    with scipy_hidden():
+        assert sys.modules["scipy"] is loaded  # already imported by this process: left alone

@@ -9,9 +9,11 @@ them on disk (``cache=True``: per compute capability, in numba's cache directory
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import itertools
-from collections.abc import Sequence
+import sys
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -66,10 +68,28 @@ def apply_numpy_compat() -> None:
         np.row_stack = np.vstack
 
 
+@contextlib.contextmanager
+def scipy_hidden() -> Iterator[None]:
+    """numba imports scipy.linalg (half a second on the H200 host), on its import and again where the first
+    kernel loads its NumPy registries, only to offer np.dot and np.linalg inside kernels, which the probe
+    kernels never use. So scipy is hidden meanwhile, and numba leaves those functions out, unless this
+    process has imported scipy already."""
+    if "scipy" in sys.modules:
+        yield
+        return
+    sys.modules["scipy"] = None  # type: ignore[assignment] - None in sys.modules: the import fails
+    try:
+        yield
+    finally:
+        if "scipy" in sys.modules and sys.modules["scipy"] is None:
+            del sys.modules["scipy"]
+
+
 def import_cuda() -> Any:
-    """numba.cuda, after the NumPy compatibility alias it needs."""
+    """numba.cuda, after the NumPy compatibility alias it needs (and without scipy: scipy_hidden)."""
     apply_numpy_compat()
-    from numba import cuda
+    with scipy_hidden():
+        from numba import cuda
 
     return cuda
 
@@ -123,9 +143,11 @@ def compile_kernels(cuda: Any, cc: tuple[int, int], static_sizes: tuple[int, ...
     from bisect_smem.devices.backends import numba_kernels as nk  # deferred: it imports numba
 
     functions = nk.kernel_functions(cc, static_sizes)
-    kernels = {(s, o): cached_jit(cuda, nk.PROBE_SIGNATURE, functions[f"probe:{s}"])
-               for s in static_sizes for o in (False, True)}
-    return kernels, cached_jit(cuda, nk.RESIDENCY_SIGNATURE, functions["residency"])
+    with scipy_hidden():
+        kernels = {(s, o): cached_jit(cuda, nk.PROBE_SIGNATURE, functions[f"probe:{s}"])
+                   for s in static_sizes for o in (False, True)}
+        residency = cached_jit(cuda, nk.RESIDENCY_SIGNATURE, functions["residency"])
+    return kernels, residency
 
 
 def cached_jit(cuda: Any, signature: str, function: Any) -> Any:
@@ -151,6 +173,12 @@ class NumbaBackend(RealDevices):
             if importlib.util.find_spec(module.split(".")[0]) is None:
                 raise BackendUnavailable(f"the numba backend needs {module}, which is not installed: {INSTALL_HINT}")
         return count
+
+    def preload(self) -> None:
+        try:
+            import_cuda()
+        except ImportError:
+            pass  # the session says why
 
     def open(self, index: int, static_sizes: tuple[int, ...],
              step_kinds: frozenset[str] | None = None) -> NumbaSession:
