@@ -47,19 +47,27 @@ cupy.cuda.runtime.deviceSynchronize()
 TOOL = [sys.executable, "-m", "bisect_smem", "--quiet", "--device", "0"]  # one device, as the floor has
 EVERY_DEVICE = [sys.executable, "-m", "bisect_smem", "--quiet"]
 LATENCY_BYTES = 200_000
+FAILURES: list[dict[str, object]] = []  # every timed run of the tool that did not exit 0, with its last words
 
 
-def timed(command: list[str], env: dict[str, str], parts: list[dict[str, float]] | None = None) -> tuple[float, int]:
-    """Seconds and exit code of one fresh process; with ``parts``, append where its time went."""
+def timed(command: list[str], env: dict[str, str], parts: list[dict[str, float]] | None = None,
+          slowest: list[dict[str, float]] | None = None) -> tuple[float, int]:
+    """Seconds and exit code of one fresh process; with ``parts``, append where its time went, and with
+    ``slowest``, the points of the worker that finished last."""
     handle, name = tempfile.mkstemp(prefix="bisect-smem-timeline-")
     os.close(handle)
     trace = Path(name)
-    env = {**env, "BISECT_SMEM_TIMELINE": str(trace)} if parts is not None else env
+    env = {**env, "BISECT_SMEM_TIMELINE": str(trace)} if parts is not None or slowest is not None else env
     launched = time.monotonic()
     proc = subprocess.run(command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     ended = time.monotonic()
     if parts is not None:
         parts.append(timeline.parts(timeline.read_points(trace, launched, ended)))
+    if slowest is not None:
+        slowest.append(timeline.slowest_worker(trace, launched))
+    if proc.returncode not in (0, None) and "-c" not in command:
+        FAILURES.append({"command": " ".join(command[1:]), "exit": proc.returncode,
+                         "stderr": proc.stderr.strip().splitlines()[-3:]})
     trace.unlink(missing_ok=True)
     return ended - launched, proc.returncode
 
@@ -138,14 +146,15 @@ def backend_all_runs(work: Path, env: dict[str, str], repeat: int) -> tuple[dict
     run = [*TOOL, "--backend", "all", "--json", str(work / "all.json")]
     env = {**env, "CUPY_CACHE_DIR": str(work / "warm-cache"), "NUMBA_CACHE_DIR": str(work / "numba-cache")}
     first, code = timed(run, env)
-    samples, codes = [], {code}
+    samples, codes, slowest = [], {code}, []
     for _ in range(repeat):
-        seconds, code = timed(run, env)
+        seconds, code = timed(run, env, slowest=slowest)
         samples.append(seconds)
         codes.add(code)
     verdicts = [v["verdict"] for d in json.loads((work / "all.json").read_text())["devices"] for v in d["verdicts"]
                 if v.get("family") == "cross_check"]
-    return {"first_run_s": round(first, 4), **summary(samples), "cross_check_rows": len(verdicts),
+    return {"first_run_s": round(first, 4), **summary(samples), "slowest_worker_s": timeline.point_medians(slowest),
+            "cross_check_rows": len(verdicts),
             "cross_check_not_matching": sum(v != "match" for v in verdicts)}, codes
 
 
@@ -217,6 +226,7 @@ def measure(repeat: int, devices: int) -> dict:
         results["help"] = summary([timed([sys.executable, "-m", "bisect_smem", "--help"], env)[0]
                                    for _ in range(repeat)])
         results["exit_codes"] = sorted(together["codes"] | all_codes | scaling_codes)
+        results["failures"] = FAILURES
         warm = json.loads((work / "report.json").read_text())["devices"][0]
         full = json.loads((work / "full.json").read_text())["devices"][0]
     m = warm["measured"]
@@ -253,7 +263,8 @@ def show(results: dict, targets: list[tuple[str, str, str, bool]]) -> None:
     print(tabulate([(name, parts["warm"].get(name), parts["quick"].get(name), parts["cold"].get(name))
                     for name, _, _ in timeline.PARTS],
                    headers=("where a run's time goes (median s)", "warm", "quick", "cold")))
-    print("(the context is created beside the worker's imports: 'worker start to device open' includes it)")
+    print("(beside each other: the worker's context creation and its imports, which 'worker start to device open' "
+          "includes, and the parent's start)")
     print()
     lat, batch = results["probe_latency"], results["batch_latency"]
     print(f"probe latency: median {lat['median_us']} us, p95 {lat['p95_us']} us; {batch['width']} probes, one sync: "
@@ -261,12 +272,16 @@ def show(results: dict, targets: list[tuple[str, str, str, bool]]) -> None:
           f"{results['probes_per_ceiling']['max_rounds']} rounds per ceiling")
     if results["device_scaling"] is None:
         print("one GPU visible: the multi-GPU target was not measured")
-    print(f"--backend all: first run (fills the numba cache) {results['backend_all']['first_run_s']} s")
+    print(f"--backend all: first run (fills the numba cache) {results['backend_all']['first_run_s']} s; its slowest "
+          "worker, s after the launch (median): " + ", ".join(f"{k} {v}" for k, v in
+                                                              results["backend_all"]["slowest_worker_s"].items()))
     print(f"device open (context, compile, load, attributes): cold median {results['open_s']['cold_median']} s, "
           f"warm {results['open_s']['warm']} s")
     print("time per measurement (s): " + ", ".join(f"{k} {v:.3f}" for k, v in results["time_per_measurement_s"].items()))
     print("--level full: " + ", ".join(f"{k} {v}" for k, v in results["full_validation"].items()))
     print(f"exit codes seen: {results['exit_codes']}")
+    for failure in results["failures"]:
+        print(f"  exit {failure['exit']}: {failure['command']}: {' / '.join(failure['stderr'])}")
 
 
 def main() -> int:

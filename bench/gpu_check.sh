@@ -26,7 +26,7 @@ echo "widest line $(awk '{print length}' "$out/run.txt" | sort -n | tail -n 1), 
 
 run --device 0 --probe-timeout 10 > /dev/null 2> "$out/sigterm.txt" & pid=$!
 sleep 1; kill -TERM "$pid"; wait "$pid"; echo "SIGTERM exit $? ($(head -c 120 "$out/sigterm.txt"))"
-sleep 1; echo "workers left: $(pgrep -fc 'bisect_smem.app.worker_process' || true)"
+sleep 1; echo "processes left: $(pgrep -fc 'bisect_smem' || true)"
 rm -rf "$out/baselines"
 run --device 0 --quiet --save-baseline "$out/baselines" > /dev/null 2>&1; echo "save-baseline exit $?"
 run --device 0 --quiet --save-baseline "$out/baselines" > /dev/null 2> "$out/baseline2.txt"
