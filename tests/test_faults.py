@@ -191,13 +191,14 @@ def test_a_driver_older_than_cupy_is_exit_3(monkeypatch: pytest.MonkeyPatch,
 
 def test_workers_start_for_the_likely_devices(monkeypatch: pytest.MonkeyPatch) -> None:
     from bisect_smem.app.requests import build_request
-    from bisect_smem.app.runner import likely_devices
+    from bisect_smem.app.runner import early_devices
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
-    assert likely_devices(build_request("cupy")) == (0, 1)
+    assert early_devices(build_request("cupy")) == (0, 1)
+    assert early_devices(build_request("cupy", devices=(1,))) == (1,)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
-    assert likely_devices(build_request("cupy")) == (0,)
-    assert likely_devices(build_request(None, ["h200"] * 3)) == (0, 1, 2)
+    assert early_devices(build_request("cupy")) == (0,)
+    assert early_devices(build_request(None, ["h200"] * 3)) == (0, 1, 2)
 
 
 def test_cupys_cuda_major_is_read_from_its_dist_info_folder(tmp_path: Path) -> None:

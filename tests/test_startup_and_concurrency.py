@@ -139,16 +139,16 @@ def test_an_error_in_a_side_backend_reaches_the_caller() -> None:
 
 def test_a_device_is_opened_with_the_kinds_of_its_planned_steps(monkeypatch: pytest.MonkeyPatch,
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
-    from bisect_smem.app import cli, runner
+    from bisect_smem.app import cli, in_process
 
     seen = []
-    real = runner.open_device
+    real = in_process.open_device
 
     def open_device(*args, **kwargs):
         seen.append(kwargs.get("step_kinds"))
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(runner, "open_device", open_device)  # the simulated device is measured in this process
+    monkeypatch.setattr(in_process, "open_device", open_device)  # the simulated device is measured in this process
     assert cli.main(["--simulate", "h200", "--quiet", "--json", "-"]) in (0, 1)
     capsys.readouterr()
     assert seen == [_kinds(MeasureConfig())]

@@ -23,6 +23,7 @@ from bisect_smem.app import (
     check_command,
     export_command,
     fit_command,
+    head_start,
     measure_command,
     merge_command,
     output,
@@ -123,6 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _silence_stdout()
         return _fail(ExitCode.USAGE, f"cannot write the output to stdout: {exc.strerror or exc}")
     finally:
+        head_start.release()  # workers started for a run that never came (bad usage, --help)
         output.forget()  # closes what was opened for outputs never written
         for signum, handler in previous.items():
             signal.signal(signum, handler)

@@ -227,6 +227,7 @@ def execute(request: MeasureRequest) -> tuple[str, int]:
                       note=None if plot.shows_something(report) else
                       f"warning: the plot {request.plot_path} shows nothing: no device measured the residency staircase")
     compared = _show_comparisons(report, comparisons, request.allow_missing, request.format == "json")
+    _wait_for_workers()
     delivery.write(refused, shown + compared)  # every file, then (from main) stdout
     return shown + compared, code
 
@@ -272,10 +273,18 @@ def _measure_all(request: MeasureRequest) -> tuple[DeviceReport, ...]:
 
     printer = ProgressLine(sys.stderr) if request.progress else None
     try:
-        return run_all(list(request.runs), printer)
+        return run_all(list(request.runs), printer, wait_exits=False)  # waited for once the report is built
     finally:
         if printer is not None:
             printer.close()
+
+
+def _wait_for_workers() -> None:
+    """The workers' exits, which passed while the report was built: waited for before anything goes out."""
+    # Deferred, as in _measure_all, which has loaded it by now.
+    from bisect_smem.app.runner import wait_for_exits
+
+    wait_for_exits()
 
 
 def _refuse_existing_sim_baselines(run: RunRequest, directory: Path) -> None:

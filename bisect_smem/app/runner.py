@@ -11,13 +11,11 @@ backend that cannot poison anything (a plain simulated device) may run inline, i
 from __future__ import annotations
 
 import datetime as dt
-import glob
 import os
 import pickle
 import queue as queue_module
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections import Counter
@@ -27,7 +25,7 @@ from typing import Any
 
 from bisect_smem.analysis.crosscheck import with_cross_checks
 from bisect_smem.analysis.device_report import build_report
-from bisect_smem.app.leftover_writer import write_elsewhere
+from bisect_smem.app import head_start, in_process
 from bisect_smem.app.messages import (
     Exited,
     Finished,
@@ -43,35 +41,29 @@ from bisect_smem.app.messages import (
     read_messages,
 )
 from bisect_smem.app.requests import RunRequest
-from bisect_smem.app.subprocesses import python_command, python_environment
 from bisect_smem.app.timeline import mark
 from bisect_smem.app.worker import planned_steps
-from bisect_smem.app.worker_process import MODULE as WORKER_MODULE
 from bisect_smem.core.attributes import NvmlInfo
-from bisect_smem.core.errors import BackendUnavailable, BisectSmemError, ExitCode, UsageError
+from bisect_smem.core.errors import BackendUnavailable, UsageError
 from bisect_smem.core.model import DeviceReport
-from bisect_smem.devices.device_info import DeviceInfo, open_device
-from bisect_smem.experiments.measure import DeviceMeasurement, running_steps
+from bisect_smem.devices.device_info import DeviceInfo
+from bisect_smem.experiments.measure import running_steps
 from bisect_smem.experiments.steps import Done, Step, StepResult
 
 ProgressSink = Callable[[int, str], None]
+_exiting: list[head_start.Worker] = []  # workers ended and not yet waited for (wait_for_exits)
 POLL_S = 0.05
 GIVE_UP_AFTER_FAULTS = 2
 BESIDE_TIMEOUT_S = 30.0  # NVML answers slowly on some systems; past this its fields stay unknown
 WAIT_S = 5.0
 
 
-def likely_devices(request: RunRequest) -> tuple[int, ...]:
-    """A guess at the visible devices, free of any driver call, so that their workers can start at once:
-    the CUDA_VISIBLE_DEVICES entries, else the /dev/nvidiaN nodes. The driver's count decides after."""
-    if request.backend.name == "sim":
-        return tuple(range(request.backend.device_count()))
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None:
-        count = len([entry for entry in visible.split(",") if entry.strip()])
-    else:
-        count = len(glob.glob("/dev/nvidia[0-9]*"))
-    return tuple(range(max(count, 1)))
+def early_devices(request: RunRequest) -> tuple[int, ...]:
+    """The devices whose workers start before the driver has counted them, free of any driver call: those
+    asked for, a simulated backend's, else the likely ones (head_start.likely_devices)."""
+    if request.devices is not None:
+        return request.devices
+    return tuple(range(request.backend.device_count())) if request.backend.name == "sim" else head_start.likely_devices()
 
 
 def resolve_devices(request: RunRequest) -> tuple[int, ...]:
@@ -87,16 +79,18 @@ def resolve_devices(request: RunRequest) -> tuple[int, ...]:
     return tuple(dict.fromkeys(request.devices))
 
 
-def run(request: RunRequest, progress: ProgressSink | None = None) -> tuple[DeviceReport, ...]:
-    """Measure every requested device and return their reports in index order."""
+def run(request: RunRequest, progress: ProgressSink | None = None, started: dict[int, head_start.Worker] | None = None,
+        wait_exits: bool = True) -> tuple[DeviceReport, ...]:
+    """Measure every requested device and return their reports in index order; ``started`` are workers
+    already started for some of them (head_start), which this run now owns; ``wait_exits`` as run_all's."""
     sink = progress or (lambda _i, _t: None)
     if not request.isolated:
         indices = resolve_devices(request)
-        return tuple(_in_process(request, i, lambda text, i=i: sink(i, text)) for i in indices)
-    supervisor = _Supervisor(request, sink)
+        return tuple(in_process.measure(request, i, lambda text, i=i: sink(i, text)) for i in indices)
+    supervisor = _Supervisor(request, sink, started or {})
     # The first workers start while this process initialises the driver to count the devices: a
     # worker spends that time starting Python anyway. A device that turns out not to exist is dropped.
-    early = request.devices if request.devices is not None else likely_devices(request)
+    early = early_devices(request)
     try:
         supervisor.start(early)
         mark("workers started")
@@ -106,48 +100,10 @@ def run(request: RunRequest, progress: ProgressSink | None = None) -> tuple[Devi
     except BaseException:
         supervisor.stop()
         raise
-    return supervisor.run()
-
-
-def _in_process(request: RunRequest, index: int, progress: Callable[[str], None]) -> DeviceReport:
-    """One device in this process, under the device timeout: one process cannot end its own hung probe,
-    so when the time is up the watchdog ends the whole run (exit 4), saying so, rather than wait forever."""
-    limit = request.device_timeout_s
-    watchdog = threading.Timer(limit, _give_up, args=(index, limit))
-    watchdog.daemon = True
-    watchdog.start()
-    try:
-        return measure_in_process(request, index, progress)
-    finally:
-        watchdog.cancel()
-
-
-def _give_up(index: int, limit: float) -> None:
-    try:
-        sys.stderr.write(f"\nerror: device {index} did not finish within {limit:g} s, and a run in one process "
-                         "(--inline) cannot end a hung probe: the run ends, no report was written\n")
-        sys.stderr.flush()
-    finally:
-        os._exit(ExitCode.INCOMPLETE)
-
-
-def measure_in_process(request: RunRequest, index: int, progress: Callable[[str], None]) -> DeviceReport:
-    """The whole device in this process, with no restarts: a sticky fault ends the measurement."""
-    start = time.perf_counter()
-    name = request.backend.name
-    steps = planned_steps(request)
-    try:
-        session, info = open_device(request.backend, index, request.config.static_sizes,
-                                    step_kinds=frozenset(step.kind for step in steps))
-    except BisectSmemError as exc:
-        return build_report(index, name, None, {}, [], str(exc), time.perf_counter() - start)
-    writer = write_elsewhere(session, request.config.static_sizes, progress)
-    try:
-        done, error = DeviceMeasurement.for_device(session, info, request.config, progress, writer).run(steps)
-    finally:
-        session.close()
-    return build_report(index, name, info, done, [], error, time.perf_counter() - start, steps,
-                        request.config.level)
+    reports = supervisor.run()
+    if wait_exits:
+        wait_for_exits()
+    return reports
 
 
 def _now() -> str:
@@ -175,9 +131,10 @@ class _Supervisor:
     """Starts, watches and restarts the workers; collects their steps into reports. NVML, which every
     device's report needs, is read here, once for all devices, beside the measurement."""
 
-    def __init__(self, request: RunRequest, sink: ProgressSink) -> None:
+    def __init__(self, request: RunRequest, sink: ProgressSink, started: dict[int, head_start.Worker]) -> None:
         self.request = request
         self.sink = sink
+        self.started = started  # workers already running, waiting for their first job
         self.out: queue_module.Queue[tuple[int, Message]] = queue_module.Queue()
         self.devices: dict[int, _Device] = {}
         self.steps = planned_steps(request)
@@ -208,6 +165,8 @@ class _Supervisor:
     def stop(self) -> None:
         for dev in self.devices.values():
             _end(dev.proc)
+        for proc in self.started.values():
+            _end(proc)
 
     def _start(self, dev: _Device) -> None:
         request = self.request
@@ -215,16 +174,15 @@ class _Supervisor:
         inject = request.inject_fault if not dev.events and request.inject_device in (None, dev.index) else None
         # After any fault every step runs alone, so that a fault in steps sharing rounds is pinned on one.
         job = WorkerJob(self.request, dev.index, dict(dev.done), self.steps, inject, alone=bool(dev.events))
-        args = [str(dev.index), *(["--context"] if self.request.backend.primary_context else [])]
-        # Each worker leads a process group of its own: ending it ends whatever it started too.
-        dev.proc = subprocess.Popen(python_command(WORKER_MODULE, *args), env=python_environment(),
-                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, process_group=0)
+        backend = request.backend
+        dev.proc = self.started.pop(dev.index, None) or head_start.start_worker(dev.index, backend.name,
+                                                                                 backend.primary_context)
         dev.generation += 1
         threading.Thread(target=self._read, args=(dev.proc, dev.index, dev.generation, pickle.dumps(job)),
                          daemon=True).start()
         dev.running, dev.last_heard = [], time.monotonic()
 
-    def _read(self, proc: subprocess.Popen, index: int, generation: int, job: bytes) -> None:
+    def _read(self, proc: head_start.Worker, index: int, generation: int, job: bytes) -> None:
         """Hand a worker its job, then pass on what it says, and, when its stream ends, how it exited."""
         try:
             proc.stdin.write(job)
@@ -247,11 +205,8 @@ class _Supervisor:
         finally:
             mark("workers done")
             self.stop()
-            for dev in self.devices.values():
-                _wait(dev.proc)
-        # A worker's process has exited (its CUDA context released) before the report goes out: a job that
-        # starts after the check finds the GPU free, in an exclusive compute mode too.
-        mark("workers exited")
+            # Their exits (the driver releasing each context) pass while the report is built and rendered.
+            _exiting.extend(dev.proc for dev in self.devices.values() if dev.proc is not None)
         deadline = time.monotonic() + BESIDE_TIMEOUT_S
         for thread in self.beside:
             thread.join(timeout=max(deadline - time.monotonic(), 0))
@@ -332,7 +287,15 @@ class _Supervisor:
         self._start(dev)
 
 
-def _end(proc: subprocess.Popen | None) -> None:
+def wait_for_exits() -> None:
+    """Until every worker the runs ended has exited: called before the report goes out, so that a job that
+    starts after the check finds the GPU free (its contexts released), in an exclusive compute mode too."""
+    while _exiting:
+        _wait(_exiting.pop())
+    mark("workers exited")
+
+
+def _end(proc: head_start.Worker | None) -> None:
     """Kill a worker's process group (the worker and anything it started), if it is still running."""
     if proc is not None and proc.poll() is None:
         try:
@@ -341,7 +304,7 @@ def _end(proc: subprocess.Popen | None) -> None:
             pass
 
 
-def _wait(proc: subprocess.Popen | None) -> None:
+def _wait(proc: head_start.Worker | None) -> None:
     """Reap a worker that has ended or is ending; one that will not is killed."""
     if proc is None:
         return
@@ -352,12 +315,25 @@ def _wait(proc: subprocess.Popen | None) -> None:
         proc.wait()
 
 
-def run_all(requests: list[RunRequest], progress: ProgressSink | None = None) -> tuple[DeviceReport, ...]:
+def run_all(requests: list[RunRequest], progress: ProgressSink | None = None,
+            wait_exits: bool = True) -> tuple[DeviceReport, ...]:
     """Measure through each backend asked for; with several (``--backend all``), add cross-check rows.
-    No backend available is exit 3, naming why each is missing."""
-    if len(requests) == 1:
-        return run(requests[0], progress)
-    return with_cross_checks(run_concurrently(requests, run, progress))
+    No backend available is exit 3, naming why each is missing. Workers the head start began are handed
+    to the runs they belong to; any other is ended before anything is measured. Without ``wait_exits``
+    the caller calls wait_for_exits before its report goes out."""
+    started = {r.backend.name: head_start.claim(r.backend.name, early_devices(r))
+               for r in requests if r.isolated and r.backend.primary_context}
+    head_start.release()
+
+    def measure(request: RunRequest, sink: ProgressSink | None) -> tuple[DeviceReport, ...]:
+        return run(request, sink, started.get(request.backend.name), wait_exits=False)
+
+    try:
+        return (measure(requests[0], progress) if len(requests) == 1
+                else with_cross_checks(run_concurrently(requests, measure, progress)))
+    finally:
+        if wait_exits:
+            wait_for_exits()
 
 
 def run_concurrently(requests: list[RunRequest], measure: Callable[[RunRequest, ProgressSink | None], Any],

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+WORKER_MODULE = "bisect_smem.app.worker_process"  # a device's worker: INDEX [--context] [--preload BACKEND]
 
 
 def python_command(module: str, *args: str) -> list[str]:

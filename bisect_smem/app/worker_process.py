@@ -1,11 +1,14 @@
-"""A worker process's entry point: ``python -m bisect_smem.app.worker_process INDEX [--context]``.
+"""A worker process's entry point:
+``python -m bisect_smem.app.worker_process INDEX [--context] [--preload BACKEND]``.
 
-The supervisor (runner.py) starts it as a fresh interpreter (CUDA and fork do not mix). With
-``--context`` (a real device) it first has the driver create device INDEX's primary context on a thread
-of its own: creating it takes the driver a few hundred milliseconds, which then pass while this process
-imports the measurement and CuPy. Then it reads its job (a pickled ``WorkerJob``) from stdin and serves
-it (worker.py), answering on its stdout, which it keeps for the messages alone: anything else written
-to stdout goes to stderr. Ctrl-C is the supervisor's to handle; it ends its workers.
+The supervisor (runner.py), or the tool's head start (head_start.py) before it has loaded the rest of
+itself, starts it as a fresh interpreter (CUDA and fork do not mix). With ``--context`` (a real device)
+it first has the driver create device INDEX's primary context on a thread of its own: creating it takes
+the driver a few hundred milliseconds, which then pass while this process imports the measurement and,
+with ``--preload``, the backend's library (CuPy, numba), before its job can have arrived. Then it reads
+its job (a pickled ``WorkerJob``) from stdin and serves it (worker.py), answering on its stdout, which it
+keeps for the messages alone: anything else written to stdout goes to stderr. Ctrl-C is the supervisor's
+to handle; it ends its workers. A worker whose job never comes (the run wanted none) leaves quietly.
 """
 
 from __future__ import annotations
@@ -19,8 +22,6 @@ import threading
 from bisect_smem.app.timeline import mark
 from bisect_smem.core.errors import BackendUnavailable
 from bisect_smem.devices.backends.libcuda import libcuda
-
-MODULE = "bisect_smem.app.worker_process"
 
 
 def start_context(index: int) -> threading.Thread:
@@ -40,7 +41,7 @@ def start_context(index: int) -> threading.Thread:
 
 
 def main(argv: list[str]) -> int:
-    """Start the context where asked, read the job, serve it; the worker leaves through os._exit."""
+    """Start the context where asked, preload, read the job, serve it; the worker leaves through os._exit."""
     mark("worker start")
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     index = int(argv[0])
@@ -48,11 +49,18 @@ def main(argv: list[str]) -> int:
         start_context(index)
     messages = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-    job = pickle.load(sys.stdin.buffer)
     # Deferred: the measurement's modules load after the context has started, while the driver creates it.
     from bisect_smem.app.messages import Channel
     from bisect_smem.app.worker import serve
+    from bisect_smem.devices.backends import get_backend
 
+    if "--preload" in argv[1:]:
+        get_backend(argv[argv.index("--preload") + 1]).preload()
+    try:
+        job = pickle.load(sys.stdin.buffer)
+    except EOFError:  # the run ended, or wanted no worker after all
+        return 0
+    mark("job received")
     serve(job, Channel(messages))
     return 0
 

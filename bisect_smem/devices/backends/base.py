@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -218,6 +219,15 @@ class RealDevices:
     needs_isolation = True
     nvml_from_host = True
     primary_context = True
+    preloaded: tuple[str, ...] = ()  # the modules its sessions open devices through
+
+    def preload(self) -> None:
+        """Import ``preloaded`` (Backend.preload); a failure is for ``open`` to report."""
+        for module in self.preloaded:
+            try:
+                importlib.import_module(module)
+            except ImportError:
+                pass
 
     def host_nvml(self, indices: tuple[int, ...]) -> dict[int, NvmlInfo]:
         """NVML's view of each device, found by the PCI bus id the driver gives it, with NVML started once."""
@@ -279,6 +289,12 @@ class Backend(Protocol):
         """Do, once in this process and beside the devices' workers, what each device's session would
         otherwise repeat (the CuPy backend compiles its probe module into the cache, once per
         architecture); a failure here is left for the sessions to meet. Never raises."""
+        ...
+
+    def preload(self) -> None:
+        """Import, in a worker before its job arrives, the library its sessions open devices through (CuPy,
+        numba), so that the import passes while the driver creates the context. Never raises: a failure
+        is for ``open`` to report."""
         ...
 
     def is_available(self) -> bool:

@@ -95,7 +95,7 @@ class ContextStarter:
 class CupyBackend(RealDevices):
     """Probe kernels compiled by NVRTC and launched by CuPy."""
 
-    name = "cupy"
+    name, preloaded = "cupy", ("cupy",)
 
     def device_count(self) -> int:
         lib = libcuda()

@@ -1,10 +1,9 @@
-"""The simulated backend: one session that answers every probe from a DeviceModel (sim_model.py), so the
-whole pipeline runs without a GPU, on a published profile or on a replayed report.
-
-A question the model's recording answers gets the recorded answer; on a replayed report, any other is
-answered "not measured in the replayed report" (a replay answers only what its report measured); on a
-profile, the documented rules answer. The session keeps the state a real context has: each function's attribute, a context
-that a fault has poisoned, and what each SM's shared memory holds for the leftover check.
+"""The simulated backend: one session that answers every probe from a DeviceModel (sim_model.py), so the whole
+pipeline runs without a GPU, on a published profile or on a replayed report. A question the model's recording
+answers gets the recorded answer; on a replayed report, any other is answered "not measured in the replayed
+report"; on a profile, the documented rules answer. The session keeps the state a real context has: each
+function's attribute, a context that a fault has poisoned, and what each SM's shared memory holds for the
+leftover check.
 """
 
 from __future__ import annotations
@@ -68,6 +67,9 @@ class SimBackend:
                 step_kinds: frozenset[str] | None = None) -> None:
         """Nothing: a simulated device compiles nothing."""
 
+    def preload(self) -> None:
+        """Nothing: a simulated device needs no library."""
+
     def __init__(self, specs: tuple[SimSpec, ...]) -> None:
         self.specs = specs
 
@@ -81,8 +83,7 @@ class SimBackend:
         return len(self.specs)
 
     def loaded_static_smem(self, path: Path, kernel: str) -> int | None:
-        """A simulated device loads no compiled files."""
-        return None
+        return None  # a simulated device loads no compiled files
 
     @property
     def needs_isolation(self) -> bool:
