@@ -114,3 +114,12 @@ def test_the_node_problem_detector_plugin_runs_the_check() -> None:
     assert rule["path"].endswith("/bisect-smem") and rule["args"][0] == "check"
     args = cli.build_parser().parse_args(rule["args"])
     assert args.command == "check" and args.report == DEFAULT_REPORT and args.max_age == 7200
+
+
+def test_a_gpu_measured_by_two_backends_is_one_gpu(tmp_path: Path) -> None:
+    data = json.loads(H200_REPORT.read_text())  # as --backend all writes it: the device once per backend
+    data["backend"] = "all"
+    data["devices"].append({**data["devices"][0], "backend": "numba"})
+    path = tmp_path / "all.json"
+    path.write_text(json.dumps(data))
+    assert check(str(path)) == (0, "smem ok: 1 GPU, opt-in 232448 B")

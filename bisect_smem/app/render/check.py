@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from bisect_smem.analysis.summary import summarize
+from bisect_smem.app.render.prom import by_gpu
 from bisect_smem.core.model import DeviceReport, Report
 from bisect_smem.core.rows import Family, RowParameters, Verdict
 from bisect_smem.core.status import DeviceSummary
@@ -103,7 +104,7 @@ def report_line(report: Report) -> CheckLine:
         return CheckLine(fit(f"smem INCOMPLETE {device_id(dev)}: {summary.reason}"), UNKNOWN)
     optins = [d.measured.optin_dynamic_ceiling_bytes for d in report.devices
               if d.measured is not None and d.measured.optin_dynamic_ceiling_bytes is not None]
-    count = len(report.devices)
+    count = len(by_gpu(report))
     optin = f", opt-in {min(optins)} B" if optins else ""
     return CheckLine(fit(f"smem ok: {count} GPU{'s' if count != 1 else ''}{optin}"), OK)
 
