@@ -110,8 +110,9 @@ def report_line(report: Report) -> CheckLine:
 
 
 def stale_line(age_s: float, max_age_s: float) -> CheckLine:
-    """A report older than ``--max-age``."""
-    return CheckLine(fit(f"smem STALE: report {age_s:.0f} s old (max {max_age_s:.0f} s)"), UNKNOWN)
+    """A report older than ``--max-age`` (or, with ``age_s`` below 0, dated that far ahead of this clock)."""
+    when = f"{age_s:.0f} s old" if age_s >= 0 else f"dated {-age_s:.0f} s ahead of this clock"
+    return CheckLine(fit(f"smem STALE: report {when} (max {max_age_s:g} s)"), UNKNOWN)
 
 
 def unknown_line(why: str) -> CheckLine:
