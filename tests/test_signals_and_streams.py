@@ -136,3 +136,15 @@ def test_a_signal_the_caller_ignores_stays_ignored_while_loading() -> None:
     done = subprocess.run([sys.executable, "-c", SIGNAL_WHILE_LOADING.format(signum=int(signal.SIGHUP), ignored=True)],
                           capture_output=True, text=True, env=ENV, timeout=60)
     assert done.returncode == 0 and done.stdout.startswith("device 0: ") and done.stderr == "", done.stderr
+
+
+def test_under_nohup_a_hangup_mid_run_ends_nothing() -> None:
+    proc = subprocess.Popen(["nohup", *CMD, "--simulate", "h200,hang=100000", "--probe-timeout", "1",
+                             "--max-restarts", "0", "--level", "quick", "--quiet"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not any("worker_process" in _cmdline(p) for p in children(proc.pid)):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGHUP)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 4 and "SIGHUP" not in err and out.startswith("device 0: "), err

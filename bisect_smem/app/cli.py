@@ -131,7 +131,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _install_signal_handlers() -> dict[int, object]:
     if threading.current_thread() is not threading.main_thread():
         return {}
-    return {signum: signal.signal(signum, _raise_terminated) for signum in (signal.SIGTERM, signal.SIGHUP)}
+    # A signal the caller ignores (nohup's SIGHUP) stays ignored.
+    return {signum: signal.signal(signum, _raise_terminated) for signum in (signal.SIGTERM, signal.SIGHUP)
+            if signal.getsignal(signum) is not signal.SIG_IGN}
 
 
 def _silence_stdout() -> None:
