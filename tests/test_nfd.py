@@ -114,3 +114,14 @@ def test_a_gpu_measured_by_two_backends_counts_once(tmp_path: Path, capsys: pyte
     assert cli.main(["export", "nfd", str(path)]) == 0
     _, labels = parse(capsys.readouterr().out)
     assert labels["gpu.count"] == "1" and labels["smem.optin-bytes"] == "232448"
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--simulate", "h200", "--nfd-expiry", "60"], "error: --nfd-expiry only applies to --nfd"),
+    (["export", "prom", str(H200_REPORT), "--nfd-expiry", "60"], "error: --nfd-expiry only applies to export nfd"),
+], ids=["measure", "export-prom"])
+def test_an_expiry_without_a_feature_file_is_refused(args: list[str], message: str,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    code = cli.main(args)
+    out = capsys.readouterr()
+    assert (code, out.out, out.err) == (2, "", message + "\n")
