@@ -148,3 +148,15 @@ def test_under_nohup_a_hangup_mid_run_ends_nothing() -> None:
     proc.send_signal(signal.SIGHUP)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 4 and "SIGHUP" not in err and out.startswith("device 0: "), err
+
+
+def test_ctrl_c_while_the_parser_is_built_is_one_line(monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    from bisect_smem.app import cli
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "build_parser", interrupted)
+    assert cli.main(["--simulate", "h200"]) == 130
+    assert capsys.readouterr().err == "error: interrupted; no report was written\n"

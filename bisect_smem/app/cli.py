@@ -115,6 +115,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()
         mark("output written")
         return code
+    except KeyboardInterrupt:  # while the parser is built or parses; a command's own is caught in _main
+        return _fail(INTERRUPTED, "interrupted; no report was written")
     except Terminated as exc:
         written = output.written()
         what = f"written before it: {', '.join(written)}" if written else "no report was written"
