@@ -3,11 +3,7 @@
 import os
 import sys
 
-from bisect_smem.app import head_start
-
-head_start.start(sys.argv[1:])  # a measuring run's workers start now, while the rest of the tool loads
-
-from bisect_smem.app.cli import main  # noqa: E402 - after the head start, which must come first
+from bisect_smem.app.entry import main
 
 code = main()
 # Everything is written by now (files before stdout, and main flushed stdout): leave without tearing the

@@ -114,3 +114,31 @@ def test_the_node_problem_detector_plugin_runs_the_check() -> None:
     assert rule["path"].endswith("/bisect-smem") and rule["args"][0] == "check"
     args = cli.build_parser().parse_args(rule["args"])
     assert args.command == "check" and args.report == DEFAULT_REPORT and args.max_age == 7200
+
+
+def test_a_gpu_measured_by_two_backends_is_one_gpu(tmp_path: Path) -> None:
+    data = json.loads(H200_REPORT.read_text())  # as --backend all writes it: the device once per backend
+    data["backend"] = "all"
+    data["devices"].append({**data["devices"][0], "backend": "numba"})
+    path = tmp_path / "all.json"
+    path.write_text(json.dumps(data))
+    assert check(str(path)) == (0, "smem ok: 1 GPU, opt-in 232448 B")
+
+
+def test_a_report_dated_ahead_of_the_clock_is_not_fresh(tmp_path: Path) -> None:
+    report = json.loads(H200_REPORT.read_text())
+    report["created_utc"] = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(time.time() + 7200))
+    path = tmp_path / "ahead.json"
+    path.write_text(json.dumps(report))
+    code, line = check(str(path), "--max-age", "3600")
+    assert code == 2 and line.startswith("smem STALE: report dated 7") and line.endswith(" s ahead of this clock (max 3600 s)")
+    assert check(str(path), "--max-age", "9000")[0] == 0
+
+
+def test_a_fractional_max_age_is_said_as_given(tmp_path: Path) -> None:
+    report = json.loads(H200_REPORT.read_text())
+    report["created_utc"] = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(time.time() - 60))
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(report))
+    code, line = check(str(path), "--max-age", "1.5")
+    assert code == 2 and line.startswith("smem STALE: report 6") and line.endswith(" s old (max 1.5 s)")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -15,7 +16,7 @@ import pytest
 from bisect_smem.app import cli, head_start
 from bisect_smem.app.requests import build_request
 from bisect_smem.app.runner import run
-from bisect_smem.app.subprocesses import python_environment
+from bisect_smem.app.subprocesses import python_environment, start_worker
 
 
 @pytest.fixture
@@ -49,7 +50,7 @@ def test_anything_else_gets_no_head_start(two_gpus: None, argv: list[str]) -> No
 
 def test_no_worker_without_a_sign_of_a_gpu_or_the_backends_library(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    monkeypatch.setattr(head_start.glob, "glob", lambda pattern: [])
+    monkeypatch.setattr(head_start, "device_nodes", lambda: [])
     monkeypatch.setattr(head_start.importlib.util, "find_spec", lambda name: object())
     assert head_start.planned_workers([]) == []
     assert head_start.planned_workers(["--device", "0"]) == [("cupy", 0)]  # asked for by name
@@ -73,7 +74,7 @@ def _alive(pid: int) -> bool:
 
 
 def test_a_claimed_worker_leaves_the_pool_and_the_rest_are_ended() -> None:
-    mine, other = head_start.start_worker(0, "sim", context=False), head_start.start_worker(1, "sim", context=False)
+    mine, other = start_worker(0, "sim", context=False), start_worker(1, "sim", context=False)
     head_start._started.update({("sim", 0): mine, ("sim", 1): other})
     try:
         assert head_start.claim("sim", (0, 2)) == {0: mine}
@@ -87,7 +88,7 @@ def test_a_claimed_worker_leaves_the_pool_and_the_rest_are_ended() -> None:
 
 
 def test_a_worker_whose_job_never_comes_leaves_quietly() -> None:
-    proc = head_start.start_worker(0, "sim", context=False)
+    proc = start_worker(0, "sim", context=False)
     proc.stdin.close()
     assert proc.wait(timeout=60) == 0
     assert proc.stdout.read() == b""
@@ -97,7 +98,7 @@ def test_a_started_worker_measures_the_device_it_was_started_for(tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     trace = tmp_path / "timeline"
     monkeypatch.setenv("BISECT_SMEM_TIMELINE", str(trace))
-    started = head_start.start_worker(0, "sim", context=False)
+    started = start_worker(0, "sim", context=False)
     (report,) = run(build_request(None, ["h200"], isolate=True), started={0: started})
     assert report.error is None and report.measured.optin_dynamic_ceiling_bytes == 232448
     served = {line.split()[1] for line in trace.read_text().splitlines() if line.endswith(" job received")}
@@ -168,6 +169,42 @@ def test_a_head_start_for_a_run_that_finds_no_gpu_leaves_nothing_behind(tmp_path
     workers = {int(pid) for _, pid, what in points if what == "worker start"}
     time.sleep(0.2)
     assert not [pid for pid in workers if _alive(pid)]
+
+
+SIGTERM_WHILE_LOADING = """
+import os, signal, subprocess, sys, time
+from bisect_smem.app import entry, head_start
+head_start.planned_workers = lambda argv: [("sim", 0)]
+
+class SlowToLoad:  # the command line's modules take long to load, as on a cold node: the signal comes then
+    def find_spec(self, name, path=None, target=None):
+        if name == "bisect_smem.app.cli":
+            worker = head_start._started["sim", 0]
+            # A sleeper holds the worker's job pipe open: the worker cannot leave by itself on end of file.
+            sleeper = subprocess.Popen(["sleep", "60"], pass_fds=[worker.stdin.fileno()],
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            print(worker.pid, sleeper.pid, flush=True)
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(30)
+        return None
+
+sys.meta_path.insert(0, SlowToLoad())
+print(entry.main(), flush=True)
+"""
+
+
+def test_a_sigterm_while_the_tool_loads_ends_the_started_workers_too() -> None:
+    proc = subprocess.Popen([sys.executable, "-c", SIGTERM_WHILE_LOADING], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=python_environment())
+    worker, sleeper = (int(pid) for pid in proc.stdout.readline().split())
+    try:
+        out, err = proc.communicate(timeout=60)
+        assert (out.strip(), err.strip()) == ("143", "error: SIGTERM received while starting; no report was written")
+        assert not _alive(worker)
+    finally:
+        os.kill(sleeper, signal.SIGKILL)
+        if _alive(worker):
+            os.kill(worker, signal.SIGKILL)
 
 
 @pytest.mark.gpu

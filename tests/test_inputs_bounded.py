@@ -247,3 +247,16 @@ def test_a_fifo_as_a_compiled_kernel_is_refused_without_waiting(option: str, tmp
     os.mkfifo(fifo)
     code, _, err = within(30, lambda: run(["fit", option, str(fifo), "--kernel", "k", "--no-local"], capsys))
     assert code == 2 and one_error(err) == f"error: cannot read {fifo}: a FIFO, not a regular file"
+
+
+@pytest.mark.parametrize("created", ["garbage", "", "0001-01-01T00:00:00+00:00", "9999-12-31T23:59:59-12:00"])
+def test_a_report_time_no_run_can_have_is_refused_when_read(created: str, tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({**h200(), "created_utc": created}))
+    problem = f"field created_utc must be a time of the years 2000 to 9000, like 2026-12-01T09:45:12+00:00 (got {created!r})"
+    for args in (["export", "prom", str(path)], ["export", "nfd", str(path)], ["merge", str(path)]):
+        code, out, err = run(args, capsys)
+        assert (code, out) == (2, "") and one_error(err) == f"error: {path}: {problem}", args
+    code, out, err = run(["check", str(path)], capsys)
+    assert code == 2 and out.startswith("smem UNKNOWN: ") and err == ""

@@ -103,3 +103,25 @@ def test_an_odd_device_name_still_gives_valid_lines() -> None:
     report = replace(report, devices=(replace(report.devices[0], name="GPU/\"odd\"=name\nx" * 9),))
     _, labels = parse(render(report))
     assert labels["gpu.product"].startswith("GPU-odd-name-x")
+
+
+def test_a_gpu_measured_by_two_backends_counts_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = json.loads(H200_REPORT.read_text())  # as --backend all writes it: the device once per backend
+    data["backend"] = "all"
+    data["devices"].append({**data["devices"][0], "backend": "numba"})
+    path = tmp_path / "all.json"
+    path.write_text(json.dumps(data))
+    assert cli.main(["export", "nfd", str(path)]) == 0
+    _, labels = parse(capsys.readouterr().out)
+    assert labels["gpu.count"] == "1" and labels["smem.optin-bytes"] == "232448"
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--simulate", "h200", "--nfd-expiry", "60"], "error: --nfd-expiry only applies to --nfd"),
+    (["export", "prom", str(H200_REPORT), "--nfd-expiry", "60"], "error: --nfd-expiry only applies to export nfd"),
+], ids=["measure", "export-prom"])
+def test_an_expiry_without_a_feature_file_is_refused(args: list[str], message: str,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    code = cli.main(args)
+    out = capsys.readouterr()
+    assert (code, out.out, out.err) == (2, "", message + "\n")

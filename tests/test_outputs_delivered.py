@@ -279,3 +279,42 @@ def test_nothing_written_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 def test_a_special_file_is_decided_by_its_type() -> None:
     assert output.check_writable(Path("/dev/null")) is None
     assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+
+
+@pytest.mark.parametrize("second", ["--prom", "--nfd", "--plot", "link", "hard-link", "dotted"])
+def test_two_outputs_onto_one_file_are_refused_before_measuring(second: str, tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    report = tmp_path / ("r.svg" if second == "--plot" else "r.json")
+    report.write_text("keep")
+    alias = {"link": tmp_path / "link.json", "hard-link": tmp_path / "hard.json",
+             "dotted": tmp_path / "sub" / ".." / report.name}.get(second, report)
+    if second == "link":
+        alias.symlink_to(report)
+    elif second == "hard-link":
+        os.link(report, alias)
+    elif second == "dotted":
+        (tmp_path / "sub").mkdir()
+    option = second if second.startswith("--") else "--prom"
+    code, out, err = run(["--simulate", "h200", "--json", str(report), option, str(alias)], capsys)
+    assert (code, out) == (2, "") and "is written there too" in one_error(err) and report.read_text() == "keep"
+
+
+def test_two_outputs_onto_one_new_file_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "new.json"
+    code, out, err = run(["--simulate", "h200", "--json", str(target), "--nfd", str(target)], capsys)
+    assert (code, out) == (2, "") and "is written there too" in one_error(err) and not target.exists()
+
+
+def test_a_baseline_onto_the_report_just_written_is_refused(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "b"
+    assert run(["--simulate", "h200", "--save-baseline", str(folder)], capsys)[0] == 0
+    (path,) = folder.rglob("*.json")
+    code, _, err = run(["--simulate", "h200", "--json", str(path), "--save-baseline", str(folder), "--force"], capsys)
+    assert code == 2 and "is written there too" in one_error(err)
+    assert json.loads(path.read_text())["schema"] == "bisect_smem/report/v1"
+
+
+def test_the_same_special_file_may_take_several_outputs(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(["--simulate", "h200", "--json", os.devnull, "--prom", os.devnull, "--nfd", os.devnull], capsys)
+    assert code == 0 and err == ""

@@ -135,3 +135,34 @@ def test_export_of_a_file_that_is_not_a_report_is_exit_2(tmp_path: Path, capsys:
     assert cli.main(["export", "prom", str(bad)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith(f"error: {bad}: not a bisect_smem/report/v1 file")
+
+
+def both_backends_report(tmp_path: Path) -> Path:
+    """The real H200 report as --backend all writes it: the device once per backend, under one index."""
+    data = json.loads(H200_REPORT.read_text())
+    data["backend"] = "all"
+    data["devices"].append({**data["devices"][0], "backend": "numba"})
+    path = tmp_path / "all.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_a_device_measured_by_two_backends_is_one_series(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["export", "prom", str(both_backends_report(tmp_path))]) == 0
+    text = capsys.readouterr().out
+    samples = [line.rsplit(" ", 1)[0] for line in text.splitlines() if not line.startswith("#")]
+    assert [s for s, n in Counter(samples).items() if n > 1] == []  # node_exporter refuses a repeated series
+    parsed = families(text)
+    assert [s.value for s in parsed["bisect_smem_devices"].samples] == [1]
+    assert [s.value for s in parsed["bisect_smem_device_ok"].samples] == [1]
+    promtool(text)
+
+
+def test_a_failing_backend_fails_the_device_it_measured(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = both_backends_report(tmp_path)
+    data = json.loads(path.read_text())
+    data["devices"][1]["verdicts"] = [{**data["devices"][1]["verdicts"][0], "verdict": "MISMATCH"}]
+    path.write_text(json.dumps(data))
+    assert cli.main(["export", "prom", str(path)]) == 0
+    parsed = families(capsys.readouterr().out)
+    assert [s.value for s in parsed["bisect_smem_device_ok"].samples] == [0]

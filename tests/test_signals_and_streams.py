@@ -105,3 +105,58 @@ def test_plugin_simulate_without_baseline_is_a_usage_error(tmp_path: Path) -> No
                            "--smem-simulate", "h200", str(tmp_path)], capture_output=True, text=True, env=ENV,
                           cwd=tmp_path, timeout=120)
     assert done.returncode == 4 and "--smem-simulate needs --smem-baseline DIR" in done.stderr + done.stdout
+
+
+# The signal comes while the command line's modules load: a finder sends it when cli is looked for.
+SIGNAL_WHILE_LOADING = """
+import os, signal, sys
+class SignalOnLoad:
+    def find_spec(self, name, path=None, target=None):
+        if name == "bisect_smem.app.cli":
+            os.kill(os.getpid(), {signum})
+        return None
+if {ignored}:
+    signal.signal({signum}, signal.SIG_IGN)
+sys.meta_path.insert(0, SignalOnLoad())
+sys.argv = ["bisect-smem", "--simulate", "h200", "--level", "quick", "--quiet"]
+from bisect_smem.app.entry import main
+sys.exit(main())
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_while_the_modules_load_is_one_line(signum: int) -> None:
+    done = subprocess.run([sys.executable, "-c", SIGNAL_WHILE_LOADING.format(signum=int(signum), ignored=False)],
+                          capture_output=True, text=True, env=ENV, timeout=60)
+    assert done.returncode == 128 + signum and done.stdout == "", done.stderr
+    assert done.stderr == f"error: {signum.name} received while starting; no report was written\n"
+
+
+def test_a_signal_the_caller_ignores_stays_ignored_while_loading() -> None:
+    done = subprocess.run([sys.executable, "-c", SIGNAL_WHILE_LOADING.format(signum=int(signal.SIGHUP), ignored=True)],
+                          capture_output=True, text=True, env=ENV, timeout=60)
+    assert done.returncode == 0 and done.stdout.startswith("device 0: ") and done.stderr == "", done.stderr
+
+
+def test_under_nohup_a_hangup_mid_run_ends_nothing() -> None:
+    proc = subprocess.Popen(["nohup", *CMD, "--simulate", "h200,hang=100000", "--probe-timeout", "1",
+                             "--max-restarts", "0", "--level", "quick", "--quiet"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not any("worker_process" in _cmdline(p) for p in children(proc.pid)):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGHUP)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 4 and "SIGHUP" not in err and out.startswith("device 0: "), err
+
+
+def test_ctrl_c_while_the_parser_is_built_is_one_line(monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    from bisect_smem.app import cli
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "build_parser", interrupted)
+    assert cli.main(["--simulate", "h200"]) == 130
+    assert capsys.readouterr().err == "error: interrupted; no report was written\n"

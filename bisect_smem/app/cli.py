@@ -116,6 +116,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()
         mark("output written")
         return code
+    except KeyboardInterrupt:  # while the parser is built or parses; a command's own is caught in _main
+        return _fail(INTERRUPTED, "interrupted; no report was written")
     except Terminated as exc:
         written = output.written()
         what = f"written before it: {', '.join(written)}" if written else "no report was written"
@@ -133,7 +135,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _install_signal_handlers() -> dict[int, object]:
     if threading.current_thread() is not threading.main_thread():
         return {}
-    return {signum: signal.signal(signum, _raise_terminated) for signum in (signal.SIGTERM, signal.SIGHUP)}
+    # A signal the caller ignores (nohup's SIGHUP) stays ignored.
+    return {signum: signal.signal(signum, _raise_terminated) for signum in (signal.SIGTERM, signal.SIGHUP)
+            if signal.getsignal(signum) is not signal.SIG_IGN}
 
 
 def _silence_stdout() -> None:

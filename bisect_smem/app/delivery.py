@@ -45,6 +45,15 @@ class _File:
     note: str | None
 
 
+def _refuse_written(f: _File, done: dict[tuple[object, ...], _File]) -> None:
+    """A file this delivery wrote already (a baseline onto the --json report) is not replaced by another."""
+    identity = output.file_identity(f.path)
+    earlier = done.get(identity) if identity is not None else None
+    if earlier is not None:
+        raise OutputError(f"cannot write {f.what} to {f.path}: {earlier.what} is written there too "
+                          f"({earlier.path}); give each output its own file")
+
+
 class Delivery:
     """The files a command writes, written in the order they were added, each whatever became of the others."""
 
@@ -61,9 +70,11 @@ class Delivery:
         """Write every file; then raise NotAllDelivered (with ``text``) for the first file that failed, or
         for ``refused``, what was refused before the files were written."""
         failures: list[str] = []
+        done: dict[tuple[object, ...], _File] = {}  # the regular files written so far, by file_identity
         for f in self.files:
             made: list[Path] = []
             try:
+                _refuse_written(f, done)
                 content = f.content() if callable(f.content) else f.content
                 made = output.make_folders(f.path, f.what) if f.folders else []
                 output.write_atomic(f.path, content, exclusive=f.exclusive, what=f.what)
@@ -71,6 +82,9 @@ class Delivery:
                 output.remove_folders(made)
                 failures.append(str(exc))
                 continue
+            identity = output.file_identity(f.path)
+            if identity is not None:
+                done[identity] = f
             if f.note:
                 print(printable(f.note), file=sys.stderr, flush=True)
         if failures:

@@ -9,7 +9,7 @@ from pathlib import Path
 from bisect_smem.app import output
 from bisect_smem.app.argtypes import positive_float
 from bisect_smem.app.render import nfd, prom
-from bisect_smem.core.errors import ExitCode
+from bisect_smem.core.errors import ExitCode, UsageError
 from bisect_smem.core.saved import load_report
 
 FORMATS = ("prom", "nfd")
@@ -22,7 +22,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     export.add_argument("format", choices=FORMATS, help="prom: textfile-collector metrics; nfd: features.d labels")
     export.add_argument("report", metavar="REPORT.json", help="a report written by --json")
     export.add_argument("--output", metavar="PATH", help="write PATH atomically instead of printing")
-    export.add_argument("--nfd-expiry", type=positive_float, default=nfd.DEFAULT_EXPIRY_S, metavar="S",
+    export.add_argument("--nfd-expiry", type=positive_float, metavar="S",
                         help=f"nfd: labels expire S seconds after the measurement (default {nfd.DEFAULT_EXPIRY_S})")
 
 
@@ -34,8 +34,10 @@ def render(kind: str, report_file: Path, expiry_s: float) -> str:
 
 def run(args: argparse.Namespace) -> tuple[str, int]:
     """The text for stdout (nothing with --output) and exit code 0."""
+    if args.nfd_expiry is not None and args.format != "nfd":
+        raise UsageError("--nfd-expiry only applies to export nfd")
     path = output.output_path(args.output, "the export") if args.output is not None else None
-    text = render(args.format, Path(args.report), args.nfd_expiry)
+    text = render(args.format, Path(args.report), args.nfd_expiry or nfd.DEFAULT_EXPIRY_S)
     if path is None:
         return text, ExitCode.OK
     output.write_atomic(path, text, what="the export")

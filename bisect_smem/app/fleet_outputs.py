@@ -30,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="write Prometheus metrics for node_exporter's textfile collector to PATH (atomically)")
     parser.add_argument("--nfd", metavar="PATH",
                         help="write a Node Feature Discovery feature file (features.d) to PATH (atomically)")
-    parser.add_argument("--nfd-expiry", type=positive_float, default=nfd.DEFAULT_EXPIRY_S, metavar="S",
+    parser.add_argument("--nfd-expiry", type=positive_float, metavar="S",
                         help=f"the feature file's labels expire S seconds after the run (default {nfd.DEFAULT_EXPIRY_S})")
 
 
@@ -51,7 +51,9 @@ def check_paths(args: argparse.Namespace) -> FleetPaths:
         if value == "-":
             raise UsageError(f"--{option} writes a file for a collector to read; give a path, not '-'")
         paths[option] = output.output_path(value, what) if value is not None else None
-    return FleetPaths(paths["prom"], paths["nfd"], args.nfd_expiry)
+    if args.nfd_expiry is not None and paths["nfd"] is None:
+        raise UsageError("--nfd-expiry only applies to --nfd")
+    return FleetPaths(paths["prom"], paths["nfd"], args.nfd_expiry or nfd.DEFAULT_EXPIRY_S)
 
 
 def finish(report: Report, code: int, strict: bool, regressions: dict[int, Sequence[str]] | None = None) -> Report:

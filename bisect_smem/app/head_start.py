@@ -1,31 +1,32 @@
 """The head start of a measuring run: its device workers start before the tool imports the rest of itself.
 
-A worker spends most of its life importing CuPy (or numba) and waiting for the driver to create its
-context; the tool's own start (its imports, the parser, the request) is another fifth of a second. So
-``python -m bisect_smem`` calls ``start(argv)`` first, with nothing but the standard library loaded: when
-the command line can only be a measuring run on real devices, one worker per device and backend starts
-there and then, and preloads its backend. It is forked, not exec'd: nothing but the standard library and
-this module is loaded yet, no thread runs and CUDA is untouched, so the child is as clean as a fresh
-interpreter and spares the worker the interpreter's own start. The runner later hands each its job (``claim``); whatever no
-run claims, because the options turned out to ask for something else or a device does not exist, is
-ended by ``release`` before anything is measured, and again when the command ends. Reading the command
-line here is deliberately narrow: anything it does not recognise for certain gets no head start, and the
-runner starts its workers itself, as it would without this module.
+A worker spends most of its life importing CuPy (or numba) and waiting for the driver to create its context;
+the tool's own start (its imports, the parser, the request) is another fifth of a second. So ``python -m
+bisect_smem`` calls ``start(argv)`` first, with nothing but the standard library loaded: when the command
+line can only be a measuring run on real devices, one worker per device and backend starts there and then,
+and preloads its backend. It is forked, not exec'd: nothing but the standard library and this module is
+loaded yet, no thread runs and CUDA is untouched, so the child is as clean as a fresh interpreter and spares
+the worker the interpreter's own start. The runner later hands each its job (``claim``); whatever no run
+claims, because the options turned out to ask for something else or a device does not exist, is ended by
+``release`` before anything is measured, and again when the command ends. Reading the command line here is
+deliberately narrow: anything it does not recognise for certain gets no head start, and the runner starts
+its workers itself, as it would without this module.
 """
 
 from __future__ import annotations
 
-import glob
 import importlib.util
 import os
 import signal
-import subprocess
 import threading
 import time
-import traceback
+from typing import TYPE_CHECKING, TypeAlias
 
-from bisect_smem.app.subprocesses import WORKER_MODULE, python_command, python_environment
 from bisect_smem.app.timeline import mark
+
+if TYPE_CHECKING:
+    # Deferred to type checking: this module runs before anything else loads, so it imports only what it uses.
+    import subprocess
 
 # Arguments after which the run measures no real device, or the first word of a subcommand's command
 # line (tests/test_head_start.py checks these against the parser's own).
@@ -48,6 +49,8 @@ class ForkedWorker:
         messages_read, messages_write = os.pipe()
         pid = os.fork()
         if pid == 0:  # the worker
+            for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+                signal.signal(signum, signal.SIG_DFL)  # not the entry point's handlers: this is another program
             os.setpgid(0, 0)
             os.dup2(job_read, 0)
             os.dup2(messages_write, 1)
@@ -83,13 +86,15 @@ class ForkedWorker:
         deadline = None if timeout is None else time.monotonic() + timeout
         while self.poll() is None:
             if deadline is not None and time.monotonic() > deadline:
+                import subprocess  # deferred: only a wait that times out needs Popen's exception
+
                 raise subprocess.TimeoutExpired(f"worker {self.pid}", timeout)
             time.sleep(WAIT_POLL_S)
         return self.returncode
 
 
-Worker = subprocess.Popen | ForkedWorker  # a worker as the runner handles it, however it was started
-_started: dict[tuple[str, int], Worker] = {}
+Worker: TypeAlias = "subprocess.Popen | ForkedWorker"  # a worker as the runner handles it, however it was started
+_started: dict[tuple[str, int], ForkedWorker] = {}
 
 
 def _serve_forked(index: int, backend: str) -> int:
@@ -100,18 +105,10 @@ def _serve_forked(index: int, backend: str) -> int:
 
         return worker_process.main([str(index), "--context", "--preload", backend])
     except BaseException:  # noqa: BLE001 - the supervisor sees the exit code; the reason goes to stderr
+        import traceback
+
         traceback.print_exc()
         return 1
-
-
-def start_worker(index: int, backend: str, context: bool = True) -> subprocess.Popen:
-    """A worker for device ``index`` of ``backend``, waiting for its job on stdin. It leads a process group
-    of its own: ending the group ends whatever it started too."""
-    args = [str(index), *(["--context"] if context else []), "--preload", backend]
-    proc = subprocess.Popen(python_command(WORKER_MODULE, *args), env=python_environment(),
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, process_group=0)
-    mark("workers spawned")
-    return proc
 
 
 def likely_devices() -> tuple[int, ...]:
@@ -121,8 +118,16 @@ def likely_devices() -> tuple[int, ...]:
     if visible is not None:
         count = len([entry for entry in visible.split(",") if entry.strip()])
     else:
-        count = len(glob.glob("/dev/nvidia[0-9]*"))
+        count = len(device_nodes())
     return tuple(range(max(count, 1)))
+
+
+def device_nodes(folder: str = "/dev") -> list[str]:
+    """The /dev/nvidiaN nodes, one per GPU the driver exposes (not nvidiactl, nvidia-uvm, ...)."""
+    try:
+        return [name for name in os.listdir(folder) if name.startswith("nvidia") and name[6:].isdigit()]
+    except OSError:
+        return []
 
 
 def planned_workers(argv: list[str]) -> list[tuple[str, int]]:
@@ -147,7 +152,7 @@ def planned_workers(argv: list[str]) -> list[tuple[str, int]]:
     if not all(name in BACKEND_MODULES for name in backends):
         return []
     installed = [name for name in backends if all(importlib.util.find_spec(m) for m in BACKEND_MODULES[name])]
-    if not devices and not (os.environ.get("CUDA_VISIBLE_DEVICES") or glob.glob("/dev/nvidia[0-9]*")):
+    if not devices and not (os.environ.get("CUDA_VISIBLE_DEVICES") or device_nodes()):
         return []  # no sign of a GPU: the run will say so without any worker
     return [(name, index) for name in installed for index in dict.fromkeys(devices) or likely_devices()]
 
@@ -170,7 +175,7 @@ def start(argv: list[str]) -> None:
         release()
 
 
-def claim(backend: str, indices: tuple[int, ...]) -> dict[int, Worker]:
+def claim(backend: str, indices: tuple[int, ...]) -> dict[int, ForkedWorker]:
     """The started workers of ``backend`` for these devices, which the caller now owns."""
     return {i: _started.pop((backend, i)) for i in indices if (backend, i) in _started}
 

@@ -27,6 +27,7 @@ from bisect_smem.core.errors import OutputError, UsageError
 
 _SPECIAL_FLAGS = os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
 _planned: dict[str, tuple[str, int | None]] = {}  # path as given -> (what it is, a special file opened for it)
+_planned_files: dict[tuple[object, ...], tuple[str, str]] = {}  # file_identity -> (path as given, what it is)
 _written: list[str] = []  # files written whole in this run
 
 
@@ -101,6 +102,7 @@ def output_path(text: str | None, what: str = "the report") -> Path | None:
     problem = check_writable(Path(text))
     if problem:
         raise UsageError(f"cannot write {what} to {text}: {problem}")
+    _claim(text, what)
     fd = None
     try:
         if not stat.S_ISREG(os.stat(text).st_mode):
@@ -112,6 +114,32 @@ def output_path(text: str | None, what: str = "the report") -> Path | None:
     _forget_planned(text)
     _planned[text] = (what, fd)
     return Path(text)
+
+
+def file_identity(path: Path) -> tuple[object, ...] | None:
+    """What names one file however it is spelt (a link, a hard link, ``a/../b``): its device and inode, or
+    for a file not made yet the path every link resolved; None for a special file, which several outputs
+    may share (each is written in place, none replaces another)."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return ("new", os.path.realpath(path))
+    except OSError:
+        return None
+    return ("file", info.st_dev, info.st_ino) if stat.S_ISREG(info.st_mode) and _stdio_fd(info) is None else None
+
+
+def _claim(text: str, what: str) -> None:
+    """Refuse a second output onto the file another output of this run is to be written to: the later
+    write would replace the earlier one whole, and a result asked for would be lost."""
+    identity = file_identity(Path(text))
+    if identity is None:
+        return
+    other = _planned_files.get(identity)
+    if other is not None and other[1] != what:
+        raise UsageError(f"cannot write {what} to {text}: {other[1]} is written there too ({other[0]}); "
+                         "give each output its own file")
+    _planned_files[identity] = (text, what)
 
 
 def _open_special(path: Path) -> int:
@@ -245,4 +273,5 @@ def forget() -> None:
     """End a run: close what was opened for outputs never written; nothing planned or written any more."""
     for text in list(_planned):
         _forget_planned(text)
+    _planned_files.clear()
     _written.clear()

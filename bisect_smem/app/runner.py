@@ -41,6 +41,7 @@ from bisect_smem.app.messages import (
     read_messages,
 )
 from bisect_smem.app.requests import RunRequest
+from bisect_smem.app.subprocesses import start_worker
 from bisect_smem.app.timeline import mark
 from bisect_smem.app.worker import planned_steps
 from bisect_smem.core.attributes import NvmlInfo
@@ -175,8 +176,7 @@ class _Supervisor:
         # After any fault every step runs alone, so that a fault in steps sharing rounds is pinned on one.
         job = WorkerJob(self.request, dev.index, dict(dev.done), self.steps, inject, alone=bool(dev.events))
         backend = request.backend
-        dev.proc = self.started.pop(dev.index, None) or head_start.start_worker(dev.index, backend.name,
-                                                                                 backend.primary_context)
+        dev.proc = self.started.pop(dev.index, None) or start_worker(dev.index, backend.name, backend.primary_context)
         dev.generation += 1
         threading.Thread(target=self._read, args=(dev.proc, dev.index, dev.generation, pickle.dumps(job)),
                          daemon=True).start()

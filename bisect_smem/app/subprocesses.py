@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from bisect_smem.app.timeline import mark
+
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 WORKER_MODULE = "bisect_smem.app.worker_process"  # a device's worker: INDEX [--context] [--preload BACKEND]
 
@@ -22,3 +24,13 @@ def python_environment() -> dict[str, str]:
     """This process's environment, with this package's root first on PYTHONPATH."""
     path = os.pathsep.join(filter(None, [PACKAGE_ROOT, os.environ.get("PYTHONPATH")]))
     return {**os.environ, "PYTHONPATH": path}
+
+
+def start_worker(index: int, backend: str, context: bool = True) -> subprocess.Popen:
+    """A fresh interpreter as device ``index``'s worker for ``backend``, waiting for its job on stdin. It
+    leads a process group of its own: ending the group ends whatever it started too."""
+    args = [str(index), *(["--context"] if context else []), "--preload", backend]
+    proc = subprocess.Popen(python_command(WORKER_MODULE, *args), env=python_environment(),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, process_group=0)
+    mark("workers spawned")
+    return proc

@@ -9,6 +9,7 @@ The bounds are generous: they refuse what is impossible, not what is unusual.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -57,6 +58,9 @@ _LEFTOVERS = {"dynamic_bytes": BYTES, "writer_sms": (0, MAX_SMS), "reader_sms": 
               **{f"{w}_words_{k}": (0, MAX_WORDS) for w in ("within_process", "across_processes")
                  for k in ("read", "matching")}}
 _CLUSTER_SIZE = re.compile(r"[1-9][0-9]?")
+# When a report can have been written: the metrics, the node labels' expiry (a week at most later) and the
+# check's age are computed from it, and a time outside these years overflows or reads as never stale.
+YEARS = (2000, 9000)
 
 
 def _in(where: str, value: Any, bounds: Bounds) -> None:
@@ -146,8 +150,23 @@ def check_report_device(dev: dict[str, Any], i: int) -> None:
         raise SchemaError(f"device {dev.get('index', i)}: {exc}") from None
 
 
+def check_created(created: Any) -> None:
+    """A report's ``created_utc`` must be an ISO 8601 time (without a zone: UTC) within ``YEARS``."""
+    if not isinstance(created, str):
+        return  # the shape check's
+    try:
+        year = dt.datetime.fromisoformat(created).year
+    except ValueError:
+        year = None
+    if year is None or not YEARS[0] <= year <= YEARS[1]:
+        shown = repr(created) if len(repr(created)) <= 40 else repr(created)[:37] + "..."
+        raise SchemaError(f"field created_utc must be a time of the years {YEARS[0]} to {YEARS[1]}, "
+                          f"like 2026-12-01T09:45:12+00:00 (got {shown})")
+
+
 def check_report(data: Any, devices: bool = True) -> None:
-    """A report's JSON (shape-checked): its level and, with ``devices``, every device."""
+    """A report's JSON (shape-checked): its time, its level and, with ``devices``, every device."""
+    check_created(data.get("created_utc"))
     check_level("level", data.get("level"))
     if devices:
         for i, dev in enumerate(data.get("devices") or ()):

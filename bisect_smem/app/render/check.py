@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from bisect_smem.analysis.summary import summarize
+from bisect_smem.app.render.prom import by_gpu
 from bisect_smem.core.model import DeviceReport, Report
 from bisect_smem.core.rows import Family, RowParameters, Verdict
 from bisect_smem.core.status import DeviceSummary
@@ -103,14 +104,15 @@ def report_line(report: Report) -> CheckLine:
         return CheckLine(fit(f"smem INCOMPLETE {device_id(dev)}: {summary.reason}"), UNKNOWN)
     optins = [d.measured.optin_dynamic_ceiling_bytes for d in report.devices
               if d.measured is not None and d.measured.optin_dynamic_ceiling_bytes is not None]
-    count = len(report.devices)
+    count = len(by_gpu(report))
     optin = f", opt-in {min(optins)} B" if optins else ""
     return CheckLine(fit(f"smem ok: {count} GPU{'s' if count != 1 else ''}{optin}"), OK)
 
 
 def stale_line(age_s: float, max_age_s: float) -> CheckLine:
-    """A report older than ``--max-age``."""
-    return CheckLine(fit(f"smem STALE: report {age_s:.0f} s old (max {max_age_s:.0f} s)"), UNKNOWN)
+    """A report older than ``--max-age`` (or, with ``age_s`` below 0, dated that far ahead of this clock)."""
+    when = f"{age_s:.0f} s old" if age_s >= 0 else f"dated {-age_s:.0f} s ahead of this clock"
+    return CheckLine(fit(f"smem STALE: report {when} (max {max_age_s:g} s)"), UNKNOWN)
 
 
 def unknown_line(why: str) -> CheckLine:

@@ -14,7 +14,7 @@ import string
 from collections.abc import Iterable
 
 from bisect_smem.analysis.summary import summarize
-from bisect_smem.app.render.prom import timestamp_seconds
+from bisect_smem.app.render.prom import by_gpu, timestamp_seconds
 from bisect_smem.core.model import DeviceReport, Report
 
 NAMESPACE = "bisect-smem.feature.node.kubernetes.io"
@@ -75,7 +75,7 @@ def labels(report: Report) -> dict[str, str]:
     names = {d.name for d in devices if d.name}
     drivers = [d.context.nvml_driver_version for d in devices if d.context.nvml_driver_version]
     found: dict[str, object] = {
-        "gpu.count": len(devices),
+        "gpu.count": len(by_gpu(report)),
         "gpu.product": (names.pop() if len(names) == 1 else "mixed") if names else None,
         "smem.optin-bytes": _measured(devices, "optin_dynamic_ceiling_bytes"),
         "smem.default-bytes": _measured(devices, "default_dynamic_ceiling_bytes"),

@@ -70,13 +70,23 @@ def _summary(dev: DeviceReport) -> DeviceSummary:
     return dev.summary if dev.summary is not None else summarize(dev)
 
 
+def by_gpu(report: Report) -> list[tuple[DeviceReport, ...]]:
+    """The report's devices, grouped by GPU: ``--backend all`` lists each device once per backend, under one
+    index; the first of a group is the first backend's, whose rows hold the cross-checks with the others."""
+    groups: dict[int, list[DeviceReport]] = {}
+    for dev in report.devices:
+        groups.setdefault(dev.index, []).append(dev)
+    return [tuple(group) for group in groups.values()]
+
+
 def _device_families(report: Report) -> Iterator[Family]:
-    devices = report.devices
+    gpus = by_gpu(report)
+    devices = [group[0] for group in gpus]
     yield Family("device_ok", "1 when the device passed (no mismatch, measured completely), else 0.",
-                 tuple((device_labels(d), float(_summary(d).status == "pass")) for d in devices))
+                 tuple((device_labels(g[0]), float(all(_summary(d).status == "pass" for d in g))) for g in gpus))
     yield Family("verdict_rows", "Verdict rows of the device by verdict (match, mismatch, differs, info, error).",
-                 tuple(((*device_labels(d), ("verdict", name)), float(getattr(_summary(d).counts, name)))
-                       for d in devices for name in VerdictCounts.__dataclass_fields__))
+                 tuple(((*device_labels(g[0]), ("verdict", name)), float(sum(getattr(_summary(d).counts, name) for d in g)))
+                       for g in gpus for name in VerdictCounts.__dataclass_fields__))
     for field_name, help_text in MEASURED:
         yield Family(field_name, help_text,
                      tuple((device_labels(d), float(getattr(d.measured, field_name))) for d in devices
@@ -94,7 +104,7 @@ def families(report: Report) -> list[Family]:
                (((("version", report.tool_version or __version__), ("schema", report.schema)), 1.0),)),
         Family("last_run_timestamp_seconds", "When the measurement ran, as Unix time.",
                (((), float(timestamp_seconds(report.created_utc))),)),
-        Family("devices", "Devices in the report.", (((), float(len(report.devices))),)),
+        Family("devices", "Devices in the report.", (((), float(len(by_gpu(report)))),)),
     ]
     if report.exit_code is not None:
         run.append(Family("last_run_exit_code", "Exit code of the run: 0 pass, 1 mismatch, 2 bad input, 3 no GPU, "
