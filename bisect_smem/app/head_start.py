@@ -37,6 +37,7 @@ SUBCOMMAND_NAMES = frozenset({"profiles", "merge", "fit", "check", "export", "sc
 BACKEND_MODULES = {"cupy": ("cupy",), "numba": ("numba", "numba_cuda", "cuda")}
 
 WAIT_POLL_S = 0.002
+FORK_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 class ForkedWorker:
@@ -47,15 +48,23 @@ class ForkedWorker:
     def __init__(self, index: int, backend: str) -> None:
         job_read, job_write = os.pipe()
         messages_read, messages_write = os.pipe()
-        pid = os.fork()
+        # Signals wait until each side is itself again: the child must never run the entry point's handlers.
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, FORK_SIGNALS)
+        try:
+            pid = os.fork()
+        except OSError:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+            raise
         if pid == 0:  # the worker
-            for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+            for signum in FORK_SIGNALS:
                 signal.signal(signum, signal.SIG_DFL)  # not the entry point's handlers: this is another program
             os.setpgid(0, 0)
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
             os.dup2(job_read, 0)
             os.dup2(messages_write, 1)
             os.closerange(3, os.sysconf("SC_OPEN_MAX"))  # the parent's ends, and any other worker's pipes
             os._exit(_serve_forked(index, backend))
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         try:
             os.setpgid(pid, pid)  # as the child does: the group exists whichever of the two runs first
         except OSError:
