@@ -133,3 +133,33 @@ def test_merge_names_the_planted_devices_of_a_large_fleet(h200_report: dict, tmp
                     if line.startswith(str(tmp_path)) and ": measured." in line})
     assert code == 1 and len(planted) == 4 and named == planted
     assert " 1600 " in out.splitlines()[2]
+
+
+def no_gpu_report(h200_report: dict, result: str = "no_gpu", exit_code: int = 3) -> dict:
+    """What a node that found no GPU writes: no device, and the run's result and error saying why."""
+    error = "no usable GPU: no NVIDIA driver found" if exit_code == 3 else "interrupted before any device"
+    return {**h200_report, "devices": [], "result": result, "exit_code": exit_code, "error": error}
+
+
+def test_merge_of_a_node_that_saw_no_gpu_is_incomplete_and_names_it(h200_report: dict, tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    good = [write(tmp_path / f"n{i}.json", h200_report) for i in range(2)]
+    empty = write(tmp_path / "gpu-less.json", no_gpu_report(h200_report))
+    code = main(["merge", *good, empty])
+    out = capsys.readouterr().out
+    named = [line for line in out.splitlines() if line.startswith(empty)]
+    assert code == 4 and named == [f"{empty}: no device measured: no usable GPU: no NVIDIA driver found"]
+    # A deviation still decides the exit, as a mismatch beside an incomplete measurement does.
+    code = main(["merge", *good, write(tmp_path / "low.json", with_optin(h200_report, 1024)), empty])
+    assert code == 1 and f"{empty}: no device measured" in capsys.readouterr().out
+
+
+def test_merge_where_no_node_saw_a_gpu_is_no_gpu(h200_report: dict, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    # As many as merge reads through its pool of processes, as a fleet is read.
+    empty = [write(tmp_path / f"e{i}.json", no_gpu_report(h200_report)) for i in range(33)]
+    assert main(["merge", *empty]) == 3
+    assert len([line for line in capsys.readouterr().out.splitlines() if "no device measured" in line]) == 33
+    stopped = write(tmp_path / "stopped.json", no_gpu_report(h200_report, "incomplete", 4))
+    assert main(["merge", *empty, stopped]) == 4  # not every node says it has no GPU: the fleet is incomplete
+    assert f"{stopped}: no device measured: interrupted before any device" in capsys.readouterr().out

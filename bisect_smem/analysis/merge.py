@@ -73,10 +73,20 @@ def _checked(path: Path, data: Any, skip: frozenset[str] = frozenset()) -> dict[
 DeviceRow = tuple[str, str, str, str, str | None, tuple[tuple[str, Any], ...], str | None]
 
 
-def device_rows(path: str, interned: dict[Any, Any] | None = None) -> list[DeviceRow]:
+@dataclass(frozen=True)
+class Unmeasured:
+    """A report that lists no device: a node that found no GPU, or stopped before it measured one."""
+
+    path: str  # as given
+    no_gpu: bool  # the report says no GPU was usable (result no_gpu, exit code 3)
+    why: str  # the report's error, else its result
+
+
+def device_rows(path: str, interned: dict[Any, Any] | None = None) -> list[DeviceRow | Unmeasured]:
     """(label, host, model, driver, error, quantities, level) per device of one report: what merge keeps
-    (the level None where the device was not measured). Equal
-    quantity tuples are one object through ``interned``, so a pickle of many rows holds each once."""
+    (the level None where the device was not measured); for a report without devices, one ``Unmeasured``
+    saying why. Equal quantity tuples are one object through ``interned``, so a pickle of many rows holds
+    each once."""
     interned = {} if interned is None else interned
     if _orjson is not None:
         try:
@@ -86,9 +96,13 @@ def device_rows(path: str, interned: dict[Any, Any] | None = None) -> list[Devic
     return _rows_of(path, read_json(Path(path), (REPORT_SCHEMA,)), interned, exact=True)
 
 
-def _rows_of(path: str, data: Any, table: dict[Any, Any], exact: bool) -> list[DeviceRow]:
+def _rows_of(path: str, data: Any, table: dict[Any, Any], exact: bool) -> list[DeviceRow | Unmeasured]:
     data = _checked(Path(path), data, skip=_FRAME)
-    rows = []
+    if not data["devices"]:
+        no_gpu = data.get("result") == "no_gpu" or data.get("exit_code") == 3
+        why = data.get("error") or (f"result {data['result']}" if data.get("result") else "the report lists no device")
+        return [Unmeasured(path, no_gpu, str(why))]
+    rows: list[DeviceRow | Unmeasured] = []
     for i, dev in enumerate(data["devices"]):
         try:
             items = _device_items(path, i, dev, table, exact)
@@ -135,7 +149,7 @@ def _intern(items: tuple[tuple[str, Any], ...], table: dict[Any, Any]) -> tuple[
     return found
 
 
-def _chunk_rows(paths: list[str]) -> list[DeviceRow]:
+def _chunk_rows(paths: list[str]) -> list[DeviceRow | Unmeasured]:
     """``device_rows`` of several reports, sharing one table of interned quantities."""
     interned: dict[Any, Any] = {}
     return [row for path in paths for row in device_rows(path, interned)]
@@ -215,8 +229,9 @@ def refuse_duplicates(paths: list[str]) -> None:
         seen[key] = path
 
 
-def _rows(paths: list[str], table: dict[Any, Any]) -> Iterator[DeviceRow]:
-    """Every device's row, its quantities the one object in ``table`` equal to them."""
+def _rows(paths: list[str], table: dict[Any, Any]) -> Iterator[DeviceRow | Unmeasured]:
+    """Every device's row, its quantities the one object in ``table`` equal to them (and each report
+    without devices)."""
     if len(paths) < _POOL_FROM_FILES or (os.cpu_count() or 1) < 2:
         for path in paths:
             yield from device_rows(path, table)
@@ -229,6 +244,9 @@ def _rows(paths: list[str], table: dict[Any, Any]) -> Iterator[DeviceRow]:
             # equal quantities arrive as one object per chunk (interned there): look each up once
             canonical: dict[int, tuple[tuple[str, Any], ...]] = {}
             for row in rows:
+                if isinstance(row, Unmeasured):
+                    yield row
+                    continue
                 items = canonical.get(id(row[5]))
                 if items is None:
                     items = canonical[id(row[5])] = _intern(row[5], table)
@@ -277,11 +295,24 @@ class _Collector:
                      deviations, ties, level)
 
 
-def group_reports(paths: list[Path] | list[str]) -> list[Group]:
+@dataclass(frozen=True)
+class Fleet:
+    """The merged reports: the groups of their devices, and the reports that list no device."""
+
+    groups: list[Group]
+    unmeasured: tuple[Unmeasured, ...] = ()
+
+
+def group_reports(paths: list[Path] | list[str]) -> Fleet:
     """Every device of every report, grouped by GPU model and driver, against its group's majority."""
     texts = [str(p) for p in paths]
     refuse_duplicates(texts)
     collectors: dict[tuple[str, str], _Collector] = defaultdict(_Collector)
-    for label, host, model, driver, error, items, level in _rows(texts, {}):
+    unmeasured: list[Unmeasured] = []
+    for row in _rows(texts, {}):
+        if isinstance(row, Unmeasured):
+            unmeasured.append(row)
+            continue
+        label, host, model, driver, error, items, level = row
         collectors[(model, driver)].add(Member(label, host, error, level), items)
-    return [c.group(model, driver) for (model, driver), c in sorted(collectors.items())]
+    return Fleet([c.group(model, driver) for (model, driver), c in sorted(collectors.items())], tuple(unmeasured))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
-from bisect_smem.analysis.merge import Group
+from bisect_smem.analysis.merge import Fleet, Group
 from bisect_smem.core.text import dash, printable
 
 # The quantities the merged table shows per group; every other one appears only where a device deviates.
@@ -21,11 +21,12 @@ def deviations(group: Group) -> dict[str, list[str]]:
             for label, found in group.deviations.items()}
 
 
-def merge(groups: list[Group]) -> str:
+def merge(merged: Fleet) -> str:
     """The merged fleet: one row per GPU model and driver with the devices that deviate (``tie`` where the
-    most common values are equally common), then every deviation and tie on its own line."""
+    most common values are equally common), then every deviation and tie on its own line, and each report
+    that lists no device."""
     rows, lines = [], []
-    for g in groups:
+    for g in merged.groups:
         per_device = deviations(g)
         deviating = "; ".join(f"{label} ({len(d)} differ: {d[0]})" for label, d in per_device.items()) or "none"
         summary = ("tie" if name in g.ties else dash(g.majority.get(name)) for name in SUMMARY)
@@ -38,6 +39,7 @@ def merge(groups: list[Group]) -> str:
         lines += [printable(f"{label}: {line}") for label, found in per_device.items() for line in found]
         lines += [f"{model} (driver {driver}): {name}: a tie between {', '.join(map(repr, values))}; "
                   f"no majority, nobody blamed" for name, values in g.ties.items()]
+    lines += [printable(f"{u.path}: no device measured: {u.why}") for u in merged.unmeasured]
     table = tabulate(rows, headers=("GPU model", "driver", "devices", "default B", "opt-in B", "smem/SM B",
                                     "deviating from the majority"), disable_numparse=True)
     return "\n".join([table, *lines]) + "\n"
