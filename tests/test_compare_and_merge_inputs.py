@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -163,3 +164,39 @@ def test_merge_where_no_node_saw_a_gpu_is_no_gpu(h200_report: dict, tmp_path: Pa
     stopped = write(tmp_path / "stopped.json", no_gpu_report(h200_report, "incomplete", 4))
     assert main(["merge", *empty, stopped]) == 4  # not every node says it has no GPU: the fleet is incomplete
     assert f"{stopped}: no device measured: interrupted before any device" in capsys.readouterr().out
+
+
+def both_backends(h200_report: dict, numba_optin: int | None = None) -> dict:
+    """A report as --backend all writes it: the GPU once per backend, under one index; numba measures no
+    carveout and no clusters."""
+    doc = copy.deepcopy(h200_report)
+    doc["backend"] = "all"
+    doc["devices"][0]["backend"] = "cupy"
+    numba = copy.deepcopy(doc["devices"][0])
+    numba["backend"] = "numba"
+    numba["measured"].update(carveout=[], clusters=[])
+    if numba_optin is not None:
+        numba["measured"]["optin_dynamic_ceiling_bytes"] = numba_optin
+    doc["devices"].append(numba)
+    return doc
+
+
+def test_merge_names_the_backend_of_a_gpu_measured_by_two(h200_report: dict, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    paths = [write(tmp_path / f"all{i}.json", both_backends(h200_report)) for i in range(2)]
+    code = main(["merge", *paths])
+    out = capsys.readouterr().out
+    # Each backend is compared with the same backend elsewhere: numba's unmeasured carveout is no tie.
+    assert code == 0 and "tie" not in out, out
+    low = write(tmp_path / "low.json", both_backends(h200_report, numba_optin=1024))
+    code = main(["merge", *paths, low])
+    out = capsys.readouterr().out
+    blamed = {line.split(": measured.")[0] for line in out.splitlines() if line.startswith(str(tmp_path))}
+    assert code == 1 and blamed == {f"{low}:0 (numba)"}, out
+    # One table row per backend, each counting the GPU once, and a single-backend report unlabelled.
+    rows = [re.split(r"\s{2,}", line) for line in out.splitlines()[2:] if line.startswith("Simulated")]
+    assert [(row[2], row[3]) for row in rows] == [("cupy", "3"), ("numba", "3")], out
+    single = [write(tmp_path / "one.json", h200_report), write(tmp_path / "low1.json", with_optin(h200_report, 1024)),
+              write(tmp_path / "two.json", h200_report)]
+    assert main(["merge", *single]) == 1
+    assert f"{single[1]}:0: measured.optin_dynamic_ceiling_bytes: 1024" in capsys.readouterr().out

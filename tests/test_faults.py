@@ -225,7 +225,7 @@ def test_a_fault_injected_on_one_device_leaves_every_result_exact(tmp_path: Path
         assert json_quantities(after) == json_quantities(before)
     assert cli.main(["merge", str(tmp_path / "faulted.json")]) == 0
     (row,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("Simulated sm_90")]
-    assert re.split(r"\s{2,}", row)[2:] == ["2", "49152", "232448", "233472", "none"]
+    assert re.split(r"\s{2,}", row)[2:] == ["sim", "2", "49152", "232448", "233472", "none"]
 
 
 def test_an_injected_fault_names_its_step_and_may_name_its_device(capsys: pytest.CaptureFixture[str]) -> None:

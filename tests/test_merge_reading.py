@@ -87,7 +87,7 @@ def test_merge_rows_are_those_of_the_loaded_report(reports: list[dict], tmp_path
         report = load_saved(path, (REPORT_SCHEMA,))
         expected = [(f"{path}:{d.index}", report.host, d.name or "unknown", driver_version(d), d.error,
                      tuple((k, merge._hashable(v)) for k, v in quantities(d).items()),
-                     d.measured.level if d.measured else None) for d in report.devices]
+                     d.measured.level if d.measured else None, d.backend) for d in report.devices]
         assert merge.device_rows(str(path)) == expected
 
 

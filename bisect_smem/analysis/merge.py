@@ -1,9 +1,11 @@
-"""Many hosts' reports in one table: per GPU model and driver, the measured values and who deviates.
+"""Many hosts' reports in one table: per GPU model, driver and backend, the measured values and who deviates.
 
 A device deviates when any of its quantities differs from the majority of its group (same GPU model,
-same driver version); a quantity whose most common values are equally common is a tie: reported, with
-no majority and nobody blamed. Devices are labelled by the report's path as given and the device index
-(``reports/node-a.json:0``), so files of the same name in different folders stay apart; the same file
+same driver version, same backend: --backend all measures a GPU once per backend, and numba measures no
+carveout); a quantity whose most common values are equally common is a tie: reported, with no majority
+and nobody blamed. Devices are labelled by the report's path as given and the device index
+(``reports/node-a.json:0``, and the backend where the report lists the index more than once:
+``all.json:0 (numba)``), so files of the same name in different folders stay apart; the same file
 given twice (by any path or hard link) is refused. As --compare does, a group whose devices were measured
 at different levels is compared on the quantities of the lowest of them.
 
@@ -70,7 +72,7 @@ def _checked(path: Path, data: Any, skip: frozenset[str] = frozenset()) -> dict[
     return data
 
 
-DeviceRow = tuple[str, str, str, str, str | None, tuple[tuple[str, Any], ...], str | None]
+DeviceRow = tuple[str, str, str, str, str | None, tuple[tuple[str, Any], ...], str | None, str]
 
 
 @dataclass(frozen=True)
@@ -83,8 +85,8 @@ class Unmeasured:
 
 
 def device_rows(path: str, interned: dict[Any, Any] | None = None) -> list[DeviceRow | Unmeasured]:
-    """(label, host, model, driver, error, quantities, level) per device of one report: what merge keeps
-    (the level None where the device was not measured); for a report without devices, one ``Unmeasured``
+    """(label, host, model, driver, error, quantities, level, backend) per device of one report: what merge
+    keeps (the level None where the device was not measured); for a report without devices, one ``Unmeasured``
     saying why. Equal quantity tuples are one object through ``interned``, so a pickle of many rows holds
     each once."""
     interned = {} if interned is None else interned
@@ -103,6 +105,8 @@ def _rows_of(path: str, data: Any, table: dict[Any, Any], exact: bool) -> list[D
         why = data.get("error") or (f"result {data['result']}" if data.get("result") else "the report lists no device")
         return [Unmeasured(path, no_gpu, str(why))]
     rows: list[DeviceRow | Unmeasured] = []
+    # --backend all lists a GPU once per backend under one index: there the label names the backend.
+    listed = Counter(dev["index"] for dev in data["devices"])
     for i, dev in enumerate(data["devices"]):
         try:
             items = _device_items(path, i, dev, table, exact)
@@ -111,8 +115,10 @@ def _rows_of(path: str, data: Any, table: dict[Any, Any], exact: bool) -> list[D
         driver = _hashable(dev.get("context", {}).get("nvml_driver_version"), exact)
         measured = dev.get("measured")
         level = measured.get("level", DEFAULT_LEVEL) if isinstance(measured, dict) else None
-        rows.append((f"{path}:{dev['index']}", data["host"], dev.get("name") or "unknown",
-                     str(driver or "unknown-driver"), dev.get("error"), items, level))
+        backend = str(dev.get("backend", "unknown"))
+        label = f"{path}:{dev['index']}" + (f" ({backend})" if listed[dev["index"]] > 1 else "")
+        rows.append((label, data["host"], dev.get("name") or "unknown", str(driver or "unknown-driver"),
+                     dev.get("error"), items, level, backend))
     return rows
 
 
@@ -198,7 +204,7 @@ class Deviation:
 
 @dataclass(frozen=True)
 class Group:
-    """The devices of one GPU model and driver, their majority values, deviations and ties."""
+    """The devices of one GPU model, driver and backend, their majority values, deviations and ties."""
     model: str
     driver: str
     members: tuple[Member, ...]
@@ -206,6 +212,7 @@ class Group:
     deviations: dict[str, tuple[Deviation, ...]]  # by member label: those with an error or a deviation
     ties: dict[str, list[Any]] = field(default_factory=dict)  # quantity -> the equally common values
     level: str = DEFAULT_LEVEL  # the lowest level its measured devices reached: what is compared
+    backend: str = "unknown"  # what measured them: backends measure different quantities (numba no carveout)
 
     @property
     def levels(self) -> dict[str, int]:
@@ -250,7 +257,7 @@ def _rows(paths: list[str], table: dict[Any, Any]) -> Iterator[DeviceRow | Unmea
                 items = canonical.get(id(row[5]))
                 if items is None:
                     items = canonical[id(row[5])] = _intern(row[5], table)
-                yield (*row[:5], items, row[6])
+                yield (*row[:5], items, *row[6:])
 
 
 class _Collector:
@@ -265,7 +272,7 @@ class _Collector:
         self.members.append(member)
         self.held.append(items)
 
-    def group(self, model: str, driver: str) -> Group:
+    def group(self, model: str, driver: str, backend: str) -> Group:
         weights = Counter(map(id, self.held))
         # As --compare does, devices measured at different levels are compared on the lower one.
         level = min((m.level for m in self.members if m.level is not None), key=level_rank, default=DEFAULT_LEVEL)
@@ -292,7 +299,7 @@ class _Collector:
             if diffs[id(items)] or member.error:
                 deviations[member.label] = diffs[id(items)]
         return Group(model, driver, tuple(self.members), {n: _plain(v) for n, v in majority.items()},
-                     deviations, ties, level)
+                     deviations, ties, level, backend)
 
 
 @dataclass(frozen=True)
@@ -304,15 +311,17 @@ class Fleet:
 
 
 def group_reports(paths: list[Path] | list[str]) -> Fleet:
-    """Every device of every report, grouped by GPU model and driver, against its group's majority."""
+    """Every device of every report, grouped by GPU model, driver and backend (a GPU that --backend all
+    measured is in one group per backend, as each backend measures its own quantities), against its
+    group's majority."""
     texts = [str(p) for p in paths]
     refuse_duplicates(texts)
-    collectors: dict[tuple[str, str], _Collector] = defaultdict(_Collector)
+    collectors: dict[tuple[str, str, str], _Collector] = defaultdict(_Collector)
     unmeasured: list[Unmeasured] = []
     for row in _rows(texts, {}):
         if isinstance(row, Unmeasured):
             unmeasured.append(row)
             continue
-        label, host, model, driver, error, items, level = row
-        collectors[(model, driver)].add(Member(label, host, error, level), items)
-    return Fleet([c.group(model, driver) for (model, driver), c in sorted(collectors.items())], tuple(unmeasured))
+        label, host, model, driver, error, items, level, backend = row
+        collectors[(model, driver, backend)].add(Member(label, host, error, level), items)
+    return Fleet([c.group(*key) for key, c in sorted(collectors.items())], tuple(unmeasured))

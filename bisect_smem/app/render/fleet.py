@@ -1,4 +1,4 @@
-"""The merged fleet as text: per GPU model and driver, the majority's values of the summary quantities and
+"""The merged fleet as text: per GPU model, driver and backend, the majority's values of the summary quantities and
 who deviates from them, then every deviation and tie on its own line."""
 
 from __future__ import annotations
@@ -22,24 +22,25 @@ def deviations(group: Group) -> dict[str, list[str]]:
 
 
 def merge(merged: Fleet) -> str:
-    """The merged fleet: one row per GPU model and driver with the devices that deviate (``tie`` where the
-    most common values are equally common), then every deviation and tie on its own line, and each report
-    that lists no device."""
+    """The merged fleet: one row per GPU model, driver and backend with the devices that deviate (``tie``
+    where the most common values are equally common), then every deviation and tie on its own line, and
+    each report that lists no device."""
     rows, lines = [], []
     for g in merged.groups:
         per_device = deviations(g)
         deviating = "; ".join(f"{label} ({len(d)} differ: {d[0]})" for label, d in per_device.items()) or "none"
         summary = ("tie" if name in g.ties else dash(g.majority.get(name)) for name in SUMMARY)
         # Names and paths come from files: escaped, so that they change nothing on the screen but themselves.
-        model, driver = printable(g.model), printable(g.driver)
-        rows.append((model, driver, len(g.members), *summary, printable(deviating)))
+        model, driver, backend = printable(g.model), printable(g.driver), printable(g.backend)
+        rows.append((model, driver, backend, len(g.members), *summary, printable(deviating)))
+        group = f"{model} (driver {driver}, backend {backend})"  # the group, in the lines below
         if g.levels:
             counts = ", ".join(f"{n} {level}" for level, n in g.levels.items())
-            lines.append(f"{model} (driver {driver}): compared at level {g.level}, the lowest of its devices ({counts})")
+            lines.append(f"{group}: compared at level {g.level}, the lowest of its devices ({counts})")
         lines += [printable(f"{label}: {line}") for label, found in per_device.items() for line in found]
-        lines += [f"{model} (driver {driver}): {name}: a tie between {', '.join(map(repr, values))}; "
-                  f"no majority, nobody blamed" for name, values in g.ties.items()]
+        lines += [f"{group}: {quantity}: a tie between {', '.join(map(repr, values))}; "
+                  f"no majority, nobody blamed" for quantity, values in g.ties.items()]
     lines += [printable(f"{u.path}: no device measured: {u.why}") for u in merged.unmeasured]
-    table = tabulate(rows, headers=("GPU model", "driver", "devices", "default B", "opt-in B", "smem/SM B",
+    table = tabulate(rows, headers=("GPU model", "driver", "backend", "devices", "default B", "opt-in B", "smem/SM B",
                                     "deviating from the majority"), disable_numparse=True)
     return "\n".join([table, *lines]) + "\n"
