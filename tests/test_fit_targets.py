@@ -108,3 +108,32 @@ def test_impossible_limits_are_refused_naming_the_field(field: str, value: int, 
     code, out, err = fit(["1000", "--target", str(path)], capsys)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
     assert "device 0" in err and (field in err or "opt-in limit" in err) and str(value) in err, err
+
+
+def both_backends(fleet: Path, tmp_path: Path, numba_optin: int | None = None) -> Path:
+    """The first device of r.json as --backend all writes it: once per backend, under one index."""
+    data = json.loads((fleet / "r.json").read_text())
+    cupy = {**data["devices"][0], "backend": "cupy"}
+    numba = json.loads(json.dumps({**cupy, "backend": "numba"}))
+    if numba_optin is not None:
+        numba["measured"]["optin_dynamic_ceiling_bytes"] = numba_optin
+    data.update(backend="all", devices=[cupy, numba])
+    path = tmp_path / "all.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_a_gpu_measured_by_two_backends_is_one_target(fleet: Path, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = fit(["100K", "--target", str(both_backends(fleet, tmp_path)), "--json", "-"], capsys)
+    results = json.loads(out)["results"]
+    assert code == 0 and len(results) == 1 and results[0]["target"].endswith("[all.json device 0]")
+    # Backends that measured the GPU's limits differently are each a row, labelled with the backend.
+    code, out, _ = fit(["100K", "--target", str(both_backends(fleet, tmp_path, numba_optin=LOW_OPTIN)),
+                        "--json", "-"], capsys)
+    results = json.loads(out)["results"]
+    assert [(r["target"].rsplit("[", 1)[1], r["optin_limit_bytes"]) for r in results] == \
+        [("all.json device 0, cupy; the backends measured different limits]", 232448),
+         ("all.json device 0, numba; the backends measured different limits]", LOW_OPTIN)]
+    code, out, _ = fit(["100K", "--target", str(both_backends(fleet, tmp_path, numba_optin=LOW_OPTIN))], capsys)
+    assert len({line.split(": ")[0] for line in out.splitlines()[0].split("; ")}) == 2, out

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from bisect_smem.analysis.fit.targets import Target
@@ -35,10 +36,31 @@ def file_targets(text: str) -> list[Target]:
         return [_baseline_target(saved)]
     if not saved.devices:
         raise UsageError(f"--target {text}: the report has no devices")
-    return [Target.from_report(dev, f"{dev.name} (cc {dev.compute_capability}), driver "
-                                    f"{dev.context.get('nvml_driver_version') or 'unknown'} "
-                                    f"[{path.name} device {dev.index}]", str(path))
-            for dev in saved.devices]
+    gpus: dict[int, list[DeviceReport]] = {}  # --backend all lists a GPU once per backend, under one index
+    for dev in saved.devices:
+        gpus.setdefault(dev.index, []).append(dev)
+    return [target for measured in gpus.values() for target in _gpu_targets(measured, path)]
+
+
+def _gpu_targets(measured: list[DeviceReport], path: Path) -> list[Target]:
+    """One GPU of a report: one target where its backends measured the same limits (the first backend's,
+    whose rows hold the cross-checks), else one per backend, each labelled with its backend and why."""
+    def target(dev: DeviceReport, why: str = "") -> Target:
+        return Target.from_report(dev, f"{dev.name} (cc {dev.compute_capability}), driver "
+                                       f"{dev.context.get('nvml_driver_version') or 'unknown'} "
+                                       f"[{path.name} device {dev.index}{why}]", str(path))
+
+    first = target(measured[0])
+    if all(_limits(target(dev)) == _limits(first) for dev in measured[1:]):
+        return [first]
+    why = "; the backends measured different limits"
+    return [replace(t, short=f"{t.short} ({dev.backend})")
+            for dev in measured for t in [target(dev, f", {dev.backend}{why}")]]
+
+
+def _limits(target: Target) -> Target:
+    """``target`` without its labels: what a fit is decided by."""
+    return replace(target, name="", source=None, short=None)
 
 
 def _baseline_target(baseline: Baseline) -> Target:
