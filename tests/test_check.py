@@ -142,3 +142,17 @@ def test_a_fractional_max_age_is_said_as_given(tmp_path: Path) -> None:
     path.write_text(json.dumps(report))
     code, line = check(str(path), "--max-age", "1.5")
     assert code == 2 and line.startswith("smem STALE: report 6") and line.endswith(" s old (max 1.5 s)")
+
+
+def test_a_run_without_its_baseline_is_incomplete_as_its_labels_say(tmp_path: Path) -> None:
+    (tmp_path / "baselines").mkdir()
+    path, features = tmp_path / "cmp.json", tmp_path / "cmp.nfd"
+    assert cli.main(["--simulate", "h200", "--compare", str(tmp_path / "baselines"), "--json", str(path),
+                     "--nfd", str(features), "--quiet"]) == 2
+    assert "/verdict=incomplete\n" in features.read_text()
+    assert check(str(path)) == (2, "smem INCOMPLETE: the run found no baseline to compare with (exit 2)")
+    data = json.loads(H200_REPORT.read_text())  # a run whose devices passed but that itself did not
+    for result, code, line in [("incomplete", 4, "smem INCOMPLETE: the run did not complete (exit 4)"),
+                               ("fail", 1, "smem FAIL: the run failed (exit 1)")]:
+        (tmp_path / f"{result}.json").write_text(json.dumps({**data, "result": result, "exit_code": code}))
+        assert check(str(tmp_path / f"{result}.json")) == (min(code, 2), line)

@@ -3,7 +3,7 @@ most 80 bytes whether the node is fine. It measures nothing, imports no CUDA and
 fits a node-health agent's timeout (node-problem-detector: 5 s; Slurm's HealthCheckProgram: 60 s).
 
 Exit codes: 0 ok; 1 a problem (a mismatch, a regression); 2 unknown: the report is missing, unreadable,
-older than --max-age, or could not measure (no GPU, incomplete).
+older than --max-age, or could not measure or compare (no GPU, incomplete, no baseline).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from bisect_smem.core.saved import load_report
 DEFAULT_REPORT = "/var/lib/bisect-smem/report.json"
 REPORT_ENV = "BISECT_SMEM_REPORT"
 EPILOG = ("exit codes: 0 ok; 1 a problem (a mismatch or regression); 2 unknown (the report is missing, "
-          "unreadable, older than --max-age, or could not measure)")
+          "unreadable, older than --max-age, or could not measure or compare)")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -87,8 +87,8 @@ def _failure(dev: DeviceReport, summary: DeviceSummary) -> str:
 
 
 def report_line(report: Report) -> CheckLine:
-    """The line for a report that was read: 1 when a device failed, 2 when not every device was
-    measured (or none was), else 0."""
+    """The line for a report that was read: 1 when a device (or the run) failed, 2 when not every device
+    was measured (or none was) or the run did not pass otherwise (no baseline to compare with), else 0."""
     summaries = [(d, _summary(d)) for d in report.devices]
     failed = [(d, s) for d, s in summaries if s.status == "fail"]
     if failed:
@@ -102,11 +102,28 @@ def report_line(report: Report) -> CheckLine:
     if incomplete:
         dev, summary = incomplete[0]
         return CheckLine(fit(f"smem INCOMPLETE {device_id(dev)}: {summary.reason}"), UNKNOWN)
+    if report.result not in (None, "pass"):
+        return _run_line(report)
     optins = [d.measured.optin_dynamic_ceiling_bytes for d in report.devices
               if d.measured is not None and d.measured.optin_dynamic_ceiling_bytes is not None]
     count = len(by_gpu(report))
     optin = f", opt-in {min(optins)} B" if optins else ""
     return CheckLine(fit(f"smem ok: {count} GPU{'s' if count != 1 else ''}{optin}"), OK)
+
+
+# Why a run whose devices all passed did not pass, by the report's result (its error, where it has one, says more).
+_RUN_RESULTS = {"fail": "the run failed", "bad_input": "the run found no baseline to compare with",
+                "incomplete": "the run did not complete"}
+
+
+def _run_line(report: Report) -> CheckLine:
+    """A run that did not pass though no device failed, as NFD's verdict says: a run that failed is a
+    problem; one that could not compare (no baseline) or finish is unknown."""
+    why = report.error or _RUN_RESULTS.get(report.result or "", f"the run's result is {report.result}")
+    code = f" (exit {report.exit_code})" if report.exit_code is not None else ""
+    if report.result == "fail":
+        return CheckLine(fit(f"smem FAIL: {why}", code), PROBLEM)
+    return CheckLine(fit(f"smem INCOMPLETE: {why}", code), UNKNOWN)
 
 
 def stale_line(age_s: float, max_age_s: float) -> CheckLine:
