@@ -105,7 +105,12 @@ def test_profiles_lists_every_row(capsys: pytest.CaptureFixture[str]) -> None:
     (["--simulate", "h200", "--max-restarts", "1000"], "--max-restarts: must be in 0..100 (got 1000)"),
     (["--simulate", "h200", "--probe-timeout", "inf"], "--probe-timeout: expected a number of seconds (got 'inf')"),
     (["--simulate", "h200", "--probe-timeout", "1e9"], "--probe-timeout: expected a number of seconds"),
-    (["--bogus"], "unrecognized arguments: --bogus"),
+    (["--bogus"], "unrecognized arguments: --bogus (see bisect-smem --help)"),
+    # A subcommand's unknown argument points at that subcommand's help, where its options are.
+    (["fit", "100", "--bogus"], "unrecognized arguments: --bogus (see bisect-smem fit --help)"),
+    (["merge", "r.json", "--bogus"], "unrecognized arguments: --bogus (see bisect-smem merge --help)"),
+    (["export", "prom", "r.json", "extra"], "unrecognized arguments: extra (see bisect-smem export --help)"),
+    (["profiles", "x"], "unrecognized arguments: x (see bisect-smem profiles --help)"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args: list[str], fragment: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, stdout, stderr = run_main(args, capsys)

@@ -73,6 +73,18 @@ class _Parser(argparse.ArgumentParser):
             super()._print_message(message, file)
 
 
+class _SubcommandParser(_Parser):
+    """A subcommand's parser: an argument it does not know is refused here, so that the line points at the
+    subcommand's own help (argparse passes it up to the tool's parser, which names its own)."""
+
+    def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                         namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed, extras
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Every option of the tool and its subcommands, with the exit codes in the epilog."""
     parser = _Parser(
@@ -82,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"bisect-smem {__version__}")
     measure_command.add_arguments(parser)
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_SubcommandParser)
     for command in SUBCOMMANDS.values():
         command.add_parser(sub)
     return parser
