@@ -260,3 +260,17 @@ def test_a_report_time_no_run_can_have_is_refused_when_read(created: str, tmp_pa
         assert (code, out) == (2, "") and one_error(err) == f"error: {path}: {problem}", args
     code, out, err = run(["check", str(path)], capsys)
     assert code == 2 and out.startswith("smem UNKNOWN: ") and err == ""
+
+
+def test_a_simulate_path_without_json_names_the_file_not_a_profile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    monkeypatch.chdir(tmp_path)
+    for spec, why in [("/dev/zero", "(a character device, not a regular file)"),
+                      (str(loop), "Too many levels of symbolic links"), ("loop", "Too many levels of symbolic links"),
+                      (str(tmp_path), "(a folder, not a regular file)"), ("./gone", "No such file or directory")]:
+        code, _, err = run(["--simulate", spec], capsys)
+        assert code == 2 and one_error(err).startswith(f"error: --simulate {spec}: ") and why in err, (spec, err)
+    code, _, err = run(["--simulate", "k80"], capsys)  # a name that is no path is still an unknown profile
+    assert code == 2 and "unknown profile 'k80'" in one_error(err)

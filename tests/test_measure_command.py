@@ -69,6 +69,14 @@ def test_save_baseline_into_a_file_is_refused_before_measuring(tmp_path: Path,
     assert code == 2 and out == "" and "is a file, not a folder" in one_error_line(err)
 
 
+@pytest.mark.parametrize("option", ["--save-baseline", "--compare"])
+def test_a_device_node_as_a_baseline_folder_says_what_it_is(option: str, capsys: pytest.CaptureFixture[str]) -> None:
+    for path in ("/dev/null", "/dev/null/sub") if option == "--save-baseline" else ("/dev/null",):
+        code, out, err = run_main(["--simulate", "h200", option, path], capsys)
+        line = one_error_line(err)
+        assert code == 2 and out == "" and "/dev/null is a character device, not a folder" in line, line
+
+
 def test_save_baseline_into_an_unwritable_folder_is_refused_before_measuring(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     real_access = os.access

@@ -179,7 +179,7 @@ def _check_options(args: argparse.Namespace) -> None:
     if args.compare:
         folder = Path(args.compare)
         if folder.exists() and not folder.is_dir():
-            raise UsageError(f"baseline folder {args.compare} is a file, not a folder")
+            raise UsageError(f"baseline folder {output.not_a_folder(args.compare)}")
         if not folder.exists():
             raise UsageError(f"baseline folder {args.compare} does not exist")
     if args.save_baseline:

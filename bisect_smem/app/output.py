@@ -75,8 +75,17 @@ def check_writable(path: Path) -> str | None:
 def _new_file_problem(path: Path) -> str | None:
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
-        return f"folder {parent} does not exist" if not parent.exists() else f"{parent} is a file, not a folder"
+        return f"folder {parent} does not exist" if not parent.exists() else not_a_folder(parent)
     return _folder_problem(parent)
+
+
+def not_a_folder(path: Path | str) -> str:
+    """``/dev/null is a character device, not a folder``: what is at ``path`` where a folder was wanted."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        mode = stat.S_IFREG
+    return f"{path} is {'a file' if stat.S_ISREG(mode) else reader.kind_of(mode)}, not a folder"
 
 
 def _folder_problem(folder: Path) -> str | None:
@@ -220,7 +229,7 @@ def check_folder(text: str, what: str) -> Path:
             break
         existing = existing.parent
     if not existing.is_dir():
-        raise UsageError(f"{what} {text}: {existing} is a file, not a folder")
+        raise UsageError(f"{what} {text}: {not_a_folder(existing)}")
     problem = _folder_problem(existing)
     if problem:
         raise UsageError(f"{what} {text}: {problem}")

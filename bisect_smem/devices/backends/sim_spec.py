@@ -19,6 +19,7 @@ naming the part that is wrong.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -72,6 +73,10 @@ class SimSpec:
         if name.lower().endswith(".json"):
             return _parse_replay(text, name, pairs)
         profile = find_profile(name)
+        if profile is None and (os.sep in name or os.path.lexists(name)):
+            # No profile name is a path: the file it names is read, which says what is wrong with it
+            # (a device such as /dev/zero, a link loop) rather than that no profile is called that.
+            return _parse_replay(text, name, pairs)
         if profile is None:
             raise UsageError(f"unknown profile {name!r}; valid: {', '.join(profile_names())}")
         values = spec_values(text, pairs, PROFILE_KEYS, f"a profile takes {', '.join(PROFILE_KEYS)}")
