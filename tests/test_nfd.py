@@ -125,3 +125,11 @@ def test_an_expiry_without_a_feature_file_is_refused(args: list[str], message: s
     code = cli.main(args)
     out = capsys.readouterr()
     assert (code, out.out, out.err) == (2, "", message + "\n")
+
+
+@pytest.mark.parametrize(("given", "whole_seconds"), [("0.5", 1), ("0.001", 1), ("1.2", 2), ("2", 2)])
+def test_an_expiry_of_a_fraction_of_a_second_is_rounded_up(given: str, whole_seconds: int, tmp_path: Path) -> None:
+    # NFD reads whole seconds: 0.5 s rounded down would expire the labels the second they were measured.
+    code, features, report = _measure(tmp_path, "h200", expiry=given)
+    expiry, _ = parse(features.read_text())
+    assert code == 0 and expiry - dt.datetime.fromisoformat(report["created_utc"]) == dt.timedelta(seconds=whole_seconds)

@@ -10,6 +10,7 @@ is slugged (``NVIDIA H200`` becomes ``NVIDIA-H200``).
 from __future__ import annotations
 
 import datetime as dt
+import math
 import string
 from collections.abc import Iterable
 
@@ -88,9 +89,11 @@ def labels(report: Report) -> dict[str, str]:
 
 
 def render(report: Report, expiry_s: float = DEFAULT_EXPIRY_S) -> str:
-    """The feature file: the expiry line (the report's time plus ``expiry_s``), then one label a line."""
-    created = dt.datetime.fromtimestamp(timestamp_seconds(report.created_utc), dt.UTC)
-    expiry = (created + dt.timedelta(seconds=expiry_s)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """The feature file: the expiry line (the report's time plus ``expiry_s`` seconds, rounded up to a whole
+    second), then one label a line."""
+    # NFD reads whole seconds: a fraction cut off would expire 0.5 s labels at the second they were measured.
+    expires = timestamp_seconds(report.created_utc) + math.ceil(expiry_s)
+    expiry = dt.datetime.fromtimestamp(expires, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     lines = [f"# +expiry-time={expiry}", *(f"{NAMESPACE}/{name}={value}" for name, value in labels(report).items())]
     text = "\n".join(lines) + "\n"
     if len(text.encode()) > MAX_FILE_BYTES:
