@@ -57,12 +57,7 @@ def _cannot(exc: OSError) -> InputError:
 
 def read_file(path: Path | str, limit: int) -> Input:
     """The bytes of the regular file ``path``, at most ``limit``; anything else is an InputError."""
-    try:
-        mode = os.stat(path).st_mode
-    except OSError as exc:
-        raise _cannot(exc) from None
-    if not stat.S_ISREG(mode):
-        raise InputError(f"{kind_of(mode)}, not a regular file")
+    check_regular(path)  # before anything is opened: a device or a FIFO never is
     try:
         fd = os.open(path, _FLAGS)
     except OSError as exc:
