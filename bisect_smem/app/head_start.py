@@ -23,6 +23,7 @@ import time
 from typing import TYPE_CHECKING, TypeAlias
 
 from bisect_smem.app.timeline import mark
+from bisect_smem.devices.backends import REQUIRED_MODULES
 
 if TYPE_CHECKING:
     # Deferred to type checking: this module runs before anything else loads, so it imports only what it uses.
@@ -33,8 +34,6 @@ if TYPE_CHECKING:
 NO_HEAD_START = frozenset({"-h", "--help", "--version", "--inline", "--simulate"})
 READ_HERE = ("--backend", "--device", *NO_HEAD_START)  # argparse takes any unique prefix of these too
 SUBCOMMAND_NAMES = frozenset({"profiles", "merge", "fit", "check", "export", "schema"})
-# What each real backend's worker preloads, and what must be installed for that backend to run at all.
-BACKEND_MODULES = {"cupy": ("cupy",), "numba": ("numba", "numba_cuda", "cuda")}
 
 WAIT_POLL_S = 0.002
 FORK_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -158,9 +157,10 @@ def planned_workers(argv: list[str]) -> list[tuple[str, int]]:
             else:
                 return []  # the parser will refuse it
     backends = ("cupy", "numba") if backend == "all" else (backend,)
-    if not all(name in BACKEND_MODULES for name in backends):
+    if not all(name in REQUIRED_MODULES for name in backends):
         return []
-    installed = [name for name in backends if all(importlib.util.find_spec(m) for m in BACKEND_MODULES[name])]
+    installed = [name for name in backends
+                 if all(importlib.util.find_spec(m.split(".")[0]) for m in REQUIRED_MODULES[name])]
     if not devices and not (os.environ.get("CUDA_VISIBLE_DEVICES") or device_nodes()):
         return []  # no sign of a GPU: the run will say so without any worker
     return [(name, index) for name in installed for index in dict.fromkeys(devices) or likely_devices()]

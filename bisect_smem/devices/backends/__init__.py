@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 
 BACKEND_NAMES = ("cupy", "numba", "sim")
 REAL_BACKENDS = ("cupy", "numba")
+# What each real backend needs installed (its device_count says which is missing; the head start looks first).
+REQUIRED_MODULES = {"cupy": ("cupy",), "numba": ("numba", "numba_cuda", "cuda.bindings")}
 
 
 def get_backend(name: str, sim_specs: tuple[SimSpec, ...] = ()) -> Backend:

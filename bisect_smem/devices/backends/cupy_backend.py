@@ -17,7 +17,7 @@ from bisect_smem.core.errors import BackendUnavailable, KernelCompileError
 from bisect_smem.core.hardware import NONPORTABLE_CLUSTER_SIZE, DriverAttribute, has_clusters
 from bisect_smem.core.profiles import cc_text
 from bisect_smem.devices import attributes
-from bisect_smem.devices.backends import driver_calls
+from bisect_smem.devices.backends import REQUIRED_MODULES, driver_calls
 from bisect_smem.devices.backends.base import CudaErrorFunnel, DeviceAddress, DeviceIdentity, RealDevices
 from bisect_smem.devices.backends.cupy_wheel import INSTALL_HINT, check_driver_for_cupy, cupy_cuda_major
 from bisect_smem.devices.backends.driver_calls import DriverError
@@ -100,7 +100,7 @@ class CupyBackend(RealDevices):
     def device_count(self) -> int:
         lib = libcuda()
         count = lib.device_count()  # no driver is the more basic answer, so it is checked first
-        if importlib.util.find_spec("cupy") is None:
+        if importlib.util.find_spec(REQUIRED_MODULES["cupy"][0]) is None:
             raise BackendUnavailable(f"the cupy backend needs CuPy, which is not installed: {INSTALL_HINT}")
         check_driver_for_cupy(lib.driver_version(), cupy_cuda_major())
         return count

@@ -20,6 +20,7 @@ from typing import Any
 from bisect_smem.core.attributes import DeviceContext, NvmlInfo
 from bisect_smem.core.errors import BackendUnavailable, UsageError
 from bisect_smem.devices import attributes
+from bisect_smem.devices.backends import REQUIRED_MODULES
 from bisect_smem.devices.backends.base import (
     CudaErrorFunnel,
     DeviceIdentity,
@@ -169,7 +170,7 @@ class NumbaBackend(RealDevices):
 
     def device_count(self) -> int:
         count = libcuda().device_count()
-        for module in ("numba", "numba_cuda", "cuda.bindings"):
+        for module in REQUIRED_MODULES["numba"]:
             if importlib.util.find_spec(module.split(".")[0]) is None:
                 raise BackendUnavailable(f"the numba backend needs {module}, which is not installed: {INSTALL_HINT}")
         return count
