@@ -72,3 +72,19 @@ def run_cli_json(args: list[str], folder: Path, capsys: pytest.CaptureFixture[st
     assert_valid(report)
     assert report["exit_code"] == code, (report["exit_code"], code)
     return code, report
+
+
+def run_main(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    """Run the tool through ``main``: its exit code, stdout and stderr."""
+    from bisect_smem.app.cli import main
+
+    code = main(args)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def one_error(err: str) -> str:
+    """The one ``error:`` line that ``err`` must be, without a traceback."""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in err, err
+    return lines[0]

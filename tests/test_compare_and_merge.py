@@ -14,15 +14,11 @@ from pathlib import Path
 import pytest
 
 from bisect_smem.app.cli import main
+from tests.conftest import run_main as run
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
 
-
-def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    code = main(args)
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ from bisect_smem.app import cli, head_start
 from bisect_smem.app.requests import build_request
 from bisect_smem.app.runner import run
 from bisect_smem.app.subprocesses import python_environment, start_worker
+from tests.processes import alive
 
 
 @pytest.fixture
@@ -63,14 +64,6 @@ def test_the_names_read_here_are_the_parsers_own() -> None:
     options = {name for action in parser._actions for name in action.option_strings}
     assert set(head_start.READ_HERE) <= options
     assert head_start.SUBCOMMAND_NAMES == set(cli.SUBCOMMANDS)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().split(") ", 1)[1][0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def test_a_claimed_worker_leaves_the_pool_and_the_rest_are_ended() -> None:
@@ -168,7 +161,7 @@ def test_a_head_start_for_a_run_that_finds_no_gpu_leaves_nothing_behind(tmp_path
     assert [what for _, _, what in points].count("workers spawned") == 1
     workers = {int(pid) for _, pid, what in points if what == "worker start"}
     time.sleep(0.2)
-    assert not [pid for pid in workers if _alive(pid)]
+    assert not [pid for pid in workers if alive(pid)]
 
 
 SIGTERM_WHILE_LOADING = """
@@ -200,10 +193,10 @@ def test_a_sigterm_while_the_tool_loads_ends_the_started_workers_too() -> None:
     try:
         out, err = proc.communicate(timeout=60)
         assert (out.strip(), err.strip()) == ("143", "error: SIGTERM received while starting; no report was written")
-        assert not _alive(worker)
+        assert not alive(worker)
     finally:
         os.kill(sleeper, signal.SIGKILL)
-        if _alive(worker):
+        if alive(worker):
             os.kill(worker, signal.SIGKILL)
 
 
@@ -223,4 +216,4 @@ def test_the_workers_start_before_the_tool_has_loaded(tmp_path: Path) -> None:
     assert points["workers spawned"][0] < points["parent start"][0]
     assert points["job received"][1] == points["worker start"][1]
     assert json.loads(report.read_text())["devices"][0]["measured"]["optin_dynamic_ceiling_bytes"] > 0
-    assert not [pid for pid in {p for _, p in points.values()} if _alive(int(pid)) and int(pid) != os.getpid()]
+    assert not [pid for pid in {p for _, p in points.values()} if alive(int(pid)) and int(pid) != os.getpid()]

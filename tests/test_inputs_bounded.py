@@ -16,6 +16,8 @@ import pytest
 
 from bisect_smem.app.cli import main
 from bisect_smem.core import saved
+from tests.conftest import one_error
+from tests.conftest import run_main as run
 
 H200_REPORT = Path(__file__).parent / "data" / "h200_report.json"
 H200_FULL = Path(__file__).parent / "data" / "h200_full_report.json"
@@ -26,17 +28,6 @@ ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("P
 def h200() -> dict:
     return json.loads(H200_REPORT.read_text())
 
-
-def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    code = main(args)
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
-def one_error(err: str) -> str:
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in err, err
-    return lines[0]
 
 
 def within(seconds: float, call):

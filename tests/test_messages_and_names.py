@@ -14,15 +14,11 @@ import pytest
 
 from bisect_smem.app.cli import build_parser, main
 from bisect_smem.core.text import printable
+from tests.conftest import run_main as run
 
 H200_REPORT = Path(__file__).parent / "data" / "h200_report.json"
 HOSTILE = "GPU\x1b[2J\x1b]0;owned\x07\x00\nfake line\u202e"
 
-
-def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    code = main(args)
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def raw_controls(text: str) -> list[str]:

@@ -17,24 +17,14 @@ from pathlib import Path
 import pytest
 
 from bisect_smem.app import cli, output
-from bisect_smem.app.cli import main
+from tests.conftest import one_error
+from tests.conftest import run_main as run
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
 PY = f"{sys.executable} -m bisect_smem"
 H200_REPORT = Path(__file__).parent / "data" / "h200_report.json"
 
-
-def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    code = main(args)
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
-def one_error(err: str) -> str:
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in err, err
-    return lines[0]
 
 
 def shell(script: str, cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -9,40 +9,10 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-CMD = [sys.executable, "-m", "bisect_smem"]
-
-
-def descendants(pid: int) -> set[int]:
-    found, todo = set(), [pid]
-    while todo:
-        current = todo.pop()
-        try:
-            kids = Path(f"/proc/{current}/task/{current}/children").read_text().split()
-        except OSError:
-            continue
-        found.update(int(k) for k in kids)
-        todo.extend(int(k) for k in kids)
-    return found
-
-
-def cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ")
-    except OSError:
-        return ""
-
-
-def alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
+from tests.processes import CMD, ENV, alive, cmdline, descendants
 
 
 @pytest.mark.parametrize("where", [[], ["--probe-timeout", "60"]], ids=["inline", "worker"])

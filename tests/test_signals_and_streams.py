@@ -3,7 +3,6 @@ one line and a documented exit code, never a traceback and never exit 0."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -12,22 +11,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-CMD = [sys.executable, "-m", "bisect_smem"]
-
-
-def children(pid: int) -> set[int]:
-    found, todo = set(), [pid]
-    while todo:
-        current = todo.pop()
-        try:
-            kids = Path(f"/proc/{current}/task/{current}/children").read_text().split()
-        except OSError:
-            continue
-        found.update(int(k) for k in kids)
-        todo.extend(int(k) for k in kids)
-    return found
+from tests.processes import CMD, ENV, cmdline, descendants, state
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
@@ -38,7 +22,7 @@ def test_a_signal_mid_run_ends_every_worker(signum: int) -> None:
     deadline = time.monotonic() + 60
     workers: set[int] = set()
     while time.monotonic() < deadline and len(workers) < 2:
-        workers = {p for p in children(proc.pid) if "bisect_smem.app.worker_process" in _cmdline(p)}
+        workers = {p for p in descendants(proc.pid) if "bisect_smem.app.worker_process" in cmdline(p)}
         time.sleep(0.2)
     time.sleep(2)  # the workers reach the hanging probe
     proc.send_signal(signum)
@@ -47,21 +31,7 @@ def test_a_signal_mid_run_ends_every_worker(signum: int) -> None:
     assert proc.returncode == 128 + signum, err
     assert out == "" and len(err.strip().splitlines()) == 1 and err.startswith("error: "), err
     time.sleep(0.5)
-    assert not [p for p in workers if Path(f"/proc/{p}").exists() and _state(p) != "Z"]
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ")
-    except OSError:
-        return ""
-
-
-def _state(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return "gone"
+    assert not [p for p in workers if Path(f"/proc/{p}").exists() and state(p) != "Z"]
 
 
 def run_shell(script: str) -> subprocess.CompletedProcess[str]:
@@ -143,7 +113,7 @@ def test_under_nohup_a_hangup_mid_run_ends_nothing() -> None:
                              "--max-restarts", "0", "--level", "quick", "--quiet"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and not any("worker_process" in _cmdline(p) for p in children(proc.pid)):
+    while time.monotonic() < deadline and not any("worker_process" in cmdline(p) for p in descendants(proc.pid)):
         time.sleep(0.05)
     proc.send_signal(signal.SIGHUP)
     out, err = proc.communicate(timeout=60)
