@@ -146,20 +146,24 @@ def stages_cell(r: FitResult) -> str:
 
 
 def render_explain(request: FitRequest, explained: Explained, results: list[FitResult],
-                   alternatives: list[FitResult], notes: tuple[str, ...] = ()) -> str:
-    """A library's shared-memory error: by how much it is over on which target, and what the tile allows."""
+                   alternatives: list[FitResult], notes: tuple[str, ...] = (), library: str | None = None) -> str:
+    """A library's shared-memory error: by how much it is over on which target, and what the tile allows.
+    ``library`` is whose message or tiles these are (None: a byte count without tiles)."""
     need = explained.required_bytes
-    if explained.kind == "triton":
-        limit = explained.hardware_limit_bytes or 0
+    if explained.hardware_limit_bytes is not None:
+        limit = explained.hardware_limit_bytes
         over = f"over by {need - limit} B" if need > limit else f"{limit - need} B to spare"
-        lines = [f"Triton: the kernel needs {need} B of shared memory; the GPU it ran on allows {limit} B: {over}."]
+        lines = [f"{library}: the kernel needs {need} B of shared memory; the GPU it ran on allows {limit} B: "
+                 f"{over}."]
         if explained.limit_matches:
             lines.append(f"{limit} B is the published opt-in limit of {', '.join(explained.limit_matches)}.")
         else:
             lines.append(f"{limit} B is no published opt-in limit (a MIG slice or a virtual GPU may give less).")
-    else:
+    elif library in (None, "CUTLASS"):
         lines = [f"the kernel needs {need} B of shared memory per block (CUTLASS: sizeof(SharedStorage), which "
                  "cudaFuncSetAttribute(MaxDynamicSharedMemorySize) refuses above the opt-in limit: 'Error Internal')."]
+    else:
+        lines = [f"the kernel needs {need} B of shared memory per block ({library}'s tiles below)."]
     lines += notes
     tiles = list(dict.fromkeys(str(a.tile) for a in alternatives))
     by_target: dict[tuple[str, str], FitResult] = {(a.target, str(a.tile)): a for a in alternatives}
