@@ -110,9 +110,11 @@ def test_readme_worked_example_is_this_output(capsys: pytest.CaptureFixture[str]
 def test_five_stages_of_the_128_tile_are_the_error_internal(capsys: pytest.CaptureFixture[str]) -> None:
     code, out = fit(["--tile", "128x128x128", "--dtype", "nvfp4", "--stages", "5", "--arch", "12.0"], capsys)
     row = next(r for r in ROWS if r["name"] == "sm120_nvfp4_128x128x128_auto_cbf16_dbf16_stages5")
+    auto = next(r for r in ROWS if r["name"] == "sm120_nvfp4_128x128x128_auto_cbf16_dbf16")
+    assert auto["stages"] == 4
     assert code == 1 and out.splitlines()[0] == (
         f"5 stages do not fit on sm_120: {row['shared_storage_bytes']} B against 101376 B, over by "
-        f"{row['shared_storage_bytes'] - 101376} B")
+        f"{row['shared_storage_bytes'] - 101376} B. 4 stages fit (StageCount<4>: {auto['shared_storage_bytes']} B).")
     code, out = fit(["--tile", "128x128x128", "--dtype", "nvfp4", "--arch", "12.0"], capsys)
     assert code == 0 and out.startswith("4 stages fit on sm_120: 88064 of 101376 B")
 

@@ -83,10 +83,27 @@ def gemm_answer(r: FitResult) -> str:
     if r.verdict == UNKNOWN:
         return f"{where}: {r.stages} stages, {r.shared_storage_bytes} B; limit unknown"
     if r.verdict == DOES_NOT_FIT:
-        return (f"{r.stages} stages do not fit on {where}: {r.shared_storage_bytes} B against "
-                f"{r.optin_limit_bytes} B, over by {r.over_bytes} B")
+        return _does_not_fit(r, where)
     more = f"; {r.stages + 1} would need {r.next_stage_bytes} B" if r.next_stage_bytes else ""
     return f"{r.stages} stages fit on {where}: {r.shared_storage_bytes} of {r.optin_limit_bytes} B{more}"
+
+
+def _does_not_fit(r: FitResult, where: str) -> str:
+    """A CUTLASS build over the limit: whose stage count it was (the builder's own overflow, said so),
+    by how much, and what would fit instead."""
+    if r.auto_rule_overflows:
+        head = (f"CUTLASS {r.cutlass_version}'s auto rule picks {r.stages} stages; the kernel needs "
+                f"{r.shared_storage_bytes} B against {r.optin_limit_bytes} B on {where}: over by {r.over_bytes} B. "
+                "It compiles and fails at initialize() with Error Internal.")
+    else:
+        head = (f"{r.stages} stages do not fit on {where}: {r.shared_storage_bytes} B against "
+                f"{r.optin_limit_bytes} B, over by {r.over_bytes} B.")
+    instead = []
+    if r.fitting_stages is not None:
+        instead.append(f"{r.fitting_stages} stages fit (StageCount<{r.fitting_stages}>: {r.fitting_bytes} B)")
+    if r.swap_ab_bytes is not None:
+        instead.append(f"so does swap_ab ({r.swap_ab_bytes} B)")
+    return f"{head} {', and '.join(instead)}." if instead else head
 
 
 def triton_breakdown(r: FitResult) -> list[str]:

@@ -29,6 +29,9 @@ class GemmKernel:
     grouped: bool = False
     stages: int | None = None
     epilogue_bytes: int | None = None
+    launcher: str | None = None  # a library's kernel launcher whose type choices these are (launchers.py)
+    fusion: str = "none"  # the launcher's epilogue fusion: none, or finalize (scatter, router scales, bias)
+    swap_ab: bool = False  # A and B swapped: the kernel computes D^T, so C and D are column-major
 
     def __post_init__(self) -> None:
         operand(self.a, "--dtype-a")
@@ -84,6 +87,11 @@ class Build:
     kernel_bytes: int | None = None  # what the kernel holds besides mainloop and epilogue storage
     shared_storage_bytes: int | None = None  # GemmKernel::SharedStorageSize, what the launch asks for
     parts: tuple[tuple[str, int], ...] = field(default=())
+    modelled: bool = True  # False: the library may build it, but this rule does not model it (reason says why)
+
+    def overflows(self, capacity: int) -> bool:
+        """Did the builder's automatic stage count give a kernel larger than the builder's own capacity?"""
+        return self.builds and self.shared_storage_bytes is not None and self.shared_storage_bytes > capacity
 
 
 def auto_stage_count(capacity: int, carveout: int, stage: int) -> int:

@@ -8,18 +8,22 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from bisect_smem.analysis.fit.cutlass import CUTLASS_VERSION
+from bisect_smem.analysis.fit.cutlass import CUTLASS_VERSION, launchers
 from bisect_smem.analysis.fit.cutlass.gemm import SCHEDULES, GemmKernel
 from bisect_smem.analysis.fit.cutlass.types import operand
 from bisect_smem.analysis.fit.explain import Explained
 from bisect_smem.analysis.fit.gemm import evaluate_cutlass
 from bisect_smem.analysis.fit.targets import FitRequest, FitResult, Target, check_bound
 from bisect_smem.analysis.fit.tiles import Tile
+from bisect_smem.core.errors import UsageError
 from bisect_smem.core.sizes import parse_size
 
 # (option, its argparse dest): the options only a CUTLASS kernel takes.
 OPTIONS = (("--dtype-a", "dtype_a"), ("--dtype-b", "dtype_b"), ("--c-dtype", "c_dtype"), ("--d-dtype", "d_dtype"),
-           ("--schedule", "schedule"), ("--grouped", "grouped"), ("--epilogue", "epilogue"))
+           ("--schedule", "schedule"), ("--grouped", "grouped"), ("--epilogue", "epilogue"),
+           ("--launcher", "launcher"), ("--fusion", "fusion"), ("--swap-ab", "swap_ab"))
+# What a launcher fixes itself: given beside --launcher, these are a usage error.
+LAUNCHER_FIXES = ("--c-dtype", "--schedule", "--grouped", "--epilogue")
 _STRING = {"type": "string"}
 
 
@@ -42,6 +46,14 @@ class CutlassRule:
         parser.add_argument("--grouped", action="store_true", help="the grouped (ptr-array) kernel")
         parser.add_argument("--epilogue", metavar="BYTES", help="the epilogue's shared storage, instead of the "
                                                                 "default epilogue's from --c-dtype and --d-dtype")
+        parser.add_argument("--launcher", choices=launchers.LAUNCHERS,
+                            help="the kernel as a library's launcher builds it: trtllm-moe, TensorRT-LLM's and "
+                                 "FlashInfer's MoE grouped GEMM (moe_gemm_tma_ws_launcher; sm_120 NVFP4; --dtype "
+                                 "defaults to nvfp4, --d-dtype is the output type)")
+        parser.add_argument("--fusion", choices=launchers.FUSIONS,
+                            help="the launcher's epilogue fusion: none (default) or finalize (the FC2 epilogue: "
+                                 "scatter, router scales, bias)")
+        parser.add_argument("--swap-ab", action="store_true", help="the launcher's swap_ab kernel (D transposed)")
 
     def given(self, args: argparse.Namespace) -> list[str]:
         """CUTLASS's options that were given."""
@@ -52,11 +64,26 @@ class CutlassRule:
         """One GemmKernel per tile; the operands default to fp16, C and D to bf16."""
         if dtype is not None:
             operand(dtype, "--dtype")
+        launchers.check(args.launcher, args.fusion or "none", args.swap_ab)
+        if args.launcher is not None:
+            return self._launched(args, tiles, dtype, stages)
         dtype = dtype or "fp16"
         epilogue = check_bound(parse_size(args.epilogue, "--epilogue"), "--epilogue") if args.epilogue else None
         return tuple(GemmKernel(t.m, t.n, t.k, args.dtype_a or dtype, args.dtype_b or dtype, args.c_dtype or "bf16",
                                 args.d_dtype or "bf16", args.schedule or "auto", args.grouped, stages, epilogue)
                      for t in tiles)
+
+    def _launched(self, args: argparse.Namespace, tiles: Sequence[Tile], dtype: str | None,
+                  stages: int | None) -> tuple[GemmKernel, ...]:
+        """The launcher's kernels: grouped, its schedule, C typed as D (the output type)."""
+        fixed = [option for option, dest in OPTIONS if option in LAUNCHER_FIXES and getattr(args, dest)]
+        if fixed:
+            raise UsageError(f"{', '.join(fixed)}: --launcher {args.launcher} fixes {'it' if len(fixed) == 1 else 'them'}"
+                             f" itself: drop {'it' if len(fixed) == 1 else 'them'}")
+        dtype = dtype or launchers.SM120_OPERANDS[0]
+        out = args.d_dtype or "bf16"
+        return tuple(GemmKernel(t.m, t.n, t.k, args.dtype_a or dtype, args.dtype_b or dtype, out, out, "auto", True,
+                                stages, None, args.launcher, args.fusion or "none", args.swap_ab) for t in tiles)
 
     def evaluate(self, kernel: GemmKernel, request: FitRequest, target: Target) -> FitResult:
         """The build CUTLASS makes for the target's family, against its limits."""
@@ -69,6 +96,9 @@ class CutlassRule:
         types = k.a if k.a == k.b else f"A {k.a}, B {k.b}"
         count = "stages auto (StageCountAutoCarveout)" if stages is None else f"{stages} stages (StageCount)"
         epilogue = f"epilogue {k.epilogue_bytes} B (given)" if k.epilogue_bytes is not None else f"C {k.c}, D {k.d}"
+        if k.launcher is not None:
+            return (f"{tile}{types}, output {k.d}, fusion {k.fusion}{', swap_ab' if k.swap_ab else ''}, {count}: "
+                    f"{k.launcher} launcher (moe_gemm_tma_ws_launcher) with CUTLASS {self.version}'s builders")
         return (f"{tile}{types}, {epilogue}, schedule {k.schedule}{', grouped' if k.grouped else ''}, {count}: "
                 f"CUTLASS {self.version}'s builders")
 
@@ -76,13 +106,15 @@ class CutlassRule:
         """The types, schedule, grouped, the given epilogue bytes and the CUTLASS version."""
         k = kernels[0]
         return {"dtype_a": k.a, "dtype_b": k.b, "c_dtype": k.c, "d_dtype": k.d, "schedule": k.schedule,
-                "grouped": k.grouped, "cutlass_version": self.version, "epilogue_bytes": k.epilogue_bytes}
+                "grouped": k.grouped, "cutlass_version": self.version, "epilogue_bytes": k.epilogue_bytes,
+                "launcher": k.launcher, "fusion": k.fusion, "swap_ab": k.swap_ab}
 
     def json_properties(self) -> dict[str, Any]:
         """The schema of json_fields."""
         return {"dtype_a": _STRING, "dtype_b": _STRING, "c_dtype": _STRING, "d_dtype": _STRING, "schedule": _STRING,
                 "grouped": {"type": "boolean"}, "cutlass_version": _STRING,
-                "epilogue_bytes": {"type": ["integer", "null"]}}
+                "epilogue_bytes": {"type": ["integer", "null"]}, "launcher": {"enum": [*launchers.LAUNCHERS, None]},
+                "fusion": {"enum": list(launchers.FUSIONS)}, "swap_ab": {"type": "boolean"}}
 
     def parse_message(self, text: str) -> Explained | None:
         """CUTLASS has no message of its own ('Error Internal' says no number): None."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from bisect_smem.analysis.fit.cutlass import epilogue as epi
+from bisect_smem.analysis.fit.cutlass import launchers
 from bisect_smem.analysis.fit.cutlass.gemm import MIN_STAGES, Build, GemmKernel, auto_stage_count
 from bisect_smem.analysis.fit.cutlass.layout import Part, aligned16, array, barriers, struct
 from bisect_smem.analysis.fit.cutlass.sm90 import epilogue_parts, kernel_storage, parts
@@ -31,7 +32,9 @@ def scale_factors(g: GemmKernel) -> tuple[int, int]:
 
 
 def refuse(g: GemmKernel) -> str | None:
-    """Why sm_120's builders refuse these operands, or None."""
+    """Why sm_120's builders (or the launcher) refuse these operands, or None."""
+    if g.launcher is not None and (reason := launchers.refuse(g.a, g.b)):
+        return reason
     if g.schedule in ("1sm", "2sm"):
         return f"--schedule {g.schedule} is sm_100's; sm_120 has auto, cooperative, pingpong"
     if g.op_a.block_scaled != g.op_b.block_scaled or (g.block_scaled and g.op_a.scale_vector != g.op_b.scale_vector):
@@ -49,7 +52,9 @@ def build(g: GemmKernel) -> Build:
     if reason:
         return Build("sm120", False, reason)
     pingpong = g.schedule == "pingpong"
-    ep = epi.sm120(g.m, g.n, g.c_bits, g.d_bits, g.grouped)
+    fusion = launchers.fusion_storage(g.fusion, g.swap_ab, g.n, g.d_bits)
+    ep = epi.sm120(g.m, g.n, g.c_bits, g.d_bits, g.grouped, column_major=g.swap_ab, fusion=fusion,
+                   d_void=g.fusion == "finalize")
     carveout = ep.shared.size if g.epilogue_bytes is None else g.epilogue_bytes
     a = int(alloc_bytes(g, g.op_a.bits) * g.m * g.k)
     b = int(alloc_bytes(g, g.op_b.bits) * g.n * g.k)
