@@ -21,10 +21,10 @@ ROWS = [(name, row) for name, doc in TABLES.items() for row in doc["rows"]]
 SM120_OPTIN = 101376
 
 
-def kernel(row: dict, stages: int | None = None) -> GemmKernel:
+def kernel(row: dict, stages: int | None = None, cutlass_version: str = "4.7.0") -> GemmKernel:
     m, n, k = row["tile"]
     return GemmKernel(m, n, k, row["a"], row["b"], row["c"], row["d"], "auto", True, stages, None, row["launcher"],
-                      row["fusion"], row["swap_ab"])
+                      row["fusion"], row["swap_ab"], cutlass_version)
 
 
 def test_the_tables_cover_two_releases_and_the_seed() -> None:
@@ -37,33 +37,34 @@ def test_the_tables_cover_two_releases_and_the_seed() -> None:
 
 @pytest.mark.parametrize(("table", "row"), ROWS, ids=[f"{t}:{r['name']}" for t, r in ROWS])
 def test_the_model_equals_every_build(table: str, row: dict) -> None:
-    built = sm120.build(kernel(row))
+    built = sm120.build(kernel(row, cutlass_version=TABLES[table]["cutlass_version"]))
     assert built.builds and row["builds"]
     assert (built.stages, built.mainloop_bytes, built.epilogue_bytes, built.shared_storage_bytes) == (
         row["stages"], row["mainloop_bytes"], row["epilogue_bytes"], row["shared_storage_bytes"])
 
 
+@pytest.mark.parametrize("table", sorted(TABLES))
 @pytest.mark.parametrize("tile", ["128x256x128", "256x128x128"])
-def test_the_seeds_tiles_are_cutlass_own_overflow(tile: str, capsys: pytest.CaptureFixture[str]) -> None:
-    row = next(r for r in TABLES["cutlass_truth_moe_4.7.0.json"]["rows"] if r["name"] == f"sm120_moe_{tile}_finalize")
-    swapped = next(r for r in TABLES["cutlass_truth_moe_4.7.0.json"]["rows"]
-                   if r["name"] == f"sm120_moe_{tile}_finalize_swap_ab")
-    two = sm120.build(kernel(row, 2)).shared_storage_bytes
-    code = cli.main(["fit", "--launcher", "trtllm-moe", "--fusion", "finalize", "--tile", tile, "--arch", "sm_120",
-                     "--no-local"])
+def test_the_seeds_tiles_are_cutlass_own_overflow(tile: str, table: str, capsys: pytest.CaptureFixture[str]) -> None:
+    version = TABLES[table]["cutlass_version"]
+    row = next(r for r in TABLES[table]["rows"] if r["name"] == f"sm120_moe_{tile}_finalize")
+    swapped = next(r for r in TABLES[table]["rows"] if r["name"] == f"sm120_moe_{tile}_finalize_swap_ab")
+    two = sm120.build(kernel(row, 2, version)).shared_storage_bytes
+    common = ["fit", "--launcher", "trtllm-moe", "--fusion", "finalize", "--tile", tile, "--arch", "sm_120",
+              "--no-local", "--cutlass-version", version]
+    code = cli.main(common)
     first = capsys.readouterr().out.splitlines()[0]
     assert code == 1
-    assert first == (f"CUTLASS 4.7.0's auto rule picks {row['stages']} stages; the kernel needs "
+    assert first == (f"CUTLASS {version}'s auto rule picks {row['stages']} stages; the kernel needs "
                      f"{row['shared_storage_bytes']} B against {SM120_OPTIN} B on sm_120: over by "
                      f"{row['shared_storage_bytes'] - SM120_OPTIN} B. It compiles and fails at initialize() with "
                      f"Error Internal. 2 stages fit (StageCount<2>: {two} B), and so does swap_ab "
                      f"({swapped['shared_storage_bytes']} B).")
-    code = cli.main(["fit", "--launcher", "trtllm-moe", "--fusion", "finalize", "--tile", tile, "--arch", "sm_120",
-                     "--no-local", "--json", "-"])
+    code = cli.main([*common, "--json", "-"])
     data = json.loads(capsys.readouterr().out)
     result = data["results"][0]
     assert (result["builds"], result["verdict"], result["auto_rule_overflows"]) == (True, "does not fit", True)
-    assert (result["stages"], result["shared_storage_bytes"], result["cutlass_version"]) == (3, 102400, "4.7.0")
+    assert (result["stages"], result["shared_storage_bytes"], result["cutlass_version"]) == (3, 102400, version)
     assert data["gemm"]["fusion"] == "finalize" and data["gemm"]["launcher"] == "trtllm-moe"
 
 

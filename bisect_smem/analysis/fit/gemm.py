@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from bisect_smem.analysis.fit.cutlass import CUTLASS_VERSION, launchers, sm90, sm100, sm120
+from bisect_smem.analysis.fit.cutlass import launchers, sm90, sm100, sm120
 from bisect_smem.analysis.fit.cutlass.gemm import MIN_STAGES, Build, GemmKernel
 from bisect_smem.analysis.fit.targets import DOES_NOT_FIT, UNKNOWN, FitRequest, FitResult, Target, evaluate
 from bisect_smem.core.hardware import block_request_bytes, gemm_family
@@ -34,7 +34,7 @@ def evaluate_cutlass(kernel: GemmKernel, static_bytes: int, threads: int, target
     built = cutlass_build(kernel, target)
     family = gemm_family(target.compute_capability)
     about = {"tile": f"{kernel.m}x{kernel.n}x{kernel.k}", "stages_requested": kernel.stages or "auto",
-             "stage_rule": f"cutlass {CUTLASS_VERSION} {built.family}", "cutlass_version": CUTLASS_VERSION,
+             "stage_rule": f"cutlass {kernel.cutlass_version} {built.family}", "cutlass_version": kernel.cutlass_version,
              "builds": built.builds if built.modelled else None, "build_reason": built.reason,
              "stages": built.stages, "stage_bytes": built.stage_bytes, "capacity_bytes": built.capacity_bytes,
              "mainloop_bytes": built.mainloop_bytes, "epilogue_bytes": built.epilogue_bytes,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from bisect_smem.analysis.fit.cutlass import CUTLASS_VERSION, CUTLASS_VERSIONS
 from bisect_smem.analysis.fit.cutlass.types import Operand, operand, output_bits
 from bisect_smem.core.errors import UsageError
 
@@ -32,6 +33,7 @@ class GemmKernel:
     launcher: str | None = None  # a library's kernel launcher whose type choices these are (launchers.py)
     fusion: str = "none"  # the launcher's epilogue fusion: none, or finalize (scatter, router scales, bias)
     swap_ab: bool = False  # A and B swapped: the kernel computes D^T, so C and D are column-major
+    cutlass_version: str = CUTLASS_VERSION  # the release whose builders count it (CUTLASS_VERSIONS)
 
     def __post_init__(self) -> None:
         operand(self.a, "--dtype-a")
@@ -40,6 +42,8 @@ class GemmKernel:
         output_bits(self.d, "--d-dtype")
         if self.schedule not in SCHEDULES:
             raise UsageError(f"unknown --schedule {self.schedule!r}; valid: {', '.join(SCHEDULES)}")
+        if self.cutlass_version not in CUTLASS_VERSIONS:
+            raise UsageError(f"unknown --cutlass-version {self.cutlass_version!r}; valid: {', '.join(CUTLASS_VERSIONS)}")
         if self.stages is not None and self.stages < 1:
             raise UsageError(f"--stages must be >= 1 (got {self.stages})")
 

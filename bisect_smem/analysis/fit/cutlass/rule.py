@@ -8,7 +8,7 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from bisect_smem.analysis.fit.cutlass import CUTLASS_VERSION, launchers
+from bisect_smem.analysis.fit.cutlass import CUTLASS_VERSION, CUTLASS_VERSIONS, launchers
 from bisect_smem.analysis.fit.cutlass.gemm import SCHEDULES, GemmKernel
 from bisect_smem.analysis.fit.cutlass.types import operand
 from bisect_smem.analysis.fit.explain import Explained
@@ -21,7 +21,8 @@ from bisect_smem.core.sizes import parse_size
 # (option, its argparse dest): the options only a CUTLASS kernel takes.
 OPTIONS = (("--dtype-a", "dtype_a"), ("--dtype-b", "dtype_b"), ("--c-dtype", "c_dtype"), ("--d-dtype", "d_dtype"),
            ("--schedule", "schedule"), ("--grouped", "grouped"), ("--epilogue", "epilogue"),
-           ("--launcher", "launcher"), ("--fusion", "fusion"), ("--swap-ab", "swap_ab"))
+           ("--launcher", "launcher"), ("--fusion", "fusion"), ("--swap-ab", "swap_ab"),
+           ("--cutlass-version", "cutlass_version"))
 # What a launcher fixes itself: given beside --launcher, these are a usage error.
 LAUNCHER_FIXES = ("--c-dtype", "--schedule", "--grouped", "--epilogue")
 _STRING = {"type": "string"}
@@ -54,6 +55,8 @@ class CutlassRule:
                             help="the launcher's epilogue fusion: none (default) or finalize (the FC2 epilogue: "
                                  "scatter, router scales, bias)")
         parser.add_argument("--swap-ab", action="store_true", help="the launcher's swap_ab kernel (D transposed)")
+        parser.add_argument("--cutlass-version", choices=CUTLASS_VERSIONS,
+                            help=f"the CUTLASS release whose builders count the kernel (default {CUTLASS_VERSION})")
 
     def given(self, args: argparse.Namespace) -> list[str]:
         """CUTLASS's options that were given."""
@@ -70,8 +73,8 @@ class CutlassRule:
         dtype = dtype or "fp16"
         epilogue = check_bound(parse_size(args.epilogue, "--epilogue"), "--epilogue") if args.epilogue else None
         return tuple(GemmKernel(t.m, t.n, t.k, args.dtype_a or dtype, args.dtype_b or dtype, args.c_dtype or "bf16",
-                                args.d_dtype or "bf16", args.schedule or "auto", args.grouped, stages, epilogue)
-                     for t in tiles)
+                                args.d_dtype or "bf16", args.schedule or "auto", args.grouped, stages, epilogue,
+                                cutlass_version=args.cutlass_version or CUTLASS_VERSION) for t in tiles)
 
     def _launched(self, args: argparse.Namespace, tiles: Sequence[Tile], dtype: str | None,
                   stages: int | None) -> tuple[GemmKernel, ...]:
@@ -83,7 +86,8 @@ class CutlassRule:
         dtype = dtype or launchers.SM120_OPERANDS[0]
         out = args.d_dtype or "bf16"
         return tuple(GemmKernel(t.m, t.n, t.k, args.dtype_a or dtype, args.dtype_b or dtype, out, out, "auto", True,
-                                stages, None, args.launcher, args.fusion or "none", args.swap_ab) for t in tiles)
+                                stages, None, args.launcher, args.fusion or "none", args.swap_ab,
+                                args.cutlass_version or CUTLASS_VERSION) for t in tiles)
 
     def evaluate(self, kernel: GemmKernel, request: FitRequest, target: Target) -> FitResult:
         """The build CUTLASS makes for the target's family, against its limits."""
@@ -98,15 +102,15 @@ class CutlassRule:
         epilogue = f"epilogue {k.epilogue_bytes} B (given)" if k.epilogue_bytes is not None else f"C {k.c}, D {k.d}"
         if k.launcher is not None:
             return (f"{tile}{types}, output {k.d}, fusion {k.fusion}{', swap_ab' if k.swap_ab else ''}, {count}: "
-                    f"{k.launcher} launcher (moe_gemm_tma_ws_launcher) with CUTLASS {self.version}'s builders")
+                    f"{k.launcher} launcher (moe_gemm_tma_ws_launcher) with CUTLASS {k.cutlass_version}'s builders")
         return (f"{tile}{types}, {epilogue}, schedule {k.schedule}{', grouped' if k.grouped else ''}, {count}: "
-                f"CUTLASS {self.version}'s builders")
+                f"CUTLASS {k.cutlass_version}'s builders")
 
     def json_fields(self, kernels: Sequence[GemmKernel], stages: int | None) -> dict[str, Any]:
         """The types, schedule, grouped, the given epilogue bytes and the CUTLASS version."""
         k = kernels[0]
         return {"dtype_a": k.a, "dtype_b": k.b, "c_dtype": k.c, "d_dtype": k.d, "schedule": k.schedule,
-                "grouped": k.grouped, "cutlass_version": self.version, "epilogue_bytes": k.epilogue_bytes,
+                "grouped": k.grouped, "cutlass_version": k.cutlass_version, "epilogue_bytes": k.epilogue_bytes,
                 "launcher": k.launcher, "fusion": k.fusion, "swap_ab": k.swap_ab}
 
     def json_properties(self) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from bisect_smem.analysis.fit.cutlass import epilogue as epi
-from bisect_smem.analysis.fit.cutlass import launchers
+from bisect_smem.analysis.fit.cutlass import launchers, release
 from bisect_smem.analysis.fit.cutlass.gemm import MIN_STAGES, Build, GemmKernel, auto_stage_count
 from bisect_smem.analysis.fit.cutlass.layout import Part, aligned16, array, barriers, struct
 from bisect_smem.analysis.fit.cutlass.sm90 import epilogue_parts, kernel_storage, parts
@@ -26,9 +26,11 @@ SF_BLOCK_MN = 128
 
 
 def scale_factors(g: GemmKernel) -> tuple[int, int]:
-    """SFA and SFB bytes of one stage: M in whole 128-row blocks (rounded down), N at least 128."""
+    """SFA and SFB bytes of one stage: M in whole 128-row blocks (rounded down), N at least 128 (from 4.5;
+    before, N rounded down as M)."""
     k_factors = ceil_div(g.k, g.op_a.scale_vector)
-    return g.m // SF_BLOCK_MN * SF_BLOCK_MN * k_factors, max(g.n, SF_BLOCK_MN) // SF_BLOCK_MN * SF_BLOCK_MN * k_factors
+    n = max(g.n, SF_BLOCK_MN) if release(g.cutlass_version) >= (4, 5) else g.n
+    return g.m // SF_BLOCK_MN * SF_BLOCK_MN * k_factors, n // SF_BLOCK_MN * SF_BLOCK_MN * k_factors
 
 
 def refuse(g: GemmKernel) -> str | None:
@@ -61,7 +63,8 @@ def build(g: GemmKernel) -> Build:
     if g.block_scaled:
         sfa, sfb = scale_factors(g)
         stage = a + b + 128 + sfa + sfb
-        capacity = CAPACITY_BYTES - RESERVED[g.grouped]
+        # From 4.5 the builder takes the kernel's scheduler, CLC and tensor-map storage off the capacity.
+        capacity = CAPACITY_BYTES - (RESERVED[g.grouped] if release(g.cutlass_version) >= (4, 5) else 0)
     else:
         sfa = sfb = 0
         stage, capacity = a + b + barriers(1).size, CAPACITY_BYTES

@@ -12,14 +12,14 @@ from bisect_smem.analysis.fit.explain import Explained
 from bisect_smem.analysis.fit.targets import FitRequest, FitResult, Target, check_bound
 from bisect_smem.analysis.fit.tiles import Tile
 from bisect_smem.analysis.fit.triton import TRITON_VERSION
-from bisect_smem.analysis.fit.triton.rule import TritonKernel, evaluate_triton, stages_giving, triton_dtype
+from bisect_smem.analysis.fit.triton.rule import B_LAYOUTS, TritonKernel, evaluate_triton, stages_giving, triton_dtype
 from bisect_smem.core.errors import UsageError
 from bisect_smem.core.profiles import PROFILES
 from bisect_smem.core.sizes import parse_count
 
 # Triton's OutOfResources text. Numbers are ASCII digits; more than MAX_DIGITS is refused by parse_count.
 MESSAGE = re.compile(r"Required:\s*(\S+?)\s*,\s*Hardware limit:\s*(\S+?)(?=[\s.,;)]|$)", re.IGNORECASE)
-OPTIONS = (("--warps", "warps"),)
+OPTIONS = (("--warps", "warps"), ("--b-layout", "b_layout"))
 
 
 class TritonRule:
@@ -32,6 +32,8 @@ class TritonRule:
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         """--warps."""
         parser.add_argument("--warps", metavar="N", help="Triton's num_warps: 4 (default) or 8")
+        parser.add_argument("--b-layout", choices=B_LAYOUTS, help="how B is stored: k (K-major, N x K; the default "
+                            "for fp8, as Triton's fp8 examples store it) or n (N-major, K x N; the default otherwise)")
 
     def given(self, args: argparse.Namespace) -> list[str]:
         """Triton's options that were given."""
@@ -42,7 +44,7 @@ class TritonRule:
         """One TritonKernel per tile: fp16 and 4 warps unless given."""
         kind = triton_dtype(dtype or "fp16")
         warps = parse_count(args.warps, "--warps") if args.warps is not None else 4
-        return tuple(TritonKernel(t.m, t.n, t.k, kind, stages, warps) for t in tiles)
+        return tuple(TritonKernel(t.m, t.n, t.k, kind, stages, warps, args.b_layout) for t in tiles)
 
     def evaluate(self, kernel: TritonKernel, request: FitRequest, target: Target) -> FitResult:
         """metadata.shared on the target; the block is num_warps x 32 threads, all of it dynamic."""
@@ -53,15 +55,21 @@ class TritonRule:
         t = kernels[0]
         tile = f"tile {t.m}x{t.n}x{t.k}, " if len(kernels) == 1 else ""
         count = "num_stages auto (the most that load)" if stages is None else f"num_stages {stages}"
-        return f"{tile}{t.dtype}, num_warps {t.warps}, {count}: Triton {self.version}'s matmul"
+        # B's layout changes the bytes of 8-bit operands (the pipeliner's path into wgmma): say which one
+        # was counted there, or wherever it was given.
+        shown_layout = t.b_layout is not None or t.config(1).bits == 8
+        layout = f"B {t.b_major.upper()}-major{'' if t.b_layout else ' (assumed)'}, " if shown_layout else ""
+        return f"{tile}{t.dtype}, {layout}num_warps {t.warps}, {count}: Triton {self.version}'s matmul"
 
     def json_fields(self, kernels: Sequence[TritonKernel], stages: int | None) -> dict[str, Any]:
         """The operand type, num_warps and the Triton version."""
-        return {"dtype": kernels[0].dtype, "warps": kernels[0].warps, "triton_version": self.version}
+        return {"dtype": kernels[0].dtype, "warps": kernels[0].warps, "triton_version": self.version,
+                "b_layout": kernels[0].b_major}
 
     def json_properties(self) -> dict[str, Any]:
         """The schema of json_fields."""
-        return {"dtype": {"type": "string"}, "warps": {"type": "integer"}, "triton_version": {"type": "string"}}
+        return {"dtype": {"type": "string"}, "warps": {"type": "integer"}, "triton_version": {"type": "string"},
+                "b_layout": {"enum": list(B_LAYOUTS)}}
 
     def parse_message(self, text: str) -> Explained | None:
         """"out of resource: shared memory, Required: X, Hardware limit: Y", checked: Y >= 1 and X > Y."""
