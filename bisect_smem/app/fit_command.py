@@ -28,6 +28,8 @@ from bisect_smem.core.profiles import PROFILES, ArchProfile, find_profile, profi
 from bisect_smem.core.sizes import parse_count, parse_size, shown
 
 EXIT_FITS, EXIT_DOES_NOT_FIT, EXIT_INCOMPLETE = 0, 1, 4
+DEFAULT_THREADS = "128"
+ARCH_SUFFIX = re.compile(r"(?<=\d)[af]$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,10 @@ def parse_query(args: argparse.Namespace) -> FitQuery:
     text = args.bytes if args.bytes is not None else args.dynamic
     dynamic = parse_size(text, "dynamic size") if text is not None else None
     static = parse_size(args.static, "static size") if args.static is not None else None
-    threads = parse_count(args.threads, "--threads")
+    if args.tile and args.threads is not None:
+        raise UsageError("--threads applies to a size, not to --tile: a library's GEMM kernel sets its own block "
+                         "size; drop --threads")
+    threads = parse_count(args.threads or DEFAULT_THREADS, "--threads")
     return FitQuery(dynamic, static, threads, Path(compiled) if compiled else None, bool(args.ptx), args.kernel,
                     kernels, explained, tuple(published(args.arch, bool(args.target))), tuple(args.target or ()),
                     tuple(args.simulate or ()), not (args.no_local or args.target or args.simulate), args.json,
@@ -147,7 +152,8 @@ def published(names: list[str] | None, targets: bool) -> list[ArchProfile]:
         return [] if targets else list(PROFILES)
     profiles: dict[str, ArchProfile] = {}
     for name in names:
-        p = find_profile(name)
+        # CUTLASS builds name the architecture-specific target (sm_90a, sm_100a, sm_120f): the same limits.
+        p = find_profile(name) or find_profile(ARCH_SUFFIX.sub("", name.strip()))
         if p is None:
             raise UsageError(f"unknown profile {name!r}; valid: {', '.join(profile_names())}")
         profiles.setdefault(p.key, p)
@@ -203,7 +209,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     fit.add_argument("bytes", nargs="?", help="dynamic shared memory per block")
     fit.add_argument("--dynamic", metavar="BYTES", help="dynamic shared memory (with --cubin or --ptx)")
     fit.add_argument("--static", metavar="BYTES", help="static shared memory (default 0)")
-    fit.add_argument("--threads", default="128", metavar="N", help="threads per block (default 128)")
+    fit.add_argument("--threads", metavar="N", help=f"threads per block (default {DEFAULT_THREADS}; not with --tile)")
     fit.add_argument("--cubin", metavar="FILE", help="read the kernel's static shared memory from a cubin")
     fit.add_argument("--ptx", metavar="FILE", help="read the kernel's static shared memory from PTX")
     fit.add_argument("--kernel", metavar="NAME", help="the kernel in --cubin/--ptx (a unique part of its name; "

@@ -81,11 +81,19 @@ def gemm_answer(r: FitResult) -> str:
         return (f"{where}: does not build: {r.build_reason} ({r.stages} stage(s) of {r.stage_bytes} B, "
                 f"{r.shared_storage_bytes} B)")
     if r.verdict == UNKNOWN:
-        return f"{where}: {r.stages} stages, {r.shared_storage_bytes} B; limit unknown"
+        return f"{where}: {r.stages} stages, {_asked(r)}; limit unknown"
     if r.verdict == DOES_NOT_FIT:
         return _does_not_fit(r, where)
     more = f"; {r.stages + 1} would need {r.next_stage_bytes} B" if r.next_stage_bytes else ""
-    return f"{r.stages} stages fit on {where}: {r.shared_storage_bytes} of {r.optin_limit_bytes} B{more}"
+    return f"{r.stages} stages fit on {where}: {_asked(r, ' of')} {r.optin_limit_bytes} B{more}"
+
+
+def _asked(r: FitResult, joint: str = "") -> str:
+    """The launch's bytes as counted against the limit: SharedStorageSize, and the --static bytes beside it."""
+    static = r.total_bytes - (r.shared_storage_bytes or 0)
+    if not static:
+        return f"{r.shared_storage_bytes}{joint or ' B'}"
+    return f"{r.shared_storage_bytes} B + {static} B static{joint}"
 
 
 def _does_not_fit(r: FitResult, where: str) -> str:
@@ -93,10 +101,10 @@ def _does_not_fit(r: FitResult, where: str) -> str:
     by how much, and what would fit instead."""
     if r.auto_rule_overflows:
         head = (f"CUTLASS {r.cutlass_version}'s auto rule picks {r.stages} stages; the kernel needs "
-                f"{r.shared_storage_bytes} B against {r.optin_limit_bytes} B on {where}: over by {r.over_bytes} B. "
+                f"{_asked(r)} against {r.optin_limit_bytes} B on {where}: over by {r.over_bytes} B. "
                 "It compiles and fails at initialize() with Error Internal.")
     else:
-        head = (f"{r.stages} stages do not fit on {where}: {r.shared_storage_bytes} B against "
+        head = (f"{r.stages} stages do not fit on {where}: {_asked(r)} against "
                 f"{r.optin_limit_bytes} B, over by {r.over_bytes} B.")
     instead = []
     if r.fitting_stages is not None:
@@ -159,6 +167,9 @@ def stages_cell(r: FitResult) -> str:
         return "-"
     if r.verdict == DOES_NOT_BUILD:
         return f"{r.stages}: does not build"
+    if r.verdict == DOES_NOT_FIT:
+        # Only counts that fit are suggested: the most StageCount<S> under the limit, or none.
+        return f"{r.fitting_stages} (auto {r.stages} is over)" if r.fitting_stages else f"none ({r.stages} is over)"
     return "?" if r.verdict == UNKNOWN else str(r.stages)
 
 

@@ -34,6 +34,12 @@ class Epilogue:
 NO_SMEM = Epilogue(None, 0, 0, EMPTY, EMPTY, None, EMPTY)
 
 
+def given(size: int) -> Epilogue:
+    """An epilogue whose SharedStorage the user gave (--epilogue BYTES): all of it tensors, no pipeline of
+    its own, in the kernel's storage as in the builder's carveout."""
+    return Epilogue(None, 0, 0, Part(size, 1), Part(0, 1), None, Part(size, 1))
+
+
 def swizzle_alignment(row_bytes: int) -> int:
     """alignment_for_swizzle of the widest swizzle a K-major row of ``row_bytes`` takes: 128 B rows swizzle
     128 B (Swizzle<3,4,3>: 1024 B), 64 B rows 512, 32 B rows 256, narrower ones interleave (128)."""

@@ -68,7 +68,10 @@ def build(g: GemmKernel) -> Build:
     capacity = CAPACITY_BYTES - carveout_of(g, acc)
     warps = [2, 2] if two_sm and g.m == 128 else [4, 1]  # the epilogue's warps along M and N
     ep = epi.sm100(cta_m, g.n, g.c_bits, g.d_bits, warps, g.block_scaled, g.grouped)
-    carveout = ep.shared.size if g.epilogue_bytes is None else g.epilogue_bytes
+    if g.epilogue_bytes is not None:
+        # The given storage is the epilogue's in the kernel's total and breakdown, not only in the carveout.
+        ep = epi.given(g.epilogue_bytes)
+    carveout = ep.shared.size
     sfa = scale_factors(cta_m, g.k, g.op_a.scale_vector) if g.block_scaled else 0
     sfb = scale_factors(g.n, g.k, g.op_b.scale_vector) if g.block_scaled else 0
     stage = a + b + sfa + sfb + (round_up(barriers(1).size, 128) if g.block_scaled else barriers(1).size)

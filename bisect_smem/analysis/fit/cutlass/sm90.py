@@ -44,7 +44,7 @@ def parts(named: list[tuple[str, int]], total: int) -> tuple[tuple[str, int], ..
 def epilogue_parts(ep: epi.Epilogue) -> list[tuple[str, int]]:
     """The epilogue's named bytes (none for the epilogue without shared memory)."""
     if ep.tile is None:
-        return []
+        return [("epilogue storage (given)", ep.tensors.size)] if ep.tensors.size > 1 else []
     return [(f"epilogue C/D buffers ({ep.tile[0]}x{ep.tile[1]} tile, {ep.stages_c} C / {ep.stages_d} D stages)",
              ep.tensors.size), ("epilogue barriers", ep.pipeline.size)]
 
@@ -70,7 +70,10 @@ def build(g: GemmKernel) -> Build:
         return Build("sm90", False, reason)
     pingpong = g.schedule == "pingpong" or (g.schedule == "auto" and g.m == 64)
     ep = epi.NO_SMEM if g.schedule == "auto" else epi.sm90(g.m, g.n, g.c_bits, g.d_bits, not pingpong, g.grouped)
-    carveout = ep.shared.size if g.epilogue_bytes is None else g.epilogue_bytes
+    if g.epilogue_bytes is not None:
+        # The given storage is the epilogue's in the kernel's total and breakdown, not only in the carveout.
+        ep = epi.given(g.epilogue_bytes)
+    carveout = ep.shared.size
     a, b = g.op_a.bits * g.m * g.k // 8, g.op_b.bits * g.n * g.k // 8
     stage = round_up(a + b, ALIGNMENT) + barriers(1).size
     capacity = CAPACITY_BYTES - (GROUPED_CARVEOUT if g.grouped else 0)
