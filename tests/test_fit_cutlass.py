@@ -24,7 +24,7 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 def model(row: dict):
     m, n, k = row["tile"]
     kernel = GemmKernel(m, n, k, row["a"], row["b"], row["c"], row["d"], row["schedule"], row["grouped"],
-                        row["stages"] or None)
+                        row["stages"] or None, cluster=tuple(row["cluster"]))
     return FAMILIES[row["arch"]](kernel)
 
 

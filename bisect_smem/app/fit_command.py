@@ -224,7 +224,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                      help="auto (default): CUTLASS's StageCountAutoCarveout, or the most num_stages Triton loads; "
                           "S: StageCount<S> or num_stages=S, its exact size and margin")
     fit.add_argument("--dtype", help="the operands' type: bf16, fp16, tf32, fp32, e4m3, e5m2, int8, e3m2, e2m3, "
-                                     "e2m1 (fp8, fp6, fp4), or block-scaled nvfp4, mxfp4, mxfp6, mxfp8 (default fp16; "
+                                     "e2m1 (fp8, fp6, fp4), or block-scaled nvfp4, mxfp4, mxfp6, mxfp8, mxfp4-f8f6f4 (mxfp4 "
+                                     "through CUTLASS's MXF8F6F4 schedule, a byte an element) (default fp16; "
                                      "Triton: fp16, bf16, fp32, fp8)")
     for rule in RULES.values():
         rule.add_options(fit.add_argument_group(f"{rule.library}'s kernel (with --tile)"))

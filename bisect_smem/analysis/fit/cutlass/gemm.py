@@ -11,6 +11,7 @@ from bisect_smem.core.errors import UsageError
 
 SCHEDULES = ("auto", "cooperative", "pingpong", "1sm", "2sm")
 MIN_STAGES = 2  # "Specialization requires Stages set to value 2 or more."
+MAX_CLUSTER = 16  # the most CTAs a cluster may have (non-portable; 8 portable)
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,7 @@ class GemmKernel:
     fusion: str = "none"  # the launcher's epilogue fusion: none, or finalize (scatter, router scales, bias)
     swap_ab: bool = False  # A and B swapped: the kernel computes D^T, so C and D are column-major
     cutlass_version: str = CUTLASS_VERSION  # the release whose builders count it (CUTLASS_VERSIONS)
+    cluster: tuple[int, int, int] = (1, 1, 1)  # the cluster shape, CTAs along M, N, K
 
     def __post_init__(self) -> None:
         operand(self.a, "--dtype-a")
@@ -44,6 +46,10 @@ class GemmKernel:
             raise UsageError(f"unknown --schedule {self.schedule!r}; valid: {', '.join(SCHEDULES)}")
         if self.cutlass_version not in CUTLASS_VERSIONS:
             raise UsageError(f"unknown --cutlass-version {self.cutlass_version!r}; valid: {', '.join(CUTLASS_VERSIONS)}")
+        if any(not 1 <= c <= MAX_CLUSTER for c in self.cluster) or self.cluster[0] * self.cluster[1] * self.cluster[2] > \
+                MAX_CLUSTER:
+            raise UsageError(f"--cluster {'x'.join(map(str, self.cluster))}: a cluster has at most {MAX_CLUSTER} CTAs "
+                             "(8 portable)")
         if self.stages is not None and self.stages < 1:
             raise UsageError(f"--stages must be >= 1 (got {self.stages})")
 

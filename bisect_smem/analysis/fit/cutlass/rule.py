@@ -5,6 +5,7 @@ JSON fields."""
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,10 +23,22 @@ from bisect_smem.core.sizes import parse_size
 OPTIONS = (("--dtype-a", "dtype_a"), ("--dtype-b", "dtype_b"), ("--c-dtype", "c_dtype"), ("--d-dtype", "d_dtype"),
            ("--schedule", "schedule"), ("--grouped", "grouped"), ("--epilogue", "epilogue"),
            ("--launcher", "launcher"), ("--fusion", "fusion"), ("--swap-ab", "swap_ab"),
-           ("--cutlass-version", "cutlass_version"))
+           ("--cutlass-version", "cutlass_version"), ("--cluster", "cluster"))
 # What a launcher fixes itself: given beside --launcher, these are a usage error.
 LAUNCHER_FIXES = ("--c-dtype", "--schedule", "--grouped", "--epilogue")
 _STRING = {"type": "string"}
+_CLUSTER = re.compile(r"^\s*([0-9]{1,2})\s*x\s*([0-9]{1,2})\s*x\s*([0-9]{1,2})\s*$", re.IGNORECASE | re.ASCII)
+
+
+def parse_cluster(text: str | None) -> tuple[int, int, int]:
+    """``2x1x1`` -> (2, 1, 1); None -> (1, 1, 1); anything else is a UsageError naming the text."""
+    if text is None:
+        return (1, 1, 1)
+    match = _CLUSTER.match(text)
+    if not match:
+        raise UsageError(f"--cluster must look like 2x1x1 (MxNxK CTAs; got {text[:40]!r})")
+    m, n, k = (int(g) for g in match.groups())
+    return m, n, k
 
 
 class CutlassRule:
@@ -55,6 +68,8 @@ class CutlassRule:
                             help="the launcher's epilogue fusion: none (default) or finalize (the FC2 epilogue: "
                                  "scatter, router scales, bias)")
         parser.add_argument("--swap-ab", action="store_true", help="the launcher's swap_ab kernel (D transposed)")
+        parser.add_argument("--cluster", metavar="MxNxK", help="the cluster shape (default 1x1x1); on sm_100, "
+                            "--schedule auto takes the 2-SM kernel where the cluster is even along M, as CUTLASS does")
         parser.add_argument("--cutlass-version", choices=CUTLASS_VERSIONS,
                             help=f"the CUTLASS release whose builders count the kernel (default {CUTLASS_VERSION})")
 
@@ -68,13 +83,16 @@ class CutlassRule:
         if dtype is not None:
             operand(dtype, "--dtype")
         launchers.check(args.launcher, args.fusion or "none", args.swap_ab)
+        if args.cluster is not None and args.launcher is not None:
+            raise UsageError("--cluster: --launcher trtllm-moe's sm_120 kernel has cluster 1x1x1: drop --cluster")
         if args.launcher is not None:
             return self._launched(args, tiles, dtype, stages)
         dtype = dtype or "fp16"
         epilogue = check_bound(parse_size(args.epilogue, "--epilogue"), "--epilogue") if args.epilogue else None
         return tuple(GemmKernel(t.m, t.n, t.k, args.dtype_a or dtype, args.dtype_b or dtype, args.c_dtype or "bf16",
                                 args.d_dtype or "bf16", args.schedule or "auto", args.grouped, stages, epilogue,
-                                cutlass_version=args.cutlass_version or CUTLASS_VERSION) for t in tiles)
+                                cutlass_version=args.cutlass_version or CUTLASS_VERSION,
+                                cluster=parse_cluster(args.cluster)) for t in tiles)
 
     def _launched(self, args: argparse.Namespace, tiles: Sequence[Tile], dtype: str | None,
                   stages: int | None) -> tuple[GemmKernel, ...]:
@@ -100,6 +118,8 @@ class CutlassRule:
         types = k.a if k.a == k.b else f"A {k.a}, B {k.b}"
         count = "stages auto (StageCountAutoCarveout)" if stages is None else f"{stages} stages (StageCount)"
         epilogue = f"epilogue {k.epilogue_bytes} B (given)" if k.epilogue_bytes is not None else f"C {k.c}, D {k.d}"
+        if k.cluster != (1, 1, 1):
+            types += f", cluster {'x'.join(map(str, k.cluster))}"
         if k.launcher is not None:
             return (f"{tile}{types}, output {k.d}, fusion {k.fusion}{', swap_ab' if k.swap_ab else ''}, {count}: "
                     f"{k.launcher} launcher (moe_gemm_tma_ws_launcher) with CUTLASS {k.cutlass_version}'s builders")
@@ -111,14 +131,15 @@ class CutlassRule:
         k = kernels[0]
         return {"dtype_a": k.a, "dtype_b": k.b, "c_dtype": k.c, "d_dtype": k.d, "schedule": k.schedule,
                 "grouped": k.grouped, "cutlass_version": k.cutlass_version, "epilogue_bytes": k.epilogue_bytes,
-                "launcher": k.launcher, "fusion": k.fusion, "swap_ab": k.swap_ab}
+                "launcher": k.launcher, "fusion": k.fusion, "swap_ab": k.swap_ab, "cluster": list(k.cluster)}
 
     def json_properties(self) -> dict[str, Any]:
         """The schema of json_fields."""
         return {"dtype_a": _STRING, "dtype_b": _STRING, "c_dtype": _STRING, "d_dtype": _STRING, "schedule": _STRING,
                 "grouped": {"type": "boolean"}, "cutlass_version": _STRING,
                 "epilogue_bytes": {"type": ["integer", "null"]}, "launcher": {"enum": [*launchers.LAUNCHERS, None]},
-                "fusion": {"enum": list(launchers.FUSIONS)}, "swap_ab": {"type": "boolean"}}
+                "fusion": {"enum": list(launchers.FUSIONS)}, "swap_ab": {"type": "boolean"},
+                "cluster": {"type": "array", "items": {"type": "integer"}, "minItems": 3, "maxItems": 3}}
 
     def parse_message(self, text: str) -> Explained | None:
         """CUTLASS has no message of its own ('Error Internal' says no number): None."""

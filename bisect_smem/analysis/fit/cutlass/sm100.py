@@ -26,7 +26,8 @@ SF_BLOCK_MN, SF_BLOCK_K = 128, 4  # a scale-factor atom: 128 rows by 4 factors a
 
 def alloc_bytes(g: GemmKernel, bits: int) -> float:
     """Shared-memory bytes per element: narrow types take a byte except in the fp4 (MXF4/NVF4) MMA."""
-    mxf4 = g.op_a.kind == g.op_b.kind == "f4" and g.block_scaled and g.op_a.scale_vector == g.op_b.scale_vector
+    mxf4 = (g.op_a.kind == g.op_b.kind == "f4" and g.block_scaled and g.op_a.scale_vector == g.op_b.scale_vector
+            and not (g.op_a.byte_elements or g.op_b.byte_elements))
     return bits / 8 if bits >= 8 or mxf4 else 1
 
 
@@ -42,6 +43,14 @@ def accumulator_stages(g: GemmKernel, cta_m: int, two_sm: bool) -> int:
     if two_sm or cta_m > 64:
         return min(4, TMEM_ROWS * TMEM_COLUMNS // (cta_m * g.n))
     return min(4, TMEM_COLUMNS // g.n * 2)
+
+
+def uses_two_sms(g: GemmKernel) -> bool:
+    """Is it the 2-SM kernel? --schedule 2sm, or auto where KernelScheduleAuto picks it: a cluster even
+    along M and a tile M that is a multiple of 128 (sm100_common.inl)."""
+    if g.schedule == "auto":
+        return g.cluster[0] % 2 == 0 and g.m % 128 == 0
+    return g.schedule == "2sm"
 
 
 def refuse(g: GemmKernel) -> str | None:
@@ -60,7 +69,7 @@ def build(g: GemmKernel) -> Build:
     reason = refuse(g)
     if reason:
         return Build("sm100", False, reason)
-    two_sm = g.schedule == "2sm"
+    two_sm = uses_two_sms(g)
     cta_m, cta_n = (g.m // 2, g.n // 2) if two_sm else (g.m, g.n)
     a = int(alloc_bytes(g, g.op_a.bits) * cta_m * g.k)
     b = int(alloc_bytes(g, g.op_b.bits) * cta_n * g.k)

@@ -37,6 +37,8 @@ def refuse(g: GemmKernel) -> str | None:
     """Why sm_120's builders (or the launcher) refuse these operands, or None."""
     if g.launcher is not None and (reason := launchers.refuse(g.a, g.b)):
         return reason
+    if g.cluster != (1, 1, 1):
+        return "no programmatic multicast on this arch"
     if g.schedule in ("1sm", "2sm"):
         return f"--schedule {g.schedule} is sm_100's; sm_120 has auto, cooperative, pingpong"
     if g.op_a.block_scaled != g.op_b.block_scaled or (g.block_scaled and g.op_a.scale_vector != g.op_b.scale_vector):

@@ -60,6 +60,9 @@ def refuse(g: GemmKernel) -> str | None:
         return "operands of different widths take CUTLASS's mixed-input collective, which is not modelled"
     if g.schedule in ("1sm", "2sm"):
         return f"--schedule {g.schedule} is sm_100's; sm_90 has auto, cooperative, pingpong"
+    if g.grouped and g.schedule == "auto":
+        # EpilogueScheduleAuto is the non-TMA epilogue, which takes no ptr-array (grouped) strides.
+        return "StrideCD must be rank-3: [M, N, L]"
     return None
 
 
