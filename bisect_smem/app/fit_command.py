@@ -139,11 +139,15 @@ def parse_explain(text: str) -> Explained:
         if found is not None:
             return found
     try:
-        return Explained("bytes", check_bound(parse_size(text, "--explain"), "--explain"), None, ())
+        required = check_bound(parse_size(text, "--explain"), "--explain")
     except UsageError:
         raise UsageError("--explain takes Triton's message (\"out of resource: shared memory, Required: X, "
                          "Hardware limit: Y\") or the kernel's shared memory in bytes, e.g. CUTLASS's "
                          f"sizeof(GemmKernel::SharedStorage), with --arch (got {shown(text)})") from None
+    if required < 1:
+        raise UsageError("--explain 0: a kernel that needs no shared memory never fails for lack of it; give the "
+                         "size the failing kernel asked for")
+    return Explained("bytes", required, None, ())
 
 
 def published(names: list[str] | None, targets: bool) -> list[ArchProfile]:

@@ -65,3 +65,13 @@ def test_a_byte_count_beside_triton_tiles_is_not_cutlass(capsys: pytest.CaptureF
     code, out, _ = fit(["--explain", "300000", "--tile", "128x128x64", "--rule", "triton", "--arch", "sm_90"], capsys)
     assert code == 1 and "CUTLASS" not in out
     assert out.splitlines()[0] == "the kernel needs 300000 B of shared memory per block (Triton's tiles below)."
+
+
+@pytest.mark.parametrize(("explain", "message"), [
+    ("0", "error: --explain 0: a kernel that needs no shared memory never fails for lack of it"),
+    ("out of resource: shared memory, Required: 2, Hardware limit: 1",
+     "error: --explain's Hardware limit must be >= 49152 B: no GPU allows a block 1 B of shared memory"),
+])
+def test_explain_of_what_no_gpu_says_is_refused(explain: str, message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = fit(["--explain", explain, "--arch", "sm_90"], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and err.startswith(message)

@@ -59,8 +59,12 @@ def refuse(g: GemmKernel) -> str | None:
         return f"--schedule {g.schedule} is sm_90's and sm_120's; sm_100 has auto, 1sm, 2sm"
     if g.op_a.block_scaled != g.op_b.block_scaled or (g.block_scaled and g.op_a.scale_vector != g.op_b.scale_vector):
         return "A and B must both be block-scaled with one scale-factor vector size"
-    if g.schedule == "2sm" and g.m not in (128, 256):
-        return "a 2-SM tile has M = 128 or 256"
+    two_sm = uses_two_sms(g)
+    # The epilogue is built first: its schedule against the cluster, then the MMA's M.
+    if two_sm and g.cluster[0] % 2:
+        return "schedule + cluster mismatch"
+    if g.m not in ((128, 256) if two_sm else (64, 128)):
+        return "Invalid TileShape_M."
     return None
 
 

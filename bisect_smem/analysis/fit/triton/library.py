@@ -14,6 +14,7 @@ from bisect_smem.analysis.fit.tiles import Tile
 from bisect_smem.analysis.fit.triton import TRITON_VERSION
 from bisect_smem.analysis.fit.triton.rule import B_LAYOUTS, TritonKernel, evaluate_triton, stages_giving, triton_dtype
 from bisect_smem.core.errors import UsageError
+from bisect_smem.core.hardware import DEFAULT_SMEM_PER_BLOCK_BYTES
 from bisect_smem.core.profiles import PROFILES
 from bisect_smem.core.sizes import parse_count
 
@@ -78,8 +79,10 @@ class TritonRule:
             return None
         required = check_bound(parse_count(match.group(1), "--explain's Required"), "--explain's Required")
         limit = check_bound(parse_count(match.group(2), "--explain's Hardware limit"), "--explain's Hardware limit")
-        if limit < 1:
-            raise UsageError(f"--explain's Hardware limit must be >= 1 B: no GPU allows {limit} B of shared memory")
+        if limit < DEFAULT_SMEM_PER_BLOCK_BYTES:
+            # Triton's limit is the device's opt-in attribute, never below the 48 KB every GPU gives a block.
+            raise UsageError(f"--explain's Hardware limit must be >= {DEFAULT_SMEM_PER_BLOCK_BYTES} B: no GPU allows "
+                             f"a block {limit} B of shared memory")
         if required <= limit:
             raise UsageError(f"--explain's Required ({required} B) must be more than the Hardware limit ({limit} B): "
                              "Triton raises OutOfResources only when the kernel needs more than the GPU allows")
