@@ -94,7 +94,6 @@ def _sm100() -> list[Case]:
             Case(100, "nvfp4", "nvfp4", (128, 256, 128), "1sm", stages=6),
             # KernelScheduleAuto takes the 2-SM kernel for a cluster even along M; mxfp4 through MXF8F6F4.
             Case(100, "bf16", "bf16", (256, 128, 64), "auto", cluster=(2, 1, 1)),
-            Case(100, "bf16", "bf16", (128, 256, 64), "auto", cluster=(2, 1, 1)),
             Case(100, "mxfp4-f8f6f4", "mxfp4-f8f6f4", (128, 128, 256), "1sm")]
     return out
 

@@ -39,12 +39,17 @@ def refuse(g: GemmKernel) -> str | None:
         return reason
     if g.cluster != (1, 1, 1):
         return "no programmatic multicast on this arch"
+    if g.block_scaled and max(g.n, SF_BLOCK_MN) % SF_BLOCK_MN:
+        # SFB's tile is N (at least 128) in 128-row blocks: cute's layout tiling refuses a remainder.
+        return "Shape Divisibility Condition"
     if g.schedule in ("1sm", "2sm"):
         return f"--schedule {g.schedule} is sm_100's; sm_120 has auto, cooperative, pingpong"
     if g.op_a.block_scaled != g.op_b.block_scaled or (g.block_scaled and g.op_a.scale_vector != g.op_b.scale_vector):
         return "A and B must both be block-scaled with one scale-factor vector size"
     if not g.block_scaled and not {g.op_a.kind, g.op_b.kind} <= {"f8", "f6", "f4"}:
         return "SM120 TmaWarpSpecialized builder currently only supports F8F6F4 MMA."
+    if not g.block_scaled and g.grouped and release(g.cutlass_version) < (4, 7):
+        return "PtrArray kernel is not supported for this collective builder."
     if not g.block_scaled and {g.op_a.kind, g.op_b.kind} & {"f6", "f4"} and g.k % 128:
         return "TileSize and MNK Major does not met with MMA Mix 8-bit TMA load requirement"
     return None

@@ -60,6 +60,11 @@ def refuse(g: GemmKernel) -> str | None:
         return "operands of different widths take CUTLASS's mixed-input collective, which is not modelled"
     if g.schedule in ("1sm", "2sm"):
         return f"--schedule {g.schedule} is sm_100's; sm_90 has auto, cooperative, pingpong"
+    if g.m % 64:
+        return "Tile_M must be a multiple of 64."
+    if g.k % (256 // g.op_a.bits):
+        # One GMMA's K is 32 bytes of the operand: 16 fp16, 32 fp8, 8 tf32 elements.
+        return f"Tile_K must be a multiple of {256 // g.op_a.bits}."
     if g.grouped and g.schedule == "auto":
         # EpilogueScheduleAuto is the non-TMA epilogue, which takes no ptr-array (grouped) strides.
         return "StrideCD must be rank-3: [M, N, L]"
