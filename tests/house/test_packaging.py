@@ -21,5 +21,5 @@ def test_every_package_folder_is_listed() -> None:
 
 def test_the_files_read_at_run_time_are_package_data() -> None:
     data = _setuptools()["package-data"]
-    assert data["bisect_smem.kernels"] == ["*.cu"] and (ROOT / "kernels").glob("*.cu")
+    assert data["bisect_smem.kernels"] == ["*.cu"] and any((ROOT / "kernels").glob("*.cu"))
     assert "*.json" in data["bisect_smem.schemas"]
