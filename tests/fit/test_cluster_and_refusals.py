@@ -4,13 +4,13 @@ come in their own words, each against a committed compile of it (tests/data/cutl
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
-from bisect_smem.app import cli
+from bisect_smem.app.cli import main as cli
+from tests.paths import DATA
 
-TRUTH = json.loads((Path(__file__).resolve().parents[1] / "data" / "cutlass_truth.json").read_text())
+TRUTH = json.loads((DATA / "cutlass_truth.json").read_text())
 ROWS = {r["name"]: r for r in TRUTH["rows"]}
 
 

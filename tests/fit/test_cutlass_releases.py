@@ -6,15 +6,14 @@ N down; its dense sm_120 builder took no grouped kernel."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from bisect_smem.analysis.fit.cutlass import sm120
 from bisect_smem.analysis.fit.cutlass.gemm import GemmKernel
-from bisect_smem.app import cli
+from bisect_smem.app.cli import main as cli
+from tests.paths import DATA
 
-DATA = Path(__file__).resolve().parents[1] / "data"
 TABLES = {path.name: json.loads(path.read_text()) for path in sorted(DATA.glob("cutlass_truth_4.*_sm120.json"))}
 ROWS = [(name, row) for name, doc in TABLES.items() for row in doc["rows"]]
 

@@ -11,7 +11,7 @@ import pytest
 
 from bisect_smem.analysis.fit.cutlass import sm90, sm120
 from bisect_smem.analysis.fit.cutlass.gemm import GemmKernel
-from bisect_smem.app import cli
+from bisect_smem.app.cli import main as cli
 
 
 def fit(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:

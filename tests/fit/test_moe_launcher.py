@@ -7,15 +7,14 @@ its auto rule picks 3 stages and the kernel needs 102400 B of sm_120's 101376.""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from bisect_smem.analysis.fit.cutlass import sm120
 from bisect_smem.analysis.fit.cutlass.gemm import GemmKernel
-from bisect_smem.app import cli
+from bisect_smem.app.cli import main as cli
+from tests.paths import DATA
 
-DATA = Path(__file__).resolve().parents[1] / "data"
 TABLES = {path.name: json.loads(path.read_text()) for path in sorted(DATA.glob("cutlass_truth_moe_*.json"))}
 ROWS = [(name, row) for name, doc in TABLES.items() for row in doc["rows"]]
 SM120_OPTIN = 101376

@@ -9,7 +9,6 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,9 +18,8 @@ from bisect_smem.analysis.fit.explain import Explained
 from bisect_smem.analysis.fit.rules import RULES, gemm_schema
 from bisect_smem.analysis.fit.targets import FitRequest, FitResult, Target, evaluate
 from bisect_smem.analysis.fit.tiles import Tile
-from bisect_smem.app import cli
-
-PACKAGE = Path(__file__).resolve().parents[2] / "bisect_smem"
+from bisect_smem.app.cli import main as cli
+from tests.paths import PACKAGE
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,345 @@
+"""The ``fit`` subcommand: the command line parsed once into a frozen FitQuery, the kernel's sizes and
+the targets gathered, evaluated, and the text to print returned with the exit code. Called by cli.py
+only, which prints."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bisect_smem.analysis.fit import FIT_SCHEMA
+from bisect_smem.analysis.fit.compiled import cubin_static_smem, ptx_static_smem
+from bisect_smem.analysis.fit.explain import Explained
+from bisect_smem.analysis.fit.gemm import DOES_NOT_BUILD
+from bisect_smem.analysis.fit.rule import GemmRule
+from bisect_smem.analysis.fit.rules import DEFAULT_RULE, RULES
+from bisect_smem.analysis.fit.targets import DOES_NOT_FIT, UNKNOWN, FitRequest, FitResult, Target, check_bound, evaluate
+from bisect_smem.analysis.fit.tiles import Tile
+from bisect_smem.app.cli.argtypes import parse_stages
+from bisect_smem.app.cli.commands import SUBCOMMANDS
+from bisect_smem.app.outputs import writer
+from bisect_smem.app.render.fit import render, render_explain, render_gemm
+from bisect_smem.app.run import fit_targets
+from bisect_smem.core import input as reader
+from bisect_smem.core.errors import BackendUnavailable, UsageError
+from bisect_smem.core.model import to_jsonable
+from bisect_smem.core.profiles import PROFILES, ArchProfile, find_profile, profile_names
+from bisect_smem.core.sizes import parse_count, parse_size, shown
+
+EXIT_FITS, EXIT_DOES_NOT_FIT, EXIT_INCOMPLETE = 0, 1, 4
+DEFAULT_THREADS = "128"
+ARCH_SUFFIX = re.compile(r"(?<=\d)[af]$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Kernels:
+    """The GEMM kernels asked about (one per tile), the library rule that counts them, and the stages
+    (None: the library's automatic count)."""
+
+    rule: GemmRule
+    items: tuple[Any, ...]
+    stages: int | None
+
+
+@dataclass(frozen=True)
+class FitQuery:
+    """What ``fit`` is asked, parsed once from the command line; files are read later."""
+
+    dynamic: int | None
+    static: int | None
+    threads: int
+    compiled: Path | None
+    ptx: bool
+    kernel: str | None
+    kernels: Kernels | None
+    explained: Explained | None
+    profiles: tuple[ArchProfile, ...]
+    target_files: tuple[str, ...]
+    simulate: tuple[str, ...]
+    local: bool
+    json: str | None
+    verbose: bool
+
+
+def parse_query(args: argparse.Namespace) -> FitQuery:
+    """The FitQuery of the ``fit`` command line; every conflict between options is a UsageError here."""
+    explained = parse_explain(args.explain) if args.explain is not None else None
+    kernels = parse_kernels(args, explained)
+    sources = [name for name, value in (("BYTES", args.bytes), ("--dynamic", args.dynamic),
+                                        ("--tile", None if explained else args.tile), ("--explain", args.explain))
+               if value is not None]
+    if len(sources) > 1:
+        raise UsageError(f"give the dynamic size once (got {' and '.join(sources)})")
+    if args.cubin and args.ptx:
+        raise UsageError("give --cubin or --ptx, not both")
+    compiled = args.cubin or args.ptx
+    if args.kernel is not None and not compiled:
+        raise UsageError("--kernel names a kernel in --cubin or --ptx: add one of them or drop --kernel")
+    if compiled and args.static is not None:
+        raise UsageError("the static size comes from the compiled file: drop --static")
+    if not sources and not compiled:
+        raise UsageError("fit needs a size: BYTES, --tile, --explain, or --cubin/--ptx with --kernel")
+    text = args.bytes if args.bytes is not None else args.dynamic
+    dynamic = parse_size(text, "dynamic size") if text is not None else None
+    static = parse_size(args.static, "static size") if args.static is not None else None
+    if args.tile and args.threads is not None:
+        raise UsageError("--threads applies to a size, not to --tile: a library's GEMM kernel sets its own block "
+                         "size; drop --threads")
+    threads = parse_count(args.threads or DEFAULT_THREADS, "--threads")
+    return FitQuery(dynamic, static, threads, Path(compiled) if compiled else None, bool(args.ptx), args.kernel,
+                    kernels, explained, tuple(published(args.arch, bool(args.target))), tuple(args.target or ()),
+                    tuple(args.simulate or ()), not (args.no_local or args.target or args.simulate), args.json,
+                    args.verbose)
+
+
+def _given(args: argparse.Namespace) -> list[str]:
+    """The GEMM options given, by name: the shared ones, then each library's own."""
+    values = (("--stages", args.stages), ("--dtype", args.dtype), ("--rule", args.rule))
+    return [name for name, value in values if value is not None] + [o for r in RULES.values() for o in r.given(args)]
+
+
+def _wrong_library(rule: GemmRule, args: argparse.Namespace) -> None:
+    """Another library's own options beside ``rule``'s tile: a UsageError naming them and their library."""
+    for other in RULES.values():
+        wrong = other.given(args) if other is not rule else []
+        if wrong:
+            one = len(wrong) == 1
+            fix = (f"drop {'it' if one else 'them'} with --rule {rule.name}" if args.rule else
+                   f"add --rule {other.name} or drop {'it' if one else 'them'}")
+            raise UsageError(f"{', '.join(wrong)} {'is' if one else 'are'} {other.library}'s: {fix}")
+
+
+def parse_kernels(args: argparse.Namespace, explained: Explained | None) -> Kernels | None:
+    """The GEMM kernels from --tile and its options; the options without --tile are a usage error."""
+    given = _given(args)
+    if not args.tile:
+        if given:
+            raise UsageError(f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} only to "
+                             "--tile MxNxK: add --tile or drop them")
+        return None
+    if explained is not None and args.stages not in (None, "auto"):
+        raise UsageError("--explain shows the stage counts of --tile that fit: drop --stages")
+    if args.dtype is not None and not args.dtype.strip():
+        raise UsageError("--dtype is empty: name a type (bf16, fp16, fp32, e4m3, nvfp4, ...)")
+    stages = None if explained is not None or args.stages in (None, "auto") else args.stages
+    tiles = list(dict.fromkeys(Tile.parse(text) for text in args.tile))
+    # A library's own message is about that library's kernel: its tiles are that library's unless --rule
+    # says otherwise.
+    rule = RULES[args.rule or (explained.kind if explained is not None and explained.kind in RULES else DEFAULT_RULE)]
+    _wrong_library(rule, args)
+    return Kernels(rule, rule.kernels(args, tiles, args.dtype, stages), stages)
+
+
+def parse_explain(text: str) -> Explained:
+    """A library's own message (Triton's "out of resource: shared memory, Required: X, Hardware limit: Y"),
+    or a byte count (CUTLASS's sizeof(SharedStorage))."""
+    for rule in RULES.values():
+        found = rule.parse_message(text)
+        if found is not None:
+            return found
+    try:
+        required = check_bound(parse_size(text, "--explain"), "--explain")
+    except UsageError:
+        raise UsageError("--explain takes Triton's message (\"out of resource: shared memory, Required: X, "
+                         "Hardware limit: Y\") or the kernel's shared memory in bytes, e.g. CUTLASS's "
+                         f"sizeof(GemmKernel::SharedStorage), with --arch (got {shown(text)})") from None
+    if required < 1:
+        raise UsageError("--explain 0: a kernel that needs no shared memory never fails for lack of it; give the "
+                         "size the failing kernel asked for")
+    return Explained("bytes", required, None, ())
+
+
+def published(names: list[str] | None, targets: bool) -> list[ArchProfile]:
+    """The published rows asked for: every --arch once, in order; all of them unless --arch or --target."""
+    if not names:
+        return [] if targets else list(PROFILES)
+    profiles: dict[str, ArchProfile] = {}
+    for name in names:
+        # CUTLASS builds name the architecture-specific target (sm_90a, sm_100a, sm_120f): the same limits.
+        p = find_profile(name) or find_profile(ARCH_SUFFIX.sub("", name.strip()))
+        if p is None:
+            raise UsageError(f"unknown profile {name!r}; valid: {', '.join(profile_names())}")
+        profiles.setdefault(p.key, p)
+    return list(profiles.values())
+
+
+def kernel_request(query: FitQuery) -> tuple[FitRequest, str]:
+    """The kernel's fixed sizes (FitRequest) and a line saying where they came from."""
+    notes = []
+    if query.explained is not None:
+        dynamic = query.explained.required_bytes
+    elif query.kernels is not None:
+        dynamic = 0
+        notes.append(query.kernels.rule.describe(query.kernels.items, query.kernels.stages))
+    else:
+        dynamic = query.dynamic or 0
+    static = query.static or 0
+    if query.compiled is not None:
+        name, static, how = read_static(query.compiled, query.kernel, query.ptx, ask_driver=query.local)
+        notes.append(f"static {static} B of {name}, {how}")
+    return FitRequest(dynamic, static, query.threads), "; ".join(notes)
+
+
+def read_static(path: Path, kernel: str | None, ptx: bool, ask_driver: bool = True) -> tuple[str, int, str]:
+    """The kernel's static shared memory: from the driver where a local GPU may load the file, else the file."""
+    name, static = (ptx_static_smem if ptx else cubin_static_smem)(path, kernel)
+    if ask_driver:
+        try:
+            loaded = fit_targets.driver_static_smem(path, name)
+            if loaded is not None:
+                if loaded != static:
+                    return name, loaded, f"read by the driver (the file says {static} B)"
+                return name, loaded, "read by the driver (the file agrees)"
+        except BackendUnavailable:
+            pass
+    return name, static, f"read from the {'PTX' if ptx else 'cubin ELF sections'}"
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """The ``fit`` subcommand and its options, under the tool's subcommands ``sub``."""
+    fit = sub.add_parser("fit", help=SUBCOMMANDS["fit"],
+                         description="Say, for each published architecture and each local device (measured), "
+                                     "whether a launch fits without opt-in, with opt-in, or not at all, by how "
+                                     "many bytes, and how many such blocks fit per SM; for GEMM tiles, how many "
+                                     "pipeline stages fit by CUTLASS's rule or Triton's. Sizes: 110592, 108KiB, "
+                                     "99K.",
+                         epilog="exit codes: 0 fits everywhere asked; 1 does not fit (or does not build) somewhere; "
+                                "2 bad input; 4 a target's limit could not be measured, or Triton's rule is not "
+                                "modelled for it")
+    # A tile like -1x2x3 is a (bad) value to explain, not an unknown option: as Python 3.13 does, a word
+    # that starts with a minus and a digit is taken as a value.
+    fit._negative_number_matcher = re.compile(r"^-\.?\d")
+    fit.add_argument("bytes", nargs="?", help="dynamic shared memory per block")
+    fit.add_argument("--dynamic", metavar="BYTES", help="dynamic shared memory (with --cubin or --ptx)")
+    fit.add_argument("--static", metavar="BYTES", help="static shared memory (default 0)")
+    fit.add_argument("--threads", metavar="N", help=f"threads per block (default {DEFAULT_THREADS}; not with --tile)")
+    fit.add_argument("--cubin", metavar="FILE", help="read the kernel's static shared memory from a cubin")
+    fit.add_argument("--ptx", metavar="FILE", help="read the kernel's static shared memory from PTX")
+    fit.add_argument("--kernel", metavar="NAME", help="the kernel in --cubin/--ptx (a unique part of its name; "
+                                                      "not needed when the file has one kernel)")
+    fit.add_argument("--tile", action="append", metavar="MxNxK",
+                     help="a GEMM's tile (repeatable): CUTLASS's MMA tile (the stages its builder picks and the "
+                          "SharedStorageSize) or, with --rule triton, BLOCK_M x BLOCK_N x BLOCK_K (num_stages and "
+                          "metadata.shared); the library's release is named in every answer")
+    fit.add_argument("--rule", choices=tuple(RULES), help="whose GEMM: " + ", ".join(
+        f"{r.name} ({r.library} {r.version}{', default' if r.name == DEFAULT_RULE else ''})" for r in RULES.values()))
+    fit.add_argument("--stages", type=parse_stages, metavar="S|auto",
+                     help="auto (default): CUTLASS's StageCountAutoCarveout, or the most num_stages Triton loads; "
+                          "S: StageCount<S> or num_stages=S, its exact size and margin")
+    fit.add_argument("--dtype", help="the operands' type: bf16, fp16, tf32, fp32, e4m3, e5m2, int8, e3m2, e2m3, "
+                                     "e2m1 (fp8, fp6, fp4), or block-scaled nvfp4, mxfp4, mxfp6, mxfp8, mxfp4-f8f6f4 (mxfp4 "
+                                     "through CUTLASS's MXF8F6F4 schedule, a byte an element) (default fp16; "
+                                     "Triton: fp16, bf16, fp32, fp8)")
+    for rule in RULES.values():
+        rule.add_options(fit.add_argument_group(f"{rule.library}'s kernel (with --tile)"))
+    fit.add_argument("--verbose", action="store_true", help="the per-target table and every byte, for every target")
+    fit.add_argument("--explain", metavar="TEXT",
+                     help="Triton's 'out of resource: shared memory, Required: X, Hardware limit: Y' message, or "
+                          "a kernel's shared memory in bytes (CUTLASS): by how much it is over, per target; with "
+                          "--tile, the stage counts that fit")
+    fit.add_argument("--arch", action="append", metavar="PROFILE", help="only these architectures (repeatable)")
+    fit.add_argument("--target", action="append", metavar="REPORT.json|BASELINE.json|DIR",
+                     help="limits measured on a fleet: every device of a saved report (REPORT.json), a baseline "
+                          "file, or every baseline in a baseline folder DIR/<gpu-model>/<driver>.json (repeatable; "
+                          "implies --no-local; published rows only with --arch)")
+    fit.add_argument("--simulate", action="append", metavar="PROFILE", help="add a simulated local device")
+    fit.add_argument("--no-local", action="store_true", help="do not measure local GPUs")
+    fit.add_argument("--json", metavar="PATH", help="write the result as JSON ('-' for stdout)")
+    fit.add_argument("--quiet", action="store_true", help="no progress on stderr")
+
+
+def run(args: argparse.Namespace) -> tuple[str, int]:
+    """The ``fit`` subcommand: the text for stdout and the exit code."""
+    for value in (args.cubin, args.ptx):  # refused before anything opens them: fit never waits on a FIFO
+        reader.refuse_waiting(value)
+    return answer(parse_query(args))
+
+
+def exit_code(results: list[FitResult]) -> int:
+    """1 when something does not fit or build; else 4 when a target's limit is unknown; else 0."""
+    if any(r.verdict in (DOES_NOT_FIT, DOES_NOT_BUILD) for r in results):
+        return EXIT_DOES_NOT_FIT
+    return EXIT_INCOMPLETE if any(r.verdict == UNKNOWN for r in results) else EXIT_FITS
+
+
+def evaluate_all(query: FitQuery, request: FitRequest, found: list[Target]) -> tuple[list[FitResult], list[FitResult]]:
+    """(results, alternatives): the kernel on every target; with --explain and --tile, the tiles' stage
+    counts beside the explained size."""
+    kernels = query.kernels
+
+    def gemm() -> list[FitResult]:
+        if kernels is None:
+            return []
+        return [kernels.rule.evaluate(k, request, t) for k in kernels.items for t in found]
+
+    if kernels is not None and query.explained is None:
+        return gemm(), []
+    return [evaluate(request, t) for t in found], gemm()
+
+
+def answer(query: FitQuery) -> tuple[str, int]:
+    """Evaluate the kernel against every target: the text for stdout (the answer or JSON) and the exit code."""
+    request, source = kernel_request(query)
+    json_path = writer.output_path(query.json, "the result")
+    found, note = fit_targets.targets(query.profiles, query.target_files, query.simulate, query.local)
+    results, alternatives = evaluate_all(query, request, found)
+    varies = query.kernels is not None and query.explained is None
+    shown_request = {**to_jsonable(request), "total_bytes": request.total_bytes}
+    if varies:
+        shown_request.update(dynamic_bytes=None, total_bytes=None)
+    data = {"schema": FIT_SCHEMA, "request": shown_request, "source": source,
+            "results": [to_jsonable(r) for r in results], "note": note,
+            "gemm": _gemm_json(query.kernels), "explain": to_jsonable(query.explained),
+            "alternatives": [to_jsonable(r) for r in alternatives]}
+    text = json.dumps(data, indent=2, sort_keys=True) + "\n"
+    if json_path is not None:
+        try:
+            writer.write_atomic(json_path, text)
+        except OSError as exc:
+            raise UsageError(f"cannot write the result to {json_path}: {exc.strerror or exc}") from None
+    code = exit_code(results)
+    if query.json == "-":
+        return text, code
+    return render_all(query, request, source, results, note, alternatives) + "\n", code
+
+
+def _gemm_json(kernels: Kernels | None) -> dict[str, Any] | None:
+    if kernels is None:
+        return None
+    rule = kernels.rule
+    return {"rule": rule.name, "tiles": [f"{k.m}x{k.n}x{k.k}" for k in kernels.items],
+            "stages": "auto" if kernels.stages is None else kernels.stages,
+            **rule.json_fields(kernels.items, kernels.stages)}
+
+
+def render_all(query: FitQuery, request: FitRequest, source: str, results: list[FitResult], note: str | None,
+               alternatives: list[FitResult]) -> str:
+    """The text a person reads: the answer first, then the table and the notes."""
+    if query.explained is not None:
+        body = render_explain(request, query.explained, results, alternatives, explain_notes(query, results),
+                              _library(query))
+    elif query.kernels is not None:
+        body = render_gemm(source, results, query.verbose)
+    else:
+        body = render(request, source, results, query.verbose)
+    failures = [f"{r.target}: limit unknown: {r.error}" for r in results
+                if r.verdict == UNKNOWN and r.optin_limit_bytes is None]
+    return "\n".join([body, *dict.fromkeys(failures), *([note] if note else [])])
+
+
+def _library(query: FitQuery) -> str | None:
+    """Whose message (--explain) or tiles (--tile) these are, as a person names the library; None: neither."""
+    if query.explained is not None and query.explained.kind in RULES:
+        return RULES[query.explained.kind].library
+    return query.kernels.rule.library if query.kernels is not None else None
+
+
+def explain_notes(query: FitQuery, results: list[FitResult]) -> tuple[str, ...]:
+    """With --explain and --tile: what the tiles' library says about the explained size."""
+    if query.explained is None or query.kernels is None:
+        return ()
+    return query.kernels.rule.explain_notes(query.kernels.items, query.explained, results)

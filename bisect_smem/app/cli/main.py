@@ -1,0 +1,195 @@
+"""The command line: the parser, and the dispatch to a command. The only module that exits.
+
+Every command is a module with ``run(args) -> (text, code)``: the measuring command (no subcommand, its
+options on the tool's parser: measure_options.py; the command: measure.py) and each subcommand of the
+registry (commands.py), whose module is imported only when the command line names it. Any
+BisectSmemError ends the run with one ``error:`` line and the code its class carries.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from bisect_smem import __version__
+from bisect_smem.app.cli import commands, measure_options
+from bisect_smem.app.outputs import stderr, writer
+from bisect_smem.app.outputs.delivery import NotAllDelivered
+from bisect_smem.app.run import head_start
+from bisect_smem.app.run.timeline import mark
+from bisect_smem.core import input as reader
+from bisect_smem.core.errors import INTERRUPTED, SIGNAL_EXIT_BASE, BisectSmemError, ExitCode, UsageError
+from bisect_smem.core.text import printable_lines
+
+EXIT_CODES_HELP = """exit codes:
+  0  no limit or source disagrees (rows that differ from a prediction or hint allowed, unless --strict)
+  1  a mismatch or regression was found (or, with --strict, a row that differs)
+  2  bad usage or bad input, or a file or stream that cannot be written (a full disk, a closed or
+     broken stdout)
+  3  no usable GPU or backend
+  4  a measurement could not be completed
+  128+N  ended by signal N (130 Ctrl-C, 129 SIGHUP, 143 SIGTERM): every process it started ended; the
+         line names the files written before it
+The files asked for are written before stdout: a failing stdout costs none of them.
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports bad usage in one line and exit code 2, as every other bad input."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(ExitCode.USAGE, f"error: {message} (see {self.prog} --help)\n")
+
+    def _print_message(self, message: str, file: Any = None) -> None:
+        # argparse drops a failed write; --help or --version into a full or closed stdout is exit 2, not 0.
+        if message and file is sys.stdout:
+            file.write(message)
+            file.flush()
+        else:
+            super()._print_message(message, file)
+
+
+class _SubcommandParser(_Parser):
+    """A subcommand's parser: an argument it does not know is refused here, so that the line points at the
+    subcommand's own help (argparse passes it up to the tool's parser, which names its own)."""
+
+    def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                         namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed, extras
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The tool's parser, with the exit codes in the epilog. For a command line (``argv``) only the
+    subcommands it names are whole and imported, the others a line in the list; without one, every
+    subcommand is whole (the man page, the completions)."""
+    parser = _Parser(
+        prog="bisect-smem",
+        description="Measure how much shared memory a CUDA kernel can really get on each GPU, and check it "
+                    "against what the driver, the runtime, NVML and the published table report.",
+        epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"bisect-smem {__version__}")
+    measure_options.add_arguments(parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_SubcommandParser)
+    whole = set(commands.SUBCOMMANDS) if argv is None else set(commands.named_in(list(argv)))
+    for name, line in commands.SUBCOMMANDS.items():
+        if name in whole:
+            commands.load(name).add_parser(sub)
+        else:
+            sub.add_parser(name, help=line, add_help=False)
+    return parser
+
+
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP: raised where the program is, like KeyboardInterrupt, so that the runner's
+    cleanup ends every worker."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_terminated(signum: int, _frame: object) -> None:
+    raise Terminated(signum)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The command line: parse, run, and map every outcome to one line and an exit code."""
+    mark("parent start")
+    if sys.stderr is None:  # closed by the caller: errors go nowhere, never to stdout
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115
+    if sys.stdout is None:
+        return _fail(ExitCode.USAGE, "stdout is closed; nothing could be reported")
+    reader.forget_reads()
+    writer.forget()
+    previous = _install_signal_handlers()
+    try:
+        code = _main(argv)
+        sys.stdout.flush()
+        mark("output written")
+        return code
+    except KeyboardInterrupt:  # while the parser is built or parses; a command's own is caught in _main
+        return _fail(INTERRUPTED, "interrupted; no report was written")
+    except Terminated as exc:
+        written = writer.written()
+        what = f"written before it: {', '.join(written)}" if written else "no report was written"
+        return _fail(SIGNAL_EXIT_BASE + exc.signum, f"{signal.Signals(exc.signum).name} received; workers ended, {what}")
+    except OSError as exc:  # stdout to a full device, a broken pipe
+        _silence_stdout()
+        return _fail(ExitCode.USAGE, f"cannot write the output to stdout: {exc.strerror or exc}")
+    finally:
+        head_start.release()  # workers started for a run that never came (bad usage, --help)
+        writer.forget()  # closes what was opened for outputs never written
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _install_signal_handlers() -> dict[int, object]:
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    # A signal the caller ignores (nohup's SIGHUP) stays ignored.
+    return {signum: signal.signal(signum, _raise_terminated) for signum in (signal.SIGTERM, signal.SIGHUP)
+            if signal.getsignal(signum) is not signal.SIG_IGN}
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so that the interpreter's final flush cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code) if isinstance(exc.code, int) else ExitCode.USAGE
+    try:
+        if args.command is not None:
+            _refuse_options_before(parser, argv, args.command)
+            command = commands.load(args.command)
+        else:
+            # Deferred: the measuring command loads the analysis and the renderers; a subcommand needs neither.
+            from bisect_smem.app.cli import measure as command
+        text, code = command.run(args)
+    except NotAllDelivered as exc:  # every other file was written: the text is still printed
+        sys.stdout.write(printable_lines(exc.text))
+        return _fail(exc.exit_code, exc.describe())
+    except BisectSmemError as exc:
+        return _fail(exc.exit_code, exc.describe())
+    except KeyboardInterrupt:
+        return _fail(INTERRUPTED, "interrupted; no report was written")
+    sys.stdout.write(printable_lines(text))  # a name read from a device or a file changes only itself
+    return code
+
+
+def _refuse_options_before(parser: argparse.ArgumentParser, argv: list[str], command: str) -> None:
+    """Options of the measuring command given before a subcommand would be silently dropped: refuse them."""
+    takes_value = {name for action in parser._actions if action.nargs != 0 for name in action.option_strings}
+    given, i = [], 0
+    while i < len(argv) and argv[i] != command:
+        name = argv[i].split("=", 1)[0]
+        if name.startswith("-"):
+            given.append(name)
+            i += name in takes_value and "=" not in argv[i]
+        i += 1
+    if given:
+        raise UsageError(f"{', '.join(given)} {'is an option' if len(given) == 1 else 'are options'} of measuring, "
+                         f"not of `{command}`: give `{command}`'s own options after it")
+
+
+def _fail(code: int, message: str) -> int:
+    stderr.say(message, "error")
+    return code

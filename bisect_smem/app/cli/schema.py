@@ -1,0 +1,22 @@
+"""The ``schema`` subcommand: print the published JSON Schema of a report, a fit result or a baseline."""
+
+from __future__ import annotations
+
+import argparse
+
+from bisect_smem.app.cli.commands import SUBCOMMANDS
+from bisect_smem.app.outputs.schemas import KINDS, published
+from bisect_smem.core.errors import ExitCode
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """``bisect-smem schema [report|fit|baseline]``."""
+    schema = sub.add_parser("schema", help=SUBCOMMANDS["schema"],
+                            epilog="exit codes: 0 printed; 2 bad usage")
+    schema.add_argument("kind", nargs="?", default="report", choices=KINDS,
+                        help="which file's schema (default: report)")
+
+
+def run(args: argparse.Namespace) -> tuple[str, int]:
+    """The schema's text and exit code 0."""
+    return published(args.kind), ExitCode.OK

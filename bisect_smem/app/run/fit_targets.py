@@ -1,0 +1,99 @@
+"""Where ``fit``'s limits come from: published architectures, devices of saved reports and baselines
+(``--target``), and local devices measured now (real or simulated)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from bisect_smem.analysis.fit.targets import Target
+from bisect_smem.core.errors import BackendUnavailable, UsageError
+from bisect_smem.core.model import DeviceReport, Report
+from bisect_smem.core.profiles import ArchProfile
+from bisect_smem.core.saved import Baseline, load_baseline, load_saved
+
+
+def targets(profiles: tuple[ArchProfile, ...], files: tuple[str, ...], simulate: tuple[str, ...],
+            local: bool) -> tuple[list[Target], str | None]:
+    """Published architectures, then devices from --target files, then local devices measured now."""
+    found = [Target.from_profile(p) for p in profiles]
+    for text in files:
+        found += file_targets(text)
+    devices, note = local_devices(simulate, local)
+    return found + [Target.from_report(d) for d in devices], note
+
+
+def file_targets(text: str) -> list[Target]:
+    """Every device of a saved report, or every baseline of a folder laid out DIR/<gpu-model>/<driver>.json."""
+    path = Path(text)
+    if path.is_dir():
+        files = sorted(path.glob("*/*.json"))
+        if not files:
+            raise UsageError(f"--target {text}: no baselines in it (expected {text}/<gpu-model>/<driver>.json)")
+        return [_baseline_target(load_baseline(f)) for f in files]
+    saved = load_saved(path, name=f"--target {path}")
+    if not isinstance(saved, Report):
+        return [_baseline_target(saved)]
+    if not saved.devices:
+        raise UsageError(f"--target {text}: the report has no devices")
+    gpus: dict[int, list[DeviceReport]] = {}  # --backend all lists a GPU once per backend, under one index
+    for dev in saved.devices:
+        gpus.setdefault(dev.index, []).append(dev)
+    return [target for measured in gpus.values() for target in _gpu_targets(measured, path)]
+
+
+def _gpu_targets(measured: list[DeviceReport], path: Path) -> list[Target]:
+    """One GPU of a report: one target where its backends measured the same limits (the first backend's,
+    whose rows hold the cross-checks), else one per backend, each labelled with its backend and why."""
+    def target(dev: DeviceReport, why: str = "") -> Target:
+        return Target.from_report(dev, f"{dev.name} (cc {dev.compute_capability}), driver "
+                                       f"{dev.context.get('nvml_driver_version') or 'unknown'} "
+                                       f"[{path.name} device {dev.index}{why}]", str(path))
+
+    first = target(measured[0])
+    if all(_limits(target(dev)) == _limits(first) for dev in measured[1:]):
+        return [first]
+    why = "; the backends measured different limits"
+    return [replace(t, short=f"{t.short} ({dev.backend})")
+            for dev in measured for t in [target(dev, f", {dev.backend}{why}")]]
+
+
+def _limits(target: Target) -> Target:
+    """``target`` without its labels: what a fit is decided by."""
+    return replace(target, name="", source=None, short=None)
+
+
+def _baseline_target(baseline: Baseline) -> Target:
+    dev = baseline.device
+    driver = str(baseline.provenance.get("driver_version") or dev.context.get("nvml_driver_version") or "unknown")
+    where = f"{baseline.path.parent.name}/{baseline.path.name}"
+    return Target.from_report(dev, f"{dev.name} (cc {dev.compute_capability}), driver {driver} [baseline {where}]",
+                              str(baseline.path), driver)
+
+
+def local_devices(simulate: tuple[str, ...], local: bool) -> tuple[list[DeviceReport], str | None]:
+    """Local devices measured now: simulated ones (--simulate), else the real ones when ``local``."""
+    if not simulate and not local:
+        return [], None
+    # Deferred: measuring loads the backends (CuPy, Numba); fit without local devices never imports them.
+    from bisect_smem.app.run.requests import build_request as run_request
+    from bisect_smem.app.run.runner import run
+    from bisect_smem.experiments.measure import MeasureConfig
+
+    config = MeasureConfig(static_sizes=(0,), threads=(128,), residency=False, carveout=False)
+    request = run_request(None, list(simulate) or None, config=config)
+    try:
+        devices = run(request)
+    except BackendUnavailable as exc:
+        return [], f"no local GPU measured: {exc}"
+    # A device whose ceilings could not be measured is shown as unknown, with why, rather than dropped.
+    return list(devices), None
+
+
+def driver_static_smem(path: Path, kernel: str) -> int | None:
+    """The static shared memory the local driver reports for ``kernel`` in ``path``; None without a GPU."""
+    # Deferred, as in local_devices: only a run that may use a local GPU loads the backends.
+    from bisect_smem.app.run.requests import backend_for
+
+    backend = backend_for("cupy")
+    return backend.loaded_static_smem(path, kernel) if backend.is_available() else None
