@@ -13,7 +13,7 @@ import pytest
 from bisect_smem.analysis.fit.cutlass import sm120
 from bisect_smem.analysis.fit.cutlass.gemm import GemmKernel
 from bisect_smem.app.cli import main as cli
-from tests.paths import DATA
+from tests.paths import DATA, ROOT
 
 TABLES = {path.name: json.loads(path.read_text()) for path in sorted(DATA.glob("cutlass_truth_moe_*.json"))}
 ROWS = [(name, row) for name, doc in TABLES.items() for row in doc["rows"]]
@@ -94,3 +94,12 @@ def test_other_families_and_operands_are_not_guessed(capsys: pytest.CaptureFixtu
                      "sm_120", "--no-local"])
     out = capsys.readouterr().out
     assert code == 1 and "only supports nvfp4" in out
+
+
+def test_the_worked_example_in_the_docs_is_this_output(capsys: pytest.CaptureFixture[str]) -> None:
+    text = (ROOT / "docs" / "fit.md").read_text()
+    block = text.split("```console\n", 1)[1].split("```", 1)[0].splitlines()
+    command, shown = block[0], block[1:]
+    assert command.startswith("$ bisect-smem fit ")
+    code = cli.main(command.split()[2:])
+    assert code == 1 and capsys.readouterr().out.splitlines()[:len(shown)] == shown
