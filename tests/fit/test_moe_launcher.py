@@ -1,7 +1,7 @@
 """The seed's kernel: TensorRT-LLM's and FlashInfer's MoE grouped GEMM on sm_120 (--launcher trtllm-moe),
-with fusion NONE and FINALIZE, with and without swap_ab, against the committed builds of it
-(tests/data/cutlass_truth_moe_*.json, made by tools/cutlass_truth/moe.py from real CUTLASS releases and
-FlashInfer's cutlass_extensions). FINALIZE at 128x256x128 and 256x128x128 is CUTLASS's own overflow:
+with fusion NONE and FINALIZE, with and without swap_ab, and its sm_90 kernels (bf16), against the
+committed builds of them (tests/data/cutlass_truth_moe_*.json, made by tools/cutlass_truth/moe.py from
+real CUTLASS releases and FlashInfer's cutlass_extensions). FINALIZE at 128x256x128 and 256x128x128 is CUTLASS's own overflow:
 its auto rule picks 3 stages and the kernel needs 102400 B of sm_120's 101376."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from bisect_smem.analysis.fit.cutlass import sm120
+from bisect_smem.analysis.fit.cutlass import sm90, sm120
 from bisect_smem.analysis.fit.cutlass.gemm import GemmKernel
 from bisect_smem.app.cli import main as cli
 from tests.paths import DATA, ROOT
@@ -29,20 +29,22 @@ def kernel(row: dict, stages: int | None = None, cutlass_version: str = "4.7.0")
 def test_the_tables_cover_two_releases_and_the_seed() -> None:
     versions = {doc["cutlass_version"] for doc in TABLES.values()}
     assert len(versions) >= 2 and "4.7.0" in versions
-    for doc in TABLES.values():
+    assert {row["arch"] for _, row in ROWS} == {90, 120}
+    for doc in (doc for doc in TABLES.values() if doc["rows"][0]["arch"] == 120):
         seed = next(r for r in doc["rows"] if r["name"] == "sm120_moe_128x256x128_finalize")
         assert (seed["stages"], seed["shared_storage_bytes"]) == (3, 102400)
 
 
 @pytest.mark.parametrize(("table", "row"), ROWS, ids=[f"{t}:{r['name']}" for t, r in ROWS])
 def test_the_model_equals_every_build(table: str, row: dict) -> None:
-    built = sm120.build(kernel(row, cutlass_version=TABLES[table]["cutlass_version"]))
+    family = {90: sm90.build, 120: sm120.build}[row["arch"]]
+    built = family(kernel(row, cutlass_version=TABLES[table]["cutlass_version"]))
     assert built.builds and row["builds"]
     assert (built.stages, built.mainloop_bytes, built.epilogue_bytes, built.shared_storage_bytes) == (
         row["stages"], row["mainloop_bytes"], row["epilogue_bytes"], row["shared_storage_bytes"])
 
 
-@pytest.mark.parametrize("table", sorted(TABLES))
+@pytest.mark.parametrize("table", sorted(name for name, doc in TABLES.items() if doc["rows"][0]["arch"] == 120))
 @pytest.mark.parametrize("tile", ["128x256x128", "256x128x128"])
 def test_the_seeds_tiles_are_cutlass_own_overflow(tile: str, table: str, capsys: pytest.CaptureFixture[str]) -> None:
     version = TABLES[table]["cutlass_version"]
@@ -87,9 +89,12 @@ def test_launcher_options_refused_one_line(args: list[str], message: str, capsys
 
 
 def test_other_families_and_operands_are_not_guessed(capsys: pytest.CaptureFixture[str]) -> None:
-    code = cli.main(["fit", "--launcher", "trtllm-moe", "--tile", "128x128x128", "--arch", "sm_90", "--no-local"])
+    code = cli.main(["fit", "--launcher", "trtllm-moe", "--tile", "128x128x128", "--arch", "sm_100", "--no-local"])
     out = capsys.readouterr().out
-    assert code == 4 and "modelled for sm_120 only" in out
+    assert code == 4 and "is modelled for sm120 and sm90; its sm100 kernel is not modelled" in out
+    code = cli.main(["fit", "--launcher", "trtllm-moe", "--tile", "128x128x64", "--arch", "sm_90", "--no-local"])
+    out = capsys.readouterr().out
+    assert code == 1 and "FP4 is only supported by SM100" in out
     code = cli.main(["fit", "--launcher", "trtllm-moe", "--tile", "128x128x128", "--dtype", "mxfp8", "--arch",
                      "sm_120", "--no-local"])
     out = capsys.readouterr().out

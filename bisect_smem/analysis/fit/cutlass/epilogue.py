@@ -81,7 +81,8 @@ def storage(tile: tuple[int, int], c_bits: int, d_bits: int, stages_c: int, stag
     return Epilogue(tile, stages_c, stages_d, tensors, pipeline, maps, shared)
 
 
-def sm90(m: int, n: int, c_bits: int, d_bits: int, cooperative: bool, grouped: bool) -> Epilogue:
+def sm90(m: int, n: int, c_bits: int, d_bits: int, cooperative: bool, grouped: bool, column_major: bool = False,
+         fusion: Part = EMPTY) -> Epilogue:
     """sm_90's TmaWarpSpecialized[Cooperative] epilogue: a 128xN (cooperative) or 64xN tile, N up to 32."""
     if cooperative:
         tile = (min(128, m), math.gcd(min(32, n), n))
@@ -91,7 +92,7 @@ def sm90(m: int, n: int, c_bits: int, d_bits: int, cooperative: bool, grouped: b
     tiles = (m // tile[0]) * (n // tile[1])
     reuse = c_bits == d_bits and d_bits > 8
     stages_c, stages_d = stages(tiles, reuse, 4)
-    return storage(tile, c_bits, d_bits, stages_c, stages_d, reuse, 1 + 2 if grouped else 0)
+    return storage(tile, c_bits, d_bits, stages_c, stages_d, reuse, 1 + 2 if grouped else 0, column_major, fusion)
 
 
 def sm120(m: int, n: int, c_bits: int, d_bits: int, grouped: bool, warp_groups: int = 2, column_major: bool = False,

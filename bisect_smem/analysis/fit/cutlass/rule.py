@@ -62,8 +62,8 @@ class CutlassRule:
                                                                 "default epilogue's from --c-dtype and --d-dtype")
         parser.add_argument("--launcher", choices=launchers.LAUNCHERS,
                             help="the kernel as a library's launcher builds it: trtllm-moe, TensorRT-LLM's and "
-                                 "FlashInfer's MoE grouped GEMM (moe_gemm_tma_ws_launcher; sm_120 NVFP4; --dtype "
-                                 "defaults to nvfp4, --d-dtype is the output type)")
+                                 "FlashInfer's MoE grouped GEMM (moe_gemm_tma_ws_launcher; sm_120 NVFP4, sm_90 bf16, "
+                                 "fp16, fp8; --dtype defaults to nvfp4, --d-dtype is the output type)")
         parser.add_argument("--fusion", choices=launchers.FUSIONS,
                             help="the launcher's epilogue fusion: none (default) or finalize (the FC2 epilogue: "
                                  "scatter, router scales, bias)")
@@ -101,7 +101,7 @@ class CutlassRule:
         if fixed:
             raise UsageError(f"{', '.join(fixed)}: --launcher {args.launcher} fixes {'it' if len(fixed) == 1 else 'them'}"
                              f" itself: drop {'it' if len(fixed) == 1 else 'them'}")
-        dtype = dtype or launchers.SM120_OPERANDS[0]
+        dtype = dtype or launchers.OPERANDS["sm120"][0]
         out = args.d_dtype or "bf16"
         return tuple(GemmKernel(t.m, t.n, t.k, args.dtype_a or dtype, args.dtype_b or dtype, out, out, "auto", True,
                                 stages, None, args.launcher, args.fusion or "none", args.swap_ab,

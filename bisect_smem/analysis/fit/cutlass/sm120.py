@@ -35,7 +35,7 @@ def scale_factors(g: GemmKernel) -> tuple[int, int]:
 
 def refuse(g: GemmKernel) -> str | None:
     """Why sm_120's builders (or the launcher) refuse these operands, or None."""
-    if g.launcher is not None and (reason := launchers.refuse(g.a, g.b)):
+    if g.launcher is not None and (reason := launchers.refuse("sm120", g.a, g.b)):
         return reason
     if g.cluster != (1, 1, 1):
         return "no programmatic multicast on this arch"

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from bisect_smem.analysis.fit.cutlass import epilogue as epi
+from bisect_smem.analysis.fit.cutlass import launchers
 from bisect_smem.analysis.fit.cutlass.gemm import MIN_STAGES, Build, GemmKernel, auto_stage_count
 from bisect_smem.analysis.fit.cutlass.layout import Part, aligned16, array, barriers, struct
 from bisect_smem.core.hardware import round_down, round_up
@@ -50,7 +51,9 @@ def epilogue_parts(ep: epi.Epilogue) -> list[tuple[str, int]]:
 
 
 def refuse(g: GemmKernel) -> str | None:
-    """Why sm_90 has no collective for these operands, or None."""
+    """Why sm_90 has no collective for these operands (or the launcher no kernel), or None."""
+    if g.launcher is not None and (reason := launchers.refuse("sm90", g.a, g.b)):
+        return reason
     for op in (g.op_a, g.op_b):
         if op.block_scaled:
             return f"sm_90 has no block-scaled MMA ({op.name}: from sm_100 on)"
@@ -73,11 +76,18 @@ def refuse(g: GemmKernel) -> str | None:
 
 def build(g: GemmKernel) -> Build:
     """sm_90's CollectiveBuilder for OpClassTensorOp with the TMA warp-specialized kernel and epilogue."""
+    if g.launcher is not None:
+        # The MoE launcher's sm_90 kernel is KernelPtrArrayTmaWarpSpecializedCooperative, whatever --schedule.
+        g = replace(g, schedule="cooperative")
     reason = refuse(g)
     if reason:
         return Build("sm90", False, reason)
     pingpong = g.schedule == "pingpong" or (g.schedule == "auto" and g.m == 64)
-    ep = epi.NO_SMEM if g.schedule == "auto" else epi.sm90(g.m, g.n, g.c_bits, g.d_bits, not pingpong, g.grouped)
+    # The MoE launcher gives sm_90's kernel no C; its FINALIZE fusion keeps a row-broadcast vector.
+    c_bits = 0 if g.launcher is not None else g.c_bits
+    fusion = launchers.fusion_storage(g.fusion, g.swap_ab, g.n, g.d_bits)
+    ep = epi.NO_SMEM if g.schedule == "auto" else epi.sm90(g.m, g.n, c_bits, g.d_bits, not pingpong, g.grouped,
+                                                           g.swap_ab, fusion)
     if g.epilogue_bytes is not None:
         # The given storage is the epilogue's in the kernel's total and breakdown, not only in the carveout.
         ep = epi.given(g.epilogue_bytes)
