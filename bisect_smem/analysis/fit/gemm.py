@@ -62,16 +62,18 @@ def evaluate_cutlass(kernel: GemmKernel, static_bytes: int, threads: int, target
 def _instead(kernel: GemmKernel, built: Build, static_bytes: int, limit: int, family: str) -> dict[str, int | None]:
     """What would fit where ``built`` does not: the most stages (StageCount<S>, at least 2) under ``limit``,
     and for a launcher's kernel without swap_ab, the swap_ab build when it fits."""
+    def fitting(other: GemmKernel) -> int | None:
+        """The other build's SharedStorageSize where it builds and fits beside the static bytes, else None."""
+        b = FAMILIES[family](other)
+        fits = b.builds and b.shared_storage_bytes is not None and \
+            block_request_bytes(b.shared_storage_bytes, static_bytes) <= limit
+        return b.shared_storage_bytes if fits else None
+
     found: dict[str, int | None] = {}
     for stages in range((built.stages or MIN_STAGES) - 1, MIN_STAGES - 1, -1):
-        fewer = FAMILIES[family](replace(kernel, stages=stages))
-        if fewer.builds and fewer.shared_storage_bytes is not None and \
-                block_request_bytes(fewer.shared_storage_bytes, static_bytes) <= limit:
-            found.update(fitting_stages=stages, fitting_bytes=fewer.shared_storage_bytes)
+        if (size := fitting(replace(kernel, stages=stages))) is not None:
+            found.update(fitting_stages=stages, fitting_bytes=size)
             break
     if kernel.launcher is not None and not kernel.swap_ab:
-        swapped = FAMILIES[family](replace(kernel, swap_ab=True))
-        if swapped.builds and swapped.shared_storage_bytes is not None and \
-                block_request_bytes(swapped.shared_storage_bytes, static_bytes) <= limit:
-            found["swap_ab_bytes"] = swapped.shared_storage_bytes
+        found["swap_ab_bytes"] = fitting(replace(kernel, swap_ab=True))
     return found
