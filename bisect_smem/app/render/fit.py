@@ -110,7 +110,7 @@ def _does_not_fit(r: FitResult, where: str) -> str:
     if r.fitting_stages is not None:
         instead.append(f"{r.fitting_stages} stages fit (StageCount<{r.fitting_stages}>: {r.fitting_bytes} B)")
     if r.swap_ab_bytes is not None:
-        instead.append(f"so does swap_ab ({r.swap_ab_bytes} B)")
+        instead.append(f"{'so does ' if instead else ''}swap_ab ({r.swap_ab_bytes} B){'' if instead else ' fits'}")
     return f"{head} {', and '.join(instead)}." if instead else head
 
 
