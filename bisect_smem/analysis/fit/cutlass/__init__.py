@@ -5,10 +5,12 @@ byte for byte against real builds of it (tests/data/cutlass_truth.json)."""
 
 CUTLASS_VERSION = "4.7.0"  # the default release, whose builds tests/data/cutlass_truth.json holds
 # The releases --cutlass-version takes: each one's rules differ from the next where a family says so
-# (release()), and builds of each are committed (tests/data/cutlass_truth_moe_<version>.json).
+# (since()), and builds of each are committed (tests/data/cutlass_truth_moe_<version>.json).
 CUTLASS_VERSIONS = ("4.4.1", "4.5.0", "4.7.0")
 
 
-def release(version: str) -> tuple[int, ...]:
-    """``4.5.0`` -> (4, 5, 0), to ask whether a rule is a release's (``release(v) >= (4, 5)``)."""
-    return tuple(int(part) for part in version.split("."))
+def since(version: str, first: str) -> bool:
+    """Is ``version`` the release ``first`` or a later one (``since("4.4.1", "4.5.0")`` is False)?"""
+    def parts(text: str) -> tuple[int, ...]:
+        return tuple(int(part) for part in text.split("."))
+    return parts(version) >= parts(first)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from bisect_smem.analysis.fit.cutlass import epilogue as epi
-from bisect_smem.analysis.fit.cutlass import launchers, release
+from bisect_smem.analysis.fit.cutlass import launchers, since
 from bisect_smem.analysis.fit.cutlass.gemm import MIN_STAGES, Build, GemmKernel, auto_stage_count
 from bisect_smem.analysis.fit.cutlass.layout import Part, aligned16, array, barriers, struct
 from bisect_smem.analysis.fit.cutlass.sm90 import epilogue_parts, kernel_storage, parts
@@ -29,7 +29,7 @@ def scale_factors(g: GemmKernel) -> tuple[int, int]:
     """SFA and SFB bytes of one stage: M in whole 128-row blocks (rounded down), N at least 128 (from 4.5;
     before, N rounded down as M)."""
     k_factors = ceil_div(g.k, g.op_a.scale_vector)
-    n = max(g.n, SF_BLOCK_MN) if release(g.cutlass_version) >= (4, 5) else g.n
+    n = max(g.n, SF_BLOCK_MN) if since(g.cutlass_version, "4.5.0") else g.n
     return g.m // SF_BLOCK_MN * SF_BLOCK_MN * k_factors, n // SF_BLOCK_MN * SF_BLOCK_MN * k_factors
 
 
@@ -48,7 +48,7 @@ def refuse(g: GemmKernel) -> str | None:
         return "A and B must both be block-scaled with one scale-factor vector size"
     if not g.block_scaled and not {g.op_a.kind, g.op_b.kind} <= {"f8", "f6", "f4"}:
         return "SM120 TmaWarpSpecialized builder currently only supports F8F6F4 MMA."
-    if not g.block_scaled and g.grouped and release(g.cutlass_version) < (4, 7):
+    if not g.block_scaled and g.grouped and not since(g.cutlass_version, "4.7.0"):
         return "PtrArray kernel is not supported for this collective builder."
     if not g.block_scaled and {g.op_a.kind, g.op_b.kind} & {"f6", "f4"} and g.k % 128:
         return "TileSize and MNK Major does not met with MMA Mix 8-bit TMA load requirement"
@@ -74,7 +74,7 @@ def build(g: GemmKernel) -> Build:
         sfa, sfb = scale_factors(g)
         stage = a + b + 128 + sfa + sfb
         # From 4.5 the builder takes the kernel's scheduler, CLC and tensor-map storage off the capacity.
-        capacity = CAPACITY_BYTES - (RESERVED[g.grouped] if release(g.cutlass_version) >= (4, 5) else 0)
+        capacity = CAPACITY_BYTES - (RESERVED[g.grouped] if since(g.cutlass_version, "4.5.0") else 0)
     else:
         sfa = sfb = 0
         stage, capacity = a + b + barriers(1).size, CAPACITY_BYTES
