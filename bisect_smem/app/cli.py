@@ -29,6 +29,7 @@ from bisect_smem.app import (
     output,
     profiles_command,
     schema_command,
+    trace_command,
 )
 from bisect_smem.app.delivery import NotAllDelivered
 from bisect_smem.app.timeline import mark
@@ -37,6 +38,7 @@ from bisect_smem.core.errors import INTERRUPTED, SIGNAL_EXIT_BASE, BisectSmemErr
 from bisect_smem.core.text import printable, printable_lines
 
 SUBCOMMANDS: dict[str, ModuleType] = {
+    "trace": trace_command,
     "profiles": profiles_command,
     "merge": merge_command,
     "fit": fit_command,
