@@ -53,6 +53,8 @@ def render_text(e: Explained) -> str:
                  f"{'s' if e.kernels != 1 else ''}, {sum(r.kind == 'attribute' for r in e.requests) + len(e.settings)}"
                  f" attribute set(s), {len(e.refusals)} refusal(s)"]
     lines.append(f"  limits of the GPU it ran on: {e.here}" if e.here else "  limits: none known here (give --report REPORT.json or --arch)")
+    if e.cupti_libraries:
+        lines.append(f"  libcupti: {', '.join(e.cupti_libraries)}")
     lines += [f"  process {pid} ran untraced: {why}" for pid, why in e.untraced]
     if e.torn_lines:
         lines.append(f"  {e.torn_lines} line(s) cut short by a process that was killed while writing")
