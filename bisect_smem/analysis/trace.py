@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from bisect_smem.analysis.fit.targets import Target
-from bisect_smem.core.hardware import static_footprint
+from bisect_smem.core.hardware import gemm_family, static_footprint
 from bisect_smem.core.trace_events import MAX_DYNAMIC_SHARED, AttributeSet, Launch, Trace, result_text
 
 
@@ -199,8 +199,8 @@ def fit_advice(readable: str, requested_bytes: int, target: Target | None) -> st
     SharedStorageSize at that stage count, against what the process asked, and the stages the builder's
     auto count gives on ``target``. None where the name shows no such kernel or fit cannot model it."""
     stages, tile = _STAGES.search(readable), None
-    if stages is None or target is None:
-        return None
+    if stages is None or target is None or gemm_family(target.compute_capability) != stages.group(1).lower():
+        return None  # the collective was built for another family than the target's: fit would model another
     tile = next((t for t in _TILE.finditer(readable, stages.end()) if int(t.group(1)) >= 16), None)
     dtype = _CUTLASS_TYPES.get(tile.group(4)) if tile else None
     if tile is None or dtype is None:

@@ -43,7 +43,7 @@ def request_lines(r: Request) -> list[str]:
         where = f"this {r.here.target}" if len(r.here.target) <= 24 else "this GPU"
         lines.append(f"    {_limit_text(r.here, where)}")
     if r.fit:
-        lines.append(f"    {r.fit}")
+        lines += [f"    {part}" for part in r.fit.split("; ")]
     return lines
 
 
