@@ -15,6 +15,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from bisect_smem.core.atomic import replace_atomically
+
 SOURCE_DIR = Path(__file__).resolve().parent
 SOURCES = ("collector.c", "cupti_abi.h")
 FLAGS = ("-O2", "-fPIC", "-shared", "-std=gnu11", "-fvisibility=default")
@@ -61,19 +63,15 @@ def collector_library(environ: dict[str, str] | None = None) -> Path:
         raise CollectorBuildError("no C compiler (cc, gcc or clang) to build the collector")
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        fd, temporary = tempfile.mkstemp(prefix=".collector-", suffix=".so", dir=folder)
-        os.close(fd)
-    except OSError as exc:
-        raise CollectorBuildError(f"cannot write to {folder}: {exc.strerror or exc}") from None
-    try:
-        done = subprocess.run([cc, *FLAGS, "-o", temporary, str(SOURCE_DIR / "collector.c"), *LIBS],
-                              capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S, check=False)
-        if done.returncode != 0:
-            raise CollectorBuildError(f"{cc} failed to build the collector: {done.stderr.strip()[-500:]}")
-        os.replace(temporary, target)  # atomic: a concurrent build or a killed one never leaves half a file
+        # Built in a folder of its own, then moved into place whole: a concurrent or killed build never
+        # leaves half a library where another run would load it.
+        with tempfile.TemporaryDirectory(prefix=".collector-", dir=folder) as work:
+            built = Path(work) / "collector.so"
+            done = subprocess.run([cc, *FLAGS, "-o", str(built), str(SOURCE_DIR / "collector.c"), *LIBS],
+                                  capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S, check=False)
+            if done.returncode != 0:
+                raise CollectorBuildError(f"{cc} failed to build the collector: {done.stderr.strip()[-500:]}")
+            replace_atomically(target, built.read_bytes())
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise CollectorBuildError(f"{cc} could not build the collector: {exc}") from None
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
+        raise CollectorBuildError(f"cannot build the collector in {folder}: {exc}") from None
     return target
