@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from bisect_smem.devices.collector.demangle import demangle_all
 
 HELP = "run a command and explain every shared-memory request its CUDA processes make"
 DEFAULT_OUT = "bisect-smem-trace"
+COLLECTOR_CHOICE = "BISECT_SMEM_COLLECTOR"  # "python": the ctypes collector even where cc builds the C one
 EXIT_HELP = """exit codes:
   N    the command's own exit code (128+N when signal N ended it); the trace is kept under --out
   1    with --strict: the command succeeded but a shared-memory request was refused
@@ -132,27 +134,46 @@ def other_targets(q: TraceQuery) -> list[Target]:
     return found
 
 
-def environment(out: Path) -> dict[str, str]:
-    """The command's environment: the tool's, with the collector, the trace folder and libcupti named."""
+def environment(out: Path, command: tuple[str, ...]) -> dict[str, str]:
+    """The command's environment: the tool's, with the collector, the trace folder and libcupti named. The C
+    collector goes in through CUDA_INJECTION64_PATH; where none can be built (no compiler, or
+    BISECT_SMEM_COLLECTOR=python), a Python command gets the ctypes one through PYTHONPATH."""
     if os.environ.get(INJECTION):
         raise UsageError(f"{INJECTION} is already set ({os.environ[INJECTION]}): another tool injects itself into "
                          "CUDA processes; trace does not run the command untraced: unset it, or run without trace")
     cupti = libcupti.find()
     if cupti is None:
         raise TraceUnavailable(f"no libcupti found; {libcupti.INSTALL_HINT}")
+    env = {**os.environ, "BISECT_SMEM_TRACE_DIR": str(out.resolve()), libcupti.OVERRIDE: cupti.path}
     try:
-        collector = build.collector_library()
+        if os.environ.get(COLLECTOR_CHOICE) == "python":
+            raise build.CollectorBuildError(f"{COLLECTOR_CHOICE}=python")
+        return {**env, INJECTION: str(build.collector_library())}
     except build.CollectorBuildError as exc:
-        raise TraceUnavailable(f"the collector cannot be built: {exc}; install a C compiler (cc)") from None
-    return {**os.environ, INJECTION: str(collector), "BISECT_SMEM_TRACE_DIR": str(out.resolve()),
-            libcupti.OVERRIDE: cupti.path}
+        if not _is_python(command):
+            raise TraceUnavailable(f"the collector cannot be built ({exc}): install a C compiler (cc); without one "
+                                   "only Python commands are traced") from None
+    fallback = str(build.SOURCE_DIR / "fallback")
+    return {**env, "PYTHONPATH": os.pathsep.join(filter(None, [fallback, os.environ.get("PYTHONPATH")]))}
+
+
+def _is_python(command: tuple[str, ...]) -> bool:
+    """A Python interpreter, or a script whose first line names one."""
+    if "python" in Path(command[0]).name:
+        return True
+    found = shutil.which(command[0])
+    try:
+        with open(found or command[0], "rb") as script:
+            return script.read(2) == b"#!" and b"python" in script.readline()
+    except OSError:
+        return False
 
 
 def run_command(q: TraceQuery) -> int:
     """Run the command traced into a new --out folder; its exit code."""
     if q.out.is_dir() and any(q.out.glob("*.jsonl")):
         raise UsageError(f"--out {q.out} already holds a trace: name another folder, or explain it with --from")
-    env = environment(q.out)
+    env = environment(q.out, q.command)
     try:
         q.out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

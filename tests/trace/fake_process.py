@@ -6,6 +6,7 @@ independently of the collector's own declarations."""
 from __future__ import annotations
 
 import ctypes
+import importlib.util
 import os
 import sys
 
@@ -83,7 +84,13 @@ def main() -> int:
     ctypes.CDLL(os.path.join(fake_dir, "libfakecuda.so"), mode=mode)
     if scenario != "cupti-by-path":  # else the collector loads it from BISECT_SMEM_CUPTI_LIBRARY
         ctypes.CDLL(os.path.join(fake_dir, "libcupti.so.13"), mode=mode)
-    started = ctypes.CDLL(collector).InitializeInjection()
+    if scenario == "python":  # the ctypes fallback, as its sitecustomize starts in a traced Python
+        spec = importlib.util.spec_from_file_location("fallback", collector)
+        assert spec is not None and spec.loader is not None
+        spec.loader.exec_module(importlib.util.module_from_spec(spec))
+        started = 1
+    else:
+        started = ctypes.CDLL(collector).InitializeInjection()
     cupti = ctypes.CDLL(os.path.join(fake_dir, "libcupti.so.13"), mode=mode)
     cupti.fake_call.argtypes = [Int, U, ctypes.c_char_p, P, Int, ctypes.c_char_p, U]
     kernels = {"plain": FakeKernel(b"_Z6kernelPf", 0, 0), "cutlass": FakeKernel(CUTLASS, 0, 1),

@@ -27,7 +27,9 @@ def build_fakes(folder: Path) -> Path:
     cc = need_cc()
     folder.mkdir(parents=True, exist_ok=True)
     source = str(HERE / "fake_cuda.c")
-    subprocess.run([cc, "-shared", "-fPIC", "-DFAKE_DRIVER", "-o", str(folder / "libfakecuda.so"), source], check=True)
+    # With libcuda's soname, a lookup of the loaded driver by name ("libcuda.so.1") finds the fake.
+    subprocess.run([cc, "-shared", "-fPIC", "-DFAKE_DRIVER", "-Wl,-soname,libcuda.so.1", "-o",
+                    str(folder / "libfakecuda.so"), source], check=True)
     subprocess.run([cc, "-shared", "-fPIC", "-DFAKE_CUPTI", "-Wl,-soname,libcupti.so.13", "-o",
                     str(folder / "libcupti.so.13"), source], check=True)
     return folder

@@ -13,7 +13,10 @@ import pytest
 
 from bisect_smem.core.trace_events import Trace, read_trace
 from bisect_smem.devices.collector import build
+from tests.trace.fake_process import CUTLASS
 from tests.trace.fakes import HERE, need_cc, play
+
+CUTLASS_NAME = CUTLASS.decode()
 
 
 @pytest.fixture(scope="module")
@@ -125,3 +128,17 @@ def test_collector_layouts_match_the_installed_headers() -> None:
                            f"-I{build.SOURCE_DIR}", str(HERE / "abi_check.c")], capture_output=True, text=True,
                           check=False)
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_the_python_fallback_records_the_same_requests(fakes: Path, tmp_path: Path) -> None:
+    fallback = build.SOURCE_DIR / "fallback" / "sitecustomize.py"
+    done = play(fakes, fallback, tmp_path, "python")
+    assert done.returncode == 0, done.stderr
+    trace = read_trace(tmp_path)
+    (process,) = trace.processes
+    assert process.collector == "python" and process.untraced is None and process.cupti_found == "already loaded"
+    refused = {(a.api, a.value, a.kernel) for a in trace.attribute_sets if a.refused}
+    assert ("cuFuncSetAttribute", 232449, "_Z6kernelPf") in refused
+    assert ("cudaFuncSetAttribute", 279552, CUTLASS_NAME) in refused
+    launches = {(lnch.api, lnch.dynamic_bytes, lnch.count, lnch.cluster) for lnch in trace.launches}
+    assert {("cuLaunchKernel", 1000, 5, (0, 0, 0)), ("cuLaunchKernelEx", 200000, 1, (2, 1, 1))} <= launches

@@ -121,3 +121,22 @@ def test_strict_and_the_json_summary(recorded: Path, tmp_path: Path, capsys: pyt
     assert_valid(document, "trace")
     assert {r["requested_bytes"] for r in document["requests"] if r["here"]["fits"] is False} == \
         {300000, 279552, 232449, 200000}
+
+
+def test_python_commands_get_the_ctypes_collector_without_a_compiler(tmp_path: Path, cupti: None,
+                                                                     monkeypatch: pytest.MonkeyPatch,
+                                                                     capfd: pytest.CaptureFixture[str]) -> None:
+    from bisect_smem.app.cli import main
+    from bisect_smem.devices.collector import build
+
+    def no_compiler(*_: object) -> Path:
+        raise build.CollectorBuildError("no C compiler (cc, gcc or clang) to build the collector")
+
+    monkeypatch.setattr(build, "collector_library", no_compiler)
+    show = "import os, sitecustomize; print(os.environ.get('CUDA_INJECTION64_PATH'), sitecustomize.__file__)"
+    code = main(["trace", "--no-measure", "--out", str(tmp_path / "t"), "--", sys.executable, "-c", show])
+    injected, site = capfd.readouterr().out.splitlines()[0].split(" ")
+    assert code == 0 and injected == "None" and site == str(build.SOURCE_DIR / "fallback" / "sitecustomize.py")
+    code = main(["trace", "--no-measure", "--out", str(tmp_path / "u"), "--", "sh", "-c", "true"])
+    err = capfd.readouterr().err
+    assert code == 3 and "only Python commands are traced" in one_error(err)
