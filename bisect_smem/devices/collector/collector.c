@@ -26,6 +26,7 @@
 #define BSM_LINE_MAX 1024   /* a line without its name */
 
 typedef int (*subscribe_fn)(void **subscriber, bsm_callback_fn callback, void *userdata);
+typedef int (*result_string_fn)(int result, const char **text);
 typedef int (*enable_fn)(uint32_t enable, void *subscriber, int domain, uint32_t cbid);
 typedef int (*name_fn)(const char **name, void *handle);
 typedef int (*func_attr_fn)(int *value, int attrib, void *hfunc);
@@ -398,9 +399,16 @@ int InitializeInjection(void) {
     find_driver();
     int status = api.subscribe(&subscriber, callback, NULL);
     if (status != BSM_CUPTI_SUCCESS) {
-        process_line(cupti_path, how, status == BSM_CUPTI_MULTIPLE_SUBSCRIBERS
-                     ? "another CUPTI subscriber is active (CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)"
-                     : "cuptiSubscribe failed");
+        char why[256];
+        const char *text = NULL;
+        result_string_fn describe = (result_string_fn)dlsym(cupti, "cuptiGetResultString");
+        if (!describe || describe(status, &text) != 0 || !text) text = "unknown";
+        if (status == BSM_CUPTI_MULTIPLE_SUBSCRIBERS)
+            snprintf(why, sizeof why, "another CUPTI subscriber is active (CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)");
+        else
+            snprintf(why, sizeof why, "cuptiSubscribe failed: CUPTI error %d (%s)", status, text);
+        for (char *c = why; *c; c++) if (*c == '"' || *c == '\\' || (unsigned char)*c < 0x20) *c = ' ';
+        process_line(cupti_path, how, why);
         return 1;
     }
     for (unsigned int i = 0; i < sizeof driver_ids / sizeof *driver_ids; i++)
