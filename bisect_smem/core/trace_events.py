@@ -8,10 +8,9 @@ and static shared memory. Names stay as the driver gave them (mangled); demangli
 
 from __future__ import annotations
 
+import enum
 import json
-import os
-from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,20 +23,31 @@ MAX_LINE_BYTES = 1 << 20  # a CUTLASS kernel's mangled name is a few KiB; a line
 MAX_NUMBER = 1 << 63  # every number the collector writes fits in 64 bits
 MAX_TRACE_DIGITS = 20
 
-# cudaFuncAttribute and CUfunction_attribute share these numbers (driver_types.h, cuda.h).
-MAX_DYNAMIC_SHARED = 8
-ATTRIBUTE_NAMES = {
-    8: "MaxDynamicSharedMemorySize", 9: "PreferredSharedMemoryCarveout", 10: "ClusterDimMustBeSet",
-    11: "RequiredClusterWidth", 12: "RequiredClusterHeight", 13: "RequiredClusterDepth",
-    14: "NonPortableClusterSizeAllowed", 15: "ClusterSchedulingPolicyPreference",
-}
+
+
+class FunctionAttribute(enum.IntEnum):
+    """The shared-memory attributes of a kernel: cudaFuncAttribute and CUfunction_attribute share these
+    numbers (driver_types.h, cuda.h)."""
+
+    MaxDynamicSharedMemorySize = 8
+    PreferredSharedMemoryCarveout = 9
+    ClusterDimMustBeSet = 10
+    RequiredClusterWidth = 11
+    RequiredClusterHeight = 12
+    RequiredClusterDepth = 13
+    NonPortableClusterSizeAllowed = 14
+    ClusterSchedulingPolicyPreference = 15
+
+
+MAX_DYNAMIC_SHARED = FunctionAttribute.MaxDynamicSharedMemorySize
 # CUresult and cudaError_t names of the results a shared-memory request meets (cuda.h, driver_types.h).
-DRIVER_RESULTS = {0: "success", 1: "invalid value", 98: "invalid device function", 200: "invalid image",
-                  209: "no binary for GPU", 400: "invalid handle", 500: "not found",
-                  701: "launch out of resources", 801: "not supported", 912: "invalid cluster size"}
-RUNTIME_RESULTS = {0: "success", 1: "invalid value", 98: "invalid device function", 209: "no kernel image for device",
-                   400: "invalid resource handle", 701: "too many resources requested for launch",
-                   801: "operation not supported", 912: "invalid cluster size"}
+DRIVER_RESULTS = dict([(0, "success"), (1, "invalid value"), (98, "invalid device function"), (200, "invalid image"),
+                       (209, "no binary for GPU"), (400, "invalid handle"), (500, "not found"),
+                       (701, "launch out of resources"), (801, "not supported"), (912, "invalid cluster size")])
+RUNTIME_RESULTS = dict([(0, "success"), (1, "invalid value"), (98, "invalid device function"),
+                        (209, "no kernel image for device"), (400, "invalid resource handle"),
+                        (701, "too many resources requested for launch"), (801, "operation not supported"),
+                        (912, "invalid cluster size")])
 
 
 class TraceError(reader.InputError):
@@ -81,7 +91,10 @@ class AttributeSet:
     @property
     def attribute_name(self) -> str:
         """The attribute's name without its prefix (MaxDynamicSharedMemorySize)."""
-        return ATTRIBUTE_NAMES.get(self.attribute, f"attribute {self.attribute}")
+        try:
+            return FunctionAttribute(self.attribute).name
+        except ValueError:
+            return f"attribute {self.attribute}"
 
     @property
     def refused(self) -> bool:
@@ -254,23 +267,3 @@ def _launch(pid: int, r: dict[str, Any], runtime: dict[str, Any] | None, count: 
     return Launch(pid, api, _int(r, "correlation"), name, dims("grid"), dims("block"), dims("cluster"),
                   _int(r, "dynamic_bytes"), _static(r), result, domain, r.get("captured") is True,
                   r["event"] == "graph_node", count)
-
-
-def trace_files(folder: Path) -> Iterator[Path]:
-    """The per-process files of a trace folder, in name order."""
-    return iter(sorted(Path(folder).glob("*.jsonl")))
-
-
-def merge_runtime_name(launch: Launch, name: str) -> Launch:
-    """``launch`` with ``name`` where the driver gave none."""
-    return launch if launch.kernel else replace(launch, kernel=name)
-
-
-def environment_names() -> tuple[str, ...]:
-    """The variables the collector reads, so that the command's own environment can be checked for them."""
-    return ("BISECT_SMEM_TRACE_DIR", "BISECT_SMEM_CUPTI_LIBRARY")
-
-
-def is_trace_folder(path: str) -> bool:
-    """Whether ``path`` is a folder that holds at least one trace file."""
-    return os.path.isdir(path) and any(trace_files(Path(path)))
