@@ -16,15 +16,16 @@ say() { echo "== $*" | tee -a "$log"; }
 
 say "tools: $(cc --version | head -1); $(nvcc --version | tail -1); $($py -c 'import torch, triton, cupy; print("torch", torch.__version__, "triton", triton.__version__, "cupy", cupy.__version__)' 2>&1)"
 say "measure the H200 once (the limits every case is explained against)"
-$py -m bisect_smem --json "$work/h200.json" >>"$log" 2>&1 || say "measurement failed: rc $?"
+limits=(--report "$work/h200.json")
+$py -m bisect_smem --json "$work/h200.json" >>"$log" 2>&1 || { say "measurement failed: rc $?"; limits=(--no-measure); }
 
 trace_case() {  # NAME COMMAND...: traced, then explained again against sm_120
     local name=$1; shift
     say "case $name: $*"
-    $py -m bisect_smem trace --report "$work/h200.json" --out "$work/$name" --json "$work/$name.summary.json" \
+    $py -m bisect_smem trace "${limits[@]}" --out "$work/$name" --json "$work/$name.summary.json" \
         -- "$@" >>"$log" 2>&1
     say "case $name: exit $?"
-    $py -m bisect_smem trace --from "$work/$name" --report "$work/h200.json" --arch 12.0 >>"$log" 2>&1
+    $py -m bisect_smem trace --from "$work/$name" "${limits[@]}" --arch 12.0 >>"$log" 2>&1
     say "case $name --arch 12.0: exit $?"
 }
 

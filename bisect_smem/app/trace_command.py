@@ -116,7 +116,10 @@ def run(args: argparse.Namespace) -> tuple[str, int]:
 def here_target(q: TraceQuery) -> tuple[Target | None, str | None]:
     """The limits of the GPU the command runs on: --report, --simulate, or measured now, before the command."""
     if q.report:
-        found = fit_targets.file_targets(q.report)
+        try:
+            found = fit_targets.file_targets(q.report)
+        except UsageError as exc:
+            raise UsageError(str(exc).replace(f"--target {q.report}", f"--report {q.report}")) from None
         return found[0], None  # the GPU the command runs on is the report's first
     if not q.simulate and not q.measure:
         return None, None
