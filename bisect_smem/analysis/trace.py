@@ -53,7 +53,7 @@ class Request:
     cluster: tuple[int, int, int] | None
     here: Limit | None
     elsewhere: tuple[Limit, ...]
-    fit: str | None  # what fit says of this kernel, where its name shows a library fit models
+    fit: tuple[str, ...] | None  # what fit says of this kernel (lines), where its name shows a build fit models
 
     @property
     def over_bytes(self) -> int:
@@ -110,7 +110,7 @@ def limit(target: Target, requested_bytes: int, static_bytes: int | None) -> Lim
 
 
 def explain(trace: Trace, here: Target | None, others: Sequence[Target], demangle: Callable[[str], str],
-            fit_advice: Callable[[str, int, Target | None], str | None]) -> Explained:
+            fit_advice: Callable[[str, int, Target | None], tuple[str, ...] | None]) -> Explained:
     """Every request of ``trace`` against ``here`` and ``others``; ``demangle`` makes a name readable and
     ``fit_advice`` says what fit makes of a readable name, its request and the target (or None)."""
     requests, settings = [], []
@@ -134,7 +134,7 @@ def explain(trace: Trace, here: Target | None, others: Sequence[Target], demangl
 
 
 def _request(a: AttributeSet, readable: str | None, here: Target | None, others: Sequence[Target],
-             fit_advice: Callable[[str, int, Target | None], str | None]) -> Request:
+             fit_advice: Callable[[str, int, Target | None], tuple[str, ...] | None]) -> Request:
     return Request(a.pid, "attribute", a.api, a.kernel, readable, a.value, a.static_bytes,
                    result_text(a.result_domain, a.result), a.refused, 1, None, None,
                    limit(here, a.value, a.static_bytes) if here else None,
@@ -143,7 +143,7 @@ def _request(a: AttributeSet, readable: str | None, here: Target | None, others:
 
 
 def _launch_request(launch: Launch, readable: str | None, here: Target | None, others: Sequence[Target],
-                    fit_advice: Callable[[str, int, Target | None], str | None]) -> Request:
+                    fit_advice: Callable[[str, int, Target | None], tuple[str, ...] | None]) -> Request:
     kind = "graph node" if launch.graph_node else "launch"
     return Request(launch.pid, kind, launch.api + (" (captured)" if launch.captured else ""), launch.kernel, readable,
                    launch.dynamic_bytes, launch.static_bytes, result_text(launch.result_domain, launch.result),
@@ -194,7 +194,7 @@ _CUTLASS_TYPES = {"cutlass::bfloat16_t": "bf16", "cutlass::half_t": "fp16", "cut
                   "cutlass::float_e5m2_t": "e5m2", "cutlass::tfloat32_t": "tf32", "float": "fp32", "signed": "int8"}
 
 
-def fit_advice(readable: str, requested_bytes: int, target: Target | None) -> str | None:
+def fit_advice(readable: str, requested_bytes: int, target: Target | None) -> tuple[str, ...] | None:
     """What fit says of a CUTLASS collective whose name shows its stage count, tile and operand type: its
     SharedStorageSize at that stage count, against what the process asked, and the stages the builder's
     auto count gives on ``target``. None where the name shows no such kernel or fit cannot model it."""
@@ -223,7 +223,9 @@ def fit_advice(readable: str, requested_bytes: int, target: Target | None) -> st
         return None
     same = "the same as asked" if built.shared_storage_bytes == requested_bytes else \
         f"the launch asked {requested_bytes} B: its epilogue or storage differs from the builder's"
-    fits = f"; the builder's auto count on {target.short or target.name}: {auto.stages} stages, " \
-           f"{auto.shared_storage_bytes} B" if auto.stages else ""
-    return (f"fit (cutlass {CUTLASS_VERSION}, {m}x{n}x{k} {dtype}, {schedule}): {count} stages make "
-            f"SharedStorageSize {built.shared_storage_bytes} B, {same}{fits}")
+    first = (f"fit (cutlass {CUTLASS_VERSION}, {m}x{n}x{k} {dtype}, {schedule}): {count} stages make "
+             f"SharedStorageSize {built.shared_storage_bytes} B, {same}")
+    if not auto.stages:
+        return (first,)
+    return first, (f"the builder's auto count on {target.short or target.name}: {auto.stages} stages, "
+                   f"{auto.shared_storage_bytes} B")

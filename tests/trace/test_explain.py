@@ -61,8 +61,9 @@ def test_without_limits_requests_are_still_listed(recorded: Path) -> None:
 
 
 def test_fit_names_the_cutlass_build_of_a_traced_name() -> None:
-    advice = fit_advice(CUTLASS_READABLE, 279552, published("9.0"))
-    assert advice is not None
+    lines = fit_advice(CUTLASS_READABLE, 279552, published("9.0"))
+    assert lines is not None
+    advice = "; ".join(lines)
     assert "5 stages make SharedStorageSize 279552 B, the same as asked" in advice
     assert "128x256x64 bf16, cooperative" in advice and "auto count on sm_90: 4 stages" in advice
 
@@ -72,8 +73,8 @@ def test_no_fit_where_the_target_builds_another_family() -> None:
 
 
 def test_fit_says_when_the_launcher_asked_otherwise() -> None:
-    advice = fit_advice(CUTLASS_READABLE, 280000, published("9.0"))
-    assert advice is not None and "the launch asked 280000 B" in advice
+    lines = fit_advice(CUTLASS_READABLE, 280000, published("9.0"))
+    assert lines is not None and "the launch asked 280000 B" in lines[0]
 
 
 def test_no_fit_for_names_it_does_not_model() -> None:

@@ -43,7 +43,7 @@ def request_lines(r: Request) -> list[str]:
         where = f"this {r.here.target}" if len(r.here.target) <= 24 else "this GPU"
         lines.append(f"    {_limit_text(r.here, where)}")
     if r.fit:
-        lines += [f"    {part}" for part in r.fit.split("; ")]
+        lines += [f"    {part}" for part in r.fit]
     return lines
 
 
@@ -101,7 +101,8 @@ def to_json(e: Explained) -> dict[str, Any]:
                       "requested_bytes": r.requested_bytes, "static_bytes": r.static_bytes, "result": r.result,
                       "refused": r.refused, "count": r.count, "block": list(r.block) if r.block else None,
                       "cluster": list(r.cluster) if r.cluster else None, "here": _limit_json(r.here),
-                      "elsewhere": [_limit_json(lim) for lim in r.elsewhere], "fit": r.fit} for r in e.requests],
+                      "elsewhere": [_limit_json(lim) for lim in r.elsewhere],
+                      "fit": "; ".join(r.fit) if r.fit else None} for r in e.requests],
         "settings": [{"pid": s.pid, "api": s.api, "kernel": s.kernel, "readable": s.readable, "attribute": s.attribute,
                       "value": s.value, "result": s.result, "refused": s.refused} for s in e.settings],
     }
