@@ -33,7 +33,7 @@ def cupti(fakes: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_exit_code_and_output_pass_through(tmp_path: Path, cupti: None, capfd: pytest.CaptureFixture[str]) -> None:
-    from bisect_smem.app.cli import main
+    from bisect_smem.app.cli.main import main
 
     code = main(["trace", "--no-measure", "--out", str(tmp_path / "t"), "--", "sh", "-c", "echo from-the-command; exit 7"])
     out = capfd.readouterr().out
@@ -41,7 +41,7 @@ def test_exit_code_and_output_pass_through(tmp_path: Path, cupti: None, capfd: p
 
 
 def test_every_process_inherits_the_collector(tmp_path: Path, cupti: None, capfd: pytest.CaptureFixture[str]) -> None:
-    from bisect_smem.app.cli import main
+    from bisect_smem.app.cli.main import main
 
     show = "import os; print(os.environ['CUDA_INJECTION64_PATH'], os.environ['BISECT_SMEM_TRACE_DIR'])"
     child = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {show!r}], check=True)"
@@ -126,7 +126,7 @@ def test_strict_and_the_json_summary(recorded: Path, tmp_path: Path, capsys: pyt
 def test_python_commands_get_the_ctypes_collector_without_a_compiler(tmp_path: Path, cupti: None,
                                                                      monkeypatch: pytest.MonkeyPatch,
                                                                      capfd: pytest.CaptureFixture[str]) -> None:
-    from bisect_smem.app.cli import main
+    from bisect_smem.app.cli.main import main
     from bisect_smem.devices.collector import build
 
     def no_compiler(*_: object) -> Path:

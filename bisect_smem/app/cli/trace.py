@@ -12,8 +12,10 @@ from pathlib import Path
 
 from bisect_smem.analysis.fit.targets import Target
 from bisect_smem.analysis.trace import Explained, explain, fit_advice
-from bisect_smem.app import fit_targets, output
+from bisect_smem.app.cli.commands import SUBCOMMANDS
+from bisect_smem.app.outputs import writer as output
 from bisect_smem.app.render.trace import render_json, render_text
+from bisect_smem.app.run import fit_targets
 from bisect_smem.app.run.traced import INJECTION, CommandNotStarted, run_traced
 from bisect_smem.core.errors import BisectSmemError, ExitCode, UsageError
 from bisect_smem.core.profiles import find_profile, profile_names
@@ -21,7 +23,7 @@ from bisect_smem.core.trace_events import read_trace
 from bisect_smem.devices.collector import build, libcupti
 from bisect_smem.devices.collector.demangle import demangle_all
 
-HELP = "run a command and explain every shared-memory request its CUDA processes make"
+HELP = SUBCOMMANDS["trace"]
 DEFAULT_OUT = "bisect-smem-trace"
 COLLECTOR_CHOICE = "BISECT_SMEM_COLLECTOR"  # "python": the ctypes collector even where cc builds the C one
 EXIT_HELP = """exit codes:
