@@ -314,6 +314,13 @@ static void callback(void *userdata, int domain, uint32_t cbid, const void *data
 
 /* ---- start and end ---- */
 
+/* A forked child starts with no launches of its own: its counts go to its own file, not the parent's again. */
+static void forget_after_fork(void) {
+    memset(table, 0, sizeof table);
+    next_id = 1;
+    pthread_mutex_init(&lock, NULL);
+}
+
 static void write_counts(void) {
     for (unsigned int i = 0; i < BSM_TABLE_SIZE; i++)
         if (table[i].used && table[i].count > 1)
@@ -416,6 +423,7 @@ int InitializeInjection(void) {
     for (unsigned int i = 0; i < sizeof runtime_ids / sizeof *runtime_ids; i++)
         api.enable(1, subscriber, BSM_DOMAIN_RUNTIME, runtime_ids[i]);
     process_line(cupti_path, how, NULL);
+    pthread_atfork(NULL, NULL, forget_after_fork);
     atexit(write_counts);
     return 1;
 }
