@@ -39,6 +39,7 @@ using GemmKernel = cutlass::gemm::kernel::GemmUniversal<Shape<int, int, int, int
 using Gemm = cutlass::gemm::device::GemmUniversalAdapter<GemmKernel>;
 
 int main() {
+  std::setvbuf(stdout, nullptr, _IONBF, 0);  // every line out before a CUDA error can end the program
   std::printf("sizeof(SharedStorage) = %zu B (StageCount<%d>)\n", sizeof(typename GemmKernel::SharedStorage), STAGES);
   int M = 512, N = 512, K = 512;
   cutlass::DeviceAllocation<Element> A(M * K), B(K * N), C(M * N), D(M * N);

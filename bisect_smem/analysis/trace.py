@@ -129,7 +129,7 @@ def explain(trace: Trace, here: Target | None, others: Sequence[Target], demangl
     kernels = {k for k in [*(a.kernel for a in trace.attribute_sets), *(lnch.kernel for lnch in trace.launches)] if k}
     return Explained(len(trace.processes), untraced, tuple(sorted({p.cupti_library for p in trace.processes
                                                                    if p.cupti_library})),
-                     len(kernels), tuple(requests), tuple(settings), (here.short or here.name) if here else None,
+                     len(kernels), tuple(requests), tuple(settings), here.name if here else None,
                      tuple(t.short or t.name for t in others), trace.torn_lines)
 
 
@@ -159,7 +159,7 @@ _MAINLOOP = re.compile(r"(\w*Mainloop\w*<\d+)")
 def shorten(name: str, width: int) -> str:
     """``name`` within ``width`` characters: template arguments nested deepest become "…" first (a CUTLASS
     mainloop's stage count is kept), then the middle is cut. The JSON keeps the whole name."""
-    short = name
+    short = name = _without_parameters(name) if len(name) > width else name
     for depth in (4, 3, 2, 1):
         if len(short) <= width:
             return short
@@ -168,6 +168,16 @@ def shorten(name: str, width: int) -> str:
         return short
     half = (width - 1) // 2
     return short[:half] + "…" + short[len(short) - (width - 1 - half):]
+
+
+def _without_parameters(name: str) -> str:
+    """``name`` with a function's parameter list written "(…)": demangled, it repeats the template arguments."""
+    depth = 0
+    for i, ch in enumerate(name):
+        depth += (ch == "<") - (ch == ">")
+        if ch == "(" and depth == 0 and name.endswith(")"):
+            return name[:i] + "(…)"
+    return name
 
 
 def _collapse(name: str, deep: int) -> str:
@@ -223,9 +233,8 @@ def fit_advice(readable: str, requested_bytes: int, target: Target | None) -> tu
         return None
     same = "the same as asked" if built.shared_storage_bytes == requested_bytes else \
         f"the launch asked {requested_bytes} B: its epilogue or storage differs from the builder's"
-    first = (f"fit (cutlass {CUTLASS_VERSION}, {m}x{n}x{k} {dtype}, {schedule}): {count} stages make "
-             f"SharedStorageSize {built.shared_storage_bytes} B, {same}")
+    lines = (f"fit (cutlass {CUTLASS_VERSION}, {m}x{n}x{k} {dtype}, {schedule}):",
+             f"  {count} stages make SharedStorageSize {built.shared_storage_bytes} B, {same}")
     if not auto.stages:
-        return (first,)
-    return first, (f"the builder's auto count on {target.short or target.name}: {auto.stages} stages, "
-                   f"{auto.shared_storage_bytes} B")
+        return lines
+    return (*lines, f"  the builder's auto count here: {auto.stages} stages, {auto.shared_storage_bytes} B")

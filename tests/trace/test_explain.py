@@ -65,7 +65,7 @@ def test_fit_names_the_cutlass_build_of_a_traced_name() -> None:
     assert lines is not None
     advice = "; ".join(lines)
     assert "5 stages make SharedStorageSize 279552 B, the same as asked" in advice
-    assert "128x256x64 bf16, cooperative" in advice and "auto count on sm_90: 4 stages" in advice
+    assert "128x256x64 bf16, cooperative" in advice and "auto count here: 4 stages, 230400 B" in advice
 
 
 def test_no_fit_where_the_target_builds_another_family() -> None:
@@ -74,7 +74,7 @@ def test_no_fit_where_the_target_builds_another_family() -> None:
 
 def test_fit_says_when_the_launcher_asked_otherwise() -> None:
     lines = fit_advice(CUTLASS_READABLE, 280000, published("9.0"))
-    assert lines is not None and "the launch asked 280000 B" in lines[0]
+    assert lines is not None and "the launch asked 280000 B" in lines[1]
 
 
 def test_no_fit_for_names_it_does_not_model() -> None:
@@ -85,3 +85,16 @@ def test_no_fit_for_names_it_does_not_model() -> None:
 def test_long_names_keep_the_stage_count_when_shortened() -> None:
     short = shorten(CUTLASS_READABLE, 100)
     assert len(short) <= 100 and "MainloopSm90TmaGmmaWarpSpecialized<5," in short
+
+
+def test_a_real_cutlass_name_demangled_and_explained_by_fit() -> None:
+    from bisect_smem.devices.collector.demangle import demangle_all, demangler
+
+    if demangler() is None:
+        pytest.skip("no c++filt to demangle with")
+    mangled = (Path(__file__).with_name("cutlass_kernel_name.txt")).read_text().strip()
+    readable = demangle_all([mangled])[mangled]
+    assert readable.startswith("void cutlass::device_kernel<cutlass::gemm::kernel::GemmUniversal<")
+    lines = fit_advice(readable, 279552, published("9.0"))
+    assert lines is not None and "5 stages make SharedStorageSize 279552 B, the same as asked" in lines[1]
+    assert shorten(readable, 96) == "void cutlass::device_kernel<…MainloopSm90TmaGmmaWarpSpecialized<5,…>…>(…)"

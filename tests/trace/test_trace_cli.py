@@ -140,3 +140,17 @@ def test_python_commands_get_the_ctypes_collector_without_a_compiler(tmp_path: P
     code = main(["trace", "--no-measure", "--out", str(tmp_path / "u"), "--", "sh", "-c", "true"])
     err = capfd.readouterr().err
     assert code == 3 and "only Python commands are traced" in one_error(err)
+
+
+def test_the_summary_names_the_cutlass_kernel_and_what_fit_says(recorded: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    from bisect_smem.devices.collector.demangle import demangler
+
+    if demangler() is None:
+        pytest.skip("no c++filt to demangle with")
+    report = Path(__file__).parent.parent / "data" / "h200_report.json"  # measured on the H200
+    code, out, _ = run_main(["trace", "--from", str(recorded), "--report", str(report), "--arch", "12.0"], capsys)
+    assert code == 0 and "limits of the GPU it ran on: NVIDIA H200" in out
+    block = out[out.index("void cutlass::device_kernel<…MainloopSm90TmaGmmaWarpSpecialized<5,…>…>(…)"):]
+    assert "asked MaxDynamicSharedMemorySize = 279552 B (cudaFuncSetAttribute: invalid value)" in block
+    assert "over by 47104 B" in block and "5 stages make SharedStorageSize 279552 B, the same as asked" in block

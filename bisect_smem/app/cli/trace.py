@@ -122,7 +122,9 @@ def here_target(q: TraceQuery) -> tuple[Target | None, str | None]:
             found = fit_targets.file_targets(q.report)
         except UsageError as exc:
             raise UsageError(str(exc).replace(f"--target {q.report}", f"--report {q.report}")) from None
-        return found[0], None  # the GPU the command runs on is the report's first
+        here = found[0]  # the GPU the command runs on is the report's first
+        model = (here.short or "").replace(here.driver_version or "\0", "").strip()
+        return replace(here, short=model or here.short), None
     if not q.simulate and not q.measure:
         return None, None
     devices, note = fit_targets.local_devices(q.simulate, True)

@@ -75,7 +75,9 @@ def render_text(e: Explained) -> str:
         lines.append(f"on {target}: {len(over)} request(s) would not fit" + (":" if over else ""))
         for r in over[:MOST_LISTED]:
             lim = next(lim for lim in r.elsewhere if lim.target == target)
-            lines += [f"  {_name(r)}", f"    asked {r.requested_bytes} B ({r.api}); {_short_limit(lim)}"]
+            asked, limit = f"    asked {r.requested_bytes} B ({r.api})", _short_limit(lim)
+            one = f"{asked}; {limit}"
+            lines += [f"  {_name(r)}", *([one] if len(one) <= WIDTH else [asked, f"    {limit}"])]
     return "\n".join(line if len(line) <= WIDTH else line[:WIDTH - 1] + "…" for line in lines) + "\n"
 
 

@@ -21,12 +21,15 @@ def demangle_all(names: Iterable[str]) -> dict[str, str]:
     tool = demangler()
     if not wanted or tool is None:
         return {n: n for n in wanted}
-    try:
-        done = subprocess.run([tool], input="\n".join(wanted) + "\n", capture_output=True, text=True,
-                              timeout=DEMANGLE_TIMEOUT_S, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return {n: n for n in wanted}
-    lines = done.stdout.split("\n")
-    if done.returncode != 0 or len(lines) < len(wanted):
-        return {n: n for n in wanted}
-    return dict(zip(wanted, lines[:len(wanted)], strict=True))
+    # GNU c++filt stops at a nesting depth that CUTLASS's kernel names exceed, leaving them mangled, unless
+    # told not to; llvm-cxxfilt has no such limit and no such option.
+    for options in (["--no-recurse-limit"], []):
+        try:
+            done = subprocess.run([tool, *options], input="\n".join(wanted) + "\n", capture_output=True, text=True,
+                                  timeout=DEMANGLE_TIMEOUT_S, check=False)
+        except (OSError, subprocess.TimeoutExpired):
+            break
+        lines = done.stdout.split("\n")
+        if done.returncode == 0 and len(lines) >= len(wanted):
+            return dict(zip(wanted, lines[:len(wanted)], strict=True))
+    return {n: n for n in wanted}
