@@ -154,3 +154,12 @@ def test_the_summary_names_the_cutlass_kernel_and_what_fit_says(recorded: Path,
     block = out[out.index("void cutlass::device_kernel<…MainloopSm90TmaGmmaWarpSpecialized<5,…>…>(…)"):]
     assert "asked MaxDynamicSharedMemorySize = 279552 B (cudaFuncSetAttribute: invalid value)" in block
     assert "over by 47104 B" in block and "5 stages make SharedStorageSize 279552 B, the same as asked" in block
+
+
+def test_a_killed_command_keeps_its_trace(tmp_path: Path, fakes: Path, collector: Path, cupti: None,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    # The command plays CUDA calls through the fakes, then kills itself: 128+9, and every line it wrote stays.
+    play = f"{sys.executable} {Path(__file__).with_name('fake_process.py')} {fakes} {collector} killed"
+    code, out, _ = run_main(["trace", "--no-measure", "--out", str(tmp_path / "t"), "--", "sh", "-c", play], capsys)
+    assert code == 128 + 9
+    assert "1 process, 3 kernels, 3 attribute set(s), 3 refusal(s)" in out

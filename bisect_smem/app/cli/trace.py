@@ -101,12 +101,13 @@ def run(args: argparse.Namespace) -> tuple[str, int]:
     """Run the command traced (or read --from), explain, and return the summary and the exit code."""
     q = parse(args)
     json_path = output.output_path(q.json, "the trace summary")
-    here, note = here_target(q)
     others = other_targets(q)
-    code = 0 if q.replay else run_command(q)
+    env = None if q.replay else prepare(q)  # what would refuse the command is said before anything is measured
+    here, note = here_target(q)
+    code = 0 if env is None else run_command(q, env)
     explained = explain_folder(q.out, here, others)
     text = render_json(explained) if q.json == "-" else render_text(explained)
-    if note:
+    if note and q.json != "-":
         text += f"  ({note})\n"
     if json_path is not None:
         output.write_atomic(json_path, render_json(explained), what="the trace summary")
@@ -176,8 +177,8 @@ def _is_python(command: tuple[str, ...]) -> bool:
         return False
 
 
-def run_command(q: TraceQuery) -> int:
-    """Run the command traced into a new --out folder; its exit code."""
+def prepare(q: TraceQuery) -> dict[str, str]:
+    """A new --out folder, and the command's environment with the collector in it."""
     if q.out.is_dir() and any(q.out.glob("*.jsonl")):
         raise UsageError(f"--out {q.out} already holds a trace: name another folder, or explain it with --from")
     env = environment(q.out, q.command)
@@ -185,6 +186,11 @@ def run_command(q: TraceQuery) -> int:
         q.out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"cannot make --out {q.out}: {exc.strerror or exc}") from None
+    return env
+
+
+def run_command(q: TraceQuery, env: dict[str, str]) -> int:
+    """Run the command traced into the --out folder; its exit code."""
     try:
         return run_traced(q.command, env)
     except CommandNotStarted as exc:
