@@ -1,5 +1,5 @@
-// A CUTLASS 3.x/4.x Hopper GEMM (bf16, 128x256x64, cooperative) with StageCount<STAGES>: at 5 stages its
-// SharedStorageSize (279552 B) exceeds the H200's 232448 B, so initialize()'s cudaFuncSetAttribute is refused
+// A CUTLASS 3.x/4.x Hopper GEMM (bf16, 128x256x64, cooperative, row-major C and D as fit's model has them) with
+// StageCount<STAGES>: at 5 stages its SharedStorageSize (279552 B by fit) exceeds the H200's 232448 B, so initialize()'s cudaFuncSetAttribute is refused
 // and initialize() returns Error Internal. Prints sizeof(SharedStorage) for bisect-smem trace to be checked against.
 // Build: nvcc -std=c++17 -arch=sm_90a --expt-relaxed-constexpr -I CUTLASS/include -I CUTLASS/tools/util/include
 #include <cstdio>
@@ -26,8 +26,8 @@ constexpr int Alignment = 8;
 
 using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
     cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
-    cutlass::epilogue::collective::EpilogueTileAuto, Accumulator, Accumulator, Element, cutlass::layout::ColumnMajor,
-    Alignment, Element, cutlass::layout::ColumnMajor, Alignment,
+    cutlass::epilogue::collective::EpilogueTileAuto, Accumulator, Accumulator, Element, cutlass::layout::RowMajor,
+    Alignment, Element, cutlass::layout::RowMajor, Alignment,
     cutlass::epilogue::TmaWarpSpecializedCooperative>::CollectiveOp;
 
 using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
