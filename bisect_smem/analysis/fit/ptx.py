@@ -34,7 +34,9 @@ _TOKEN = re.compile(r'\.(?:version|target|address_size|file|loc)\b[^\n]*|//[^\n]
                     r'|"(?:[^"\\\n]|\\.)*"|[\w$%.:]+|[^\s\w$%.:]', re.ASCII | re.DOTALL)
 _DROPPED = re.compile(r'\.(?:version|target|address_size|file|loc)\b|//|/\*.*\*/\Z|"', re.ASCII | re.DOTALL)
 _NAME = re.compile(r"[A-Za-z_$%][\w$]*", re.ASCII)
-_COUNT = re.compile(r"\d{1,12}", re.ASCII)  # ASCII digits; no PTX declares a terabyte
+# PTX integers: decimal, hex, octal or binary, with an optional U; at most 16 digits (no PTX declares a
+# petabyte), so a long string of digits is refused, not multiplied out.
+_INTEGER = re.compile(r"(?:0[xX]([0-9a-fA-F]{1,16})|0[bB]([01]{1,16})|0([0-7]{1,16})|([1-9][0-9]{0,15}|0))U?", re.ASCII)
 TYPE_BYTES = {
     **dict.fromkeys((".b8", ".u8", ".s8"), 1),
     **dict.fromkeys((".b16", ".u16", ".s16", ".f16", ".bf16"), 2),
@@ -115,7 +117,7 @@ def parse_ptx(text: str) -> PtxModule:
     for header, body in _module_statements(tokens):
         if ".entry" in header or ".func" in header:
             _declare_function(module, header, body)
-        elif ".shared" in header:
+        elif _declares_shared(header):
             module.module_shared += _shared_vars(header, module_scope=True)
     return module
 
@@ -128,7 +130,7 @@ def _tokens(text: str) -> Iterator[str]:
         if token == "/*":
             raise PtxUnreadable("a /* comment is never closed")
         if token == "#":
-            raise PtxUnreadable("it uses the preprocessor (#): run it through ptxas or the C preprocessor first")
+            raise PtxUnreadable("it uses the preprocessor (#), which ptxas does not read either: expand it first")
         yield token
 
 
@@ -177,7 +179,7 @@ def _declare_function(module: PtxModule, header: list[str], body: list[str] | No
         if _NAME.fullmatch(token):
             function.names.add(token)
         if token in {";", "{", "}"}:
-            if ".shared" in statement:
+            if _declares_shared(statement):
                 function.shared += _shared_vars(statement, module_scope=False)
             statement = []
         else:
@@ -195,8 +197,16 @@ def _function_name(header: list[str]) -> str:
     return rest[0]
 
 
+def _declares_shared(statement: list[str]) -> bool:
+    """Whether a statement declares shared memory: ``.shared``, or a sub-space such as ``.shared::cta``."""
+    return any(token == ".shared" or token.startswith(".shared::") for token in statement)
+
+
 def _shared_vars(statement: list[str], module_scope: bool) -> list[SharedVar]:
     """The variables of one ``.shared`` declaration statement, without its ';'."""
+    if ".shared" not in statement:
+        space = next(t for t in statement if t.startswith(".shared::"))
+        raise PtxUnreadable(f"'{_shown(statement)}': variables are declared in .shared, not {space}")
     at = statement.index(".shared")
     prefix, rest = statement[:at], statement[at + 1:]
     allowed = MODULE_LINKAGE if module_scope else set()
@@ -206,9 +216,10 @@ def _shared_vars(statement: list[str], module_scope: bool) -> list[SharedVar]:
         raise PtxUnreadable(f"'{_shown(statement)}': .shared variables take no initializer")
     align = None
     if rest[:1] == [".align"]:
-        if len(rest) < 2 or not _COUNT.fullmatch(rest[1]):
+        align = _integer(rest[1]) if len(rest) > 1 else None
+        if align is None:
             raise PtxUnreadable(f"'{_shown(statement)}': .align needs a number")
-        align, rest = int(rest[1]), rest[2:]
+        rest = rest[2:]
         if align < 1 or align & (align - 1):
             raise PtxUnreadable(f"'{_shown(statement)}' has .align {align}; PTX alignments are powers of two")
     width = VECTOR_WIDTH.get(rest[0], 1) if rest else 1
@@ -243,8 +254,8 @@ def _one_var(declarator: list[str], element: int, align: int, extern: bool, stat
         if dims[:2] == ["[", "]"]:
             counts.append(None)
             dims = dims[2:]
-        elif len(dims) >= 3 and dims[0] == "[" and _COUNT.fullmatch(dims[1]) and dims[2] == "]":
-            counts.append(int(dims[1]))
+        elif len(dims) >= 3 and dims[0] == "[" and _integer(dims[1]) is not None and dims[2] == "]":
+            counts.append(_integer(dims[1]))
             dims = dims[3:]
         else:
             raise PtxUnreadable(f"'{_shown(statement)}': {' '.join(declarator)} is not name[count]...")
@@ -258,6 +269,19 @@ def _one_var(declarator: list[str], element: int, align: int, extern: bool, stat
     if size == 0:
         raise PtxUnreadable(f"'{_shown(statement)}': {name} has 0 B, an incomplete type to ptxas")
     return SharedVar(name, size, align)
+
+
+def _integer(token: str) -> int | None:
+    """A PTX integer literal's value, or None where the token is none."""
+    match = _INTEGER.fullmatch(token)
+    if match is None:
+        return None
+    hexadecimal, binary, octal, decimal = match.groups()
+    if hexadecimal is not None:
+        return int(hexadecimal, 16)
+    if binary is not None:
+        return int(binary, 2)
+    return int(octal, 8) if octal is not None else int(decimal)
 
 
 def _shown(tokens: list[str]) -> str:
