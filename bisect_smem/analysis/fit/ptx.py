@@ -30,9 +30,9 @@ from bisect_smem.core.hardware import round_up
 # Tokens: comments, strings and the directives that end at the line's end, not at ';' (all dropped),
 # identifiers with their dots (``ld.shared.f32`` is one token, so only a declaration holds the bare
 # ``.shared``), and single punctuation marks.
-_TOKEN = re.compile(r'\.(?:version|target|address_size|file|loc)\b[^\n]*|//[^\n]*|/\*.*?\*/|/\*'
-                    r'|"(?:[^"\\\n]|\\.)*"|[\w$%.:]+|[^\s\w$%.:]', re.ASCII | re.DOTALL)
-_DROPPED = re.compile(r'\.(?:version|target|address_size|file|loc)\b|//|/\*.*\*/\Z|"', re.ASCII | re.DOTALL)
+# The one group holds what is kept; what is dropped matches with the group empty.
+_TOKEN = re.compile(r'\.(?:version|target|address_size|file|loc)\b[^\n]*|//[^\n]*|/\*.*?\*/'
+                    r'|"(?:[^"\\\n]|\\.)*"|(/\*|[\w$%.:]+|[^\s\w$%.:])', re.ASCII | re.DOTALL)
 _NAME = re.compile(r"[A-Za-z_$%][\w$]*", re.ASCII)
 # PTX integers: decimal, hex, octal or binary, with an optional U; at most 16 digits (no PTX declares a
 # petabyte), so a long string of digits is refused, not multiplied out.
@@ -122,51 +122,64 @@ def parse_ptx(text: str) -> PtxModule:
     return module
 
 
-def _tokens(text: str) -> Iterator[str]:
-    for match in _TOKEN.finditer(text):
-        token = match.group()
-        if _DROPPED.match(token):
-            continue
-        if token == "/*":
-            raise PtxUnreadable("a /* comment is never closed")
-        if token == "#":
-            raise PtxUnreadable("it uses the preprocessor (#), which ptxas does not read either: expand it first")
-        yield token
+def _tokens(text: str) -> list[str]:
+    # findall and list searches run in C: a library's PTX of tens of MB is read in seconds.
+    tokens = [token for token in _TOKEN.findall(text) if token]
+    if "/*" in tokens:
+        raise PtxUnreadable("a /* comment is never closed")
+    if "#" in tokens:
+        raise PtxUnreadable("it uses the preprocessor (#), which ptxas does not read either: expand it first")
+    return tokens
 
 
-def _module_statements(tokens: Iterator[str]) -> Iterator[tuple[list[str], list[str] | None]]:
+def _module_statements(tokens: list[str]) -> Iterator[tuple[list[str], list[str] | None]]:
     """Module-scope statements: (header tokens, body tokens or None where it ends with ';')."""
-    header: list[str] = []
-    for token in tokens:
-        if token == ";":
-            yield header, None
-            header = []
-        elif token == "{" and "=" in header:
-            _block(tokens)  # an initializer, e.g. of a .global array
-        elif token == "{":
-            body = _block(tokens)
-            if ".entry" in header or ".func" in header:
-                yield header, body
-            elif ".section" not in header:  # debug sections hold bytes, not shared memory
-                raise PtxUnreadable(f"a {{ block after '{_shown(header)}' is neither a function nor a section")
-            header = []
-        elif token == "}":
+    at, begun, opened = 0, 0, -1
+    while at < len(tokens):
+        if opened < at:  # the next '{' may lie thousands of statements on: looked for once, not per statement
+            opened = _find(tokens, "{", at)
+        end = min(_find(tokens, ";", at, opened), opened)
+        if _find(tokens, "}", at, end) < end:
             raise PtxUnreadable("a } closes no block")
-        else:
-            header.append(token)
-    if header:
-        raise PtxUnreadable(f"the file ends inside '{_shown(header)}'")
+        if end == len(tokens):
+            raise PtxUnreadable(f"the file ends inside '{_shown(tokens[begun:])}'")
+        header = tokens[begun:end]
+        if tokens[end] == "{" and "=" in header:
+            at = _closing(tokens, end + 1) + 1  # an initializer, e.g. of a .global array: the statement goes on
+            continue
+        if tokens[end] == ";":
+            yield header, None
+            at = begun = end + 1
+            continue
+        close = _closing(tokens, end + 1)
+        if ".entry" in header or ".func" in header:
+            yield header, tokens[end + 1:close]
+        elif ".section" not in header:  # debug sections hold bytes, not shared memory
+            raise PtxUnreadable(f"a {{ block after '{_shown(header)}' is neither a function nor a section")
+        at = begun = close + 1
 
 
-def _block(tokens: Iterator[str]) -> list[str]:
-    """The tokens up to the '}' that closes the '{' just read, nested blocks included."""
-    depth, body = 1, []
-    for token in tokens:
-        depth += {"{": 1, "}": -1}.get(token, 0)
+def _find(tokens: list[str], token: str, start: int, stop: int | None = None) -> int:
+    """The index of ``token`` in tokens[start:stop], or ``stop`` (the list's end) where it is not there."""
+    stop = len(tokens) if stop is None else stop
+    try:
+        return tokens.index(token, start, stop)
+    except ValueError:
+        return stop
+
+
+def _closing(tokens: list[str], start: int) -> int:
+    """The index of the '}' that closes the '{' just before ``start``, nested blocks skipped."""
+    depth = 1
+    while True:
+        close = _find(tokens, "}", start)
+        if close == len(tokens):
+            raise PtxUnreadable("the file ends inside a { block")
+        opened = _find(tokens, "{", start, close)
+        depth += 1 if opened < close else -1
+        start = min(opened, close) + 1
         if depth == 0:
-            return body
-        body.append(token)
-    raise PtxUnreadable("the file ends inside a { block")
+            return close
 
 
 def _declare_function(module: PtxModule, header: list[str], body: list[str] | None) -> None:
@@ -174,18 +187,23 @@ def _declare_function(module: PtxModule, header: list[str], body: list[str] | No
     function = module.functions.setdefault(name, Function(name, ".entry" in header))
     if body is None:
         return  # a prototype: it fixes the function's place in the layout order
-    statement: list[str] = []
-    for token in body:
-        if _NAME.fullmatch(token):
-            function.names.add(token)
-        if token in {";", "{", "}"}:
-            if _declares_shared(statement):
-                function.shared += _shared_vars(statement, module_scope=False)
-            statement = []
-        else:
-            statement.append(token)
+    function.names |= set(body)
+    spaces = [t for t in function.names if t.startswith(".shared::")]
+    at = min([_find(body, ".shared", 0), *(_find(body, space, 0) for space in spaces)])
+    while at < len(body):
+        end = _find(body, ";", at)
+        function.shared += _shared_vars(body[_statement_start(body, at):end], module_scope=False)
+        at = min([_find(body, ".shared", end), *(_find(body, space, end) for space in spaces)])
     # A function's own variable of a module variable's name hides it there.
     function.names -= {v.name for v in function.shared}
+
+
+def _statement_start(tokens: list[str], at: int) -> int:
+    """The index of the first token of the statement that holds tokens[at]."""
+    for index in range(at - 1, -1, -1):
+        if tokens[index] in {";", "{", "}"}:
+            return index + 1
+    return 0
 
 
 def _function_name(header: list[str]) -> str:
