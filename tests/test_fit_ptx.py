@@ -33,3 +33,18 @@ def test_the_only_kernel_needs_no_name(tmp_path: Path) -> None:
     ptx = tmp_path / "k.ptx"
     ptx.write_text(ENTRY + ".shared .align 16 .b8 buf[64];\nret;\n}\n")
     assert ptx_static_smem(ptx, None) == ("k", 64)
+
+
+@pytest.mark.parametrize("shape", ["20000 entries", "100000 nested blocks"])
+def test_many_entries_and_deep_nesting_are_read_in_linear_time(shape: str, tmp_path: Path) -> None:
+    ptx = tmp_path / "k.ptx"
+    if shape == "20000 entries":
+        ptx.write_text("".join(f".visible .entry k{i}(\n.param .u64 p)\n{{\n{{ .reg .b32 r; }}\nret;\n}}\n"
+                               for i in range(20000)))
+        wanted = "k19999"
+    else:
+        ptx.write_text(ENTRY + "{" * 100000 + ".shared .b8 deep[3];\n" + "}" * 100000 + "ret;\n}\n")
+        wanted = "k"
+    start = time.monotonic()
+    assert ptx_static_smem(ptx, wanted) == (wanted, 0 if shape == "20000 entries" else 3)
+    assert time.monotonic() - start < 5

@@ -170,11 +170,12 @@ def _find(tokens: list[str], token: str, start: int, stop: int | None = None) ->
 
 def _closing(tokens: list[str], start: int) -> int:
     """The index of the '}' that closes the '{' just before ``start``, nested blocks skipped."""
-    depth = 1
+    depth, close = 1, -1
     while True:
-        close = _find(tokens, "}", start)
-        if close == len(tokens):
-            raise PtxUnreadable("the file ends inside a { block")
+        if close < start:  # looked for again only once passed, so deep nesting stays linear
+            close = _find(tokens, "}", start)
+            if close == len(tokens):
+                raise PtxUnreadable("the file ends inside a { block")
         opened = _find(tokens, "{", start, close)
         depth += 1 if opened < close else -1
         start = min(opened, close) + 1
