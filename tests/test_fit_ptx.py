@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bisect_smem.analysis.fit.compiled import ptx_static_smem
+from bisect_smem.analysis.fit.compiled import ptx_static, ptx_static_smem
 from bisect_smem.core.errors import UsageError
 
 ENTRY = ".visible .entry k(\n.param .u64 p)\n{\n"
@@ -48,3 +48,12 @@ def test_many_entries_and_deep_nesting_are_read_in_linear_time(shape: str, tmp_p
     start = time.monotonic()
     assert ptx_static_smem(ptx, wanted) == (wanted, 0 if shape == "20000 entries" else 3)
     assert time.monotonic() - start < 5
+
+
+@pytest.mark.parametrize("text", [".func ( .param .b32 x {ret;}", ".entry {ret;}", "} .entry k() {ret;}",
+                                  ".visible .entry k() { ret;", ".shared .b8 a[3]"])
+def test_a_broken_function_or_statement_is_refused_not_a_crash(text: str, tmp_path: Path) -> None:
+    ptx = tmp_path / "k.ptx"
+    ptx.write_text(text)
+    with pytest.raises(UsageError, match=f"^{ptx}: "):
+        ptx_static(ptx, None, ptxas=False)

@@ -187,14 +187,15 @@ def test_shared_memory_of_a_called_helper_counts(tmp_path: Path, capsys: pytest.
 REFUSED = [
     (".shared .b32 a[2] = {1, 2};", "take no initializer"),
     (".shared::cta .b32 a[2];", "are declared in .shared, not .shared::cta"),
-    (".shared .v8 .b32 a[2];", "no element type"),
-    (".shared .pred a[2];", "no element type"),
+    (".shared .v8 .b32 a[2];", ".v8 is not an element type of .shared"),
+    (".shared .pred a[2];", ".pred is not an element type of .shared"),
     (".shared .b8 a[];", "only an .extern array's first size may be left out"),
     (".shared .b8 a[0];", "has 0 B"),
     (".shared .b8 a[12345678901234567];", "is not name[count]"),
     (".extern .shared .b8 a[];", ".extern before .shared is not read here"),
     (".shared .align 3 .b8 a[4];", "has .align 3"),
     (".shared .b8 a[4]; /* never closed", "a /* comment is never closed"),
+    (".shared .align 4;", "no element type of .shared"),
     ("#define N 4\n.shared .b8 a[N];", "uses the preprocessor"),
 ]
 

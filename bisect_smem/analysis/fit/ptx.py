@@ -210,7 +210,7 @@ def _statement_start(tokens: list[str], at: int) -> int:
 def _function_name(header: list[str]) -> str:
     rest = header[header.index(".entry" if ".entry" in header else ".func") + 1:]
     if rest[:1] == ["("]:  # .func (.param .b32 ret) name (...)
-        rest = rest[rest.index(")") + 1:]
+        rest = rest[rest.index(")") + 1:] if ")" in rest else []
     if not rest or not _NAME.fullmatch(rest[0]):
         raise PtxUnreadable(f"no function name in '{_shown(header)}'")
     return rest[0]
@@ -244,8 +244,8 @@ def _shared_vars(statement: list[str], module_scope: bool) -> list[SharedVar]:
     width = VECTOR_WIDTH.get(rest[0], 1) if rest else 1
     rest = rest[1:] if width > 1 else rest
     if not rest or rest[0] not in TYPE_BYTES:
-        raise PtxUnreadable(f"'{_shown(statement)}': no element type this reader knows "
-                            f"({', '.join(VECTOR_WIDTH)} then one of {', '.join(TYPE_BYTES)})")
+        got = f"{rest[0]} is not an" if rest else "no"
+        raise PtxUnreadable(f"'{_shown(statement)}': {got} element type of .shared (.b8 to .b128, .f16x2, ...)")
     element = TYPE_BYTES[rest[0]] * width
     extern = ".extern" in prefix
     return [_one_var(declarator, element, align or element, extern, statement)
