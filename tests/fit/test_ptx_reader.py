@@ -256,3 +256,22 @@ def test_the_note_names_ptxas_when_it_agrees(tmp_path: Path, capsys: pytest.Capt
     code, out, err = run_main(["fit", "--ptx", str(ptx), "--no-local", "--arch", "9.0"], capsys)
     assert code == 0, err
     assert "static 7 B of k, read from the PTX; ptxas " in out and " -v agrees" in out, out
+
+
+def test_ptxas_is_found_under_cuda_home_when_not_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "bin").mkdir()
+    ptxas = fake_ptxas(tmp_path / "bin", "")
+    monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path))
+    assert find_ptxas() == ptxas
+
+
+def test_older_ptxas_lines_with_cmem_after_smem_are_read(tmp_path: Path) -> None:
+    # CUDA 11's ptxas -v: "Used 10 registers, 33 bytes smem, 352 bytes cmem[0]"; an entry without smem says none.
+    ptx = tmp_path / "k.ptx"
+    ptx.write_text(HEAD + entry(".shared .b8 a[33];\n" + use("a")) + entry("", "k2"))
+    ptxas = fake_ptxas(tmp_path, "ptxas info    : Compiling entry function 'k' for 'sm_90'\n"
+                                 "ptxas info    : Used 10 registers, 33 bytes smem, 352 bytes cmem[0]\n"
+                                 "ptxas info    : Compiling entry function 'k2' for 'sm_90'\n"
+                                 "ptxas info    : Used 4 registers, 352 bytes cmem[0]")
+    assert ptxas_smem(ptxas, ptx, "sm_90").smem_bytes == {"k": 33, "k2": 0}
