@@ -79,7 +79,7 @@ FORMS = [
 @pytest.fixture
 def no_ptxas(monkeypatch: pytest.MonkeyPatch) -> None:
     """fit --ptx with the PTX reader alone, as where no CUDA toolkit is installed."""
-    monkeypatch.setattr("bisect_smem.analysis.fit.compiled.find_ptxas", lambda: None)
+    monkeypatch.setattr("bisect_smem.devices.ptxas.find_ptxas", lambda: None)
 
 
 def fit_json(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, dict]:
@@ -166,7 +166,7 @@ def test_extern_shared_is_dynamic_not_one_static_byte(reader: str, tmp_path: Pat
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     # NVRTC 13 writes `.extern .shared .align 16 .b8 dyn[];`: fit --ptx said "over by 16 B" at the ceiling.
     if reader == "reader alone":
-        monkeypatch.setattr("bisect_smem.analysis.fit.compiled.find_ptxas", lambda: None)
+        monkeypatch.setattr("bisect_smem.devices.ptxas.find_ptxas", lambda: None)
     ptx, cubin = nvrtc_pair(DYNAMIC_ONLY, "sm_90", tmp_path)
     assert "\n.extern .shared .align 16 .b8 dyn[];" in ptx.read_text()
     by_ptx = assert_ptx_fits_as_cubin(ptx, cubin, "k", 90, capsys)

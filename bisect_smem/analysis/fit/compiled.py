@@ -14,11 +14,13 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from bisect_smem.analysis.fit.ptx import PtxUnreadable, parse_ptx
 from bisect_smem.core.errors import UsageError
 from bisect_smem.core.hardware import DEFAULT_RESERVED_BYTES
-from bisect_smem.devices.ptxas import PtxasAnswer, PtxasFailed, find_ptxas, ptxas_smem
+
+if TYPE_CHECKING:  # deferred: a type only, so that fit without --ptx loads no ptxas runner
+    from bisect_smem.devices.ptxas import PtxasAnswer
 
 MAX_COMPILED_FILE_BYTES = 256 << 20  # a fat library's cubin is tens of MB; /dev/zero is endless
 HEAD_BYTES = 64 << 10
@@ -95,6 +97,10 @@ def ptx_static(path: Path, kernel: str | None, ptxas: Path | None | bool = True)
     """A PTX entry's static shared memory: read by the PTX reader always and, where ptxas is found (or
     given as ``ptxas``; False for none), by ``ptxas -v`` too, whose answer is preferred; the source says
     which and whether they agree. A form the reader refuses is an error unless ptxas read it."""
+    # deferred: only --ptx needs the PTX reader and ptxas (a subprocess); fit's other paths start without them
+    from bisect_smem.analysis.fit.ptx import PtxUnreadable, parse_ptx
+    from bisect_smem.devices.ptxas import find_ptxas
+
     text = read_compiled(path, _check_ptx_head).decode(errors="replace")
     try:
         module, refused = parse_ptx(text), ""
@@ -127,6 +133,8 @@ def ptx_static(path: Path, kernel: str | None, ptxas: Path | None | bool = True)
 def _assemble(tool: Path | None, path: Path, target: re.Match[str] | None,
               entry: str | None) -> tuple[PtxasAnswer | None, str]:
     """ptxas's answer, or None and why there is none."""
+    from bisect_smem.devices.ptxas import PtxasFailed, ptxas_smem  # deferred: as in ptx_static
+
     if tool is None:
         return None, "no ptxas found to check it"
     if target is None:
