@@ -57,3 +57,14 @@ def test_a_broken_function_or_statement_is_refused_not_a_crash(text: str, tmp_pa
     ptx.write_text(text)
     with pytest.raises(UsageError, match=f"^{ptx}: "):
         ptx_static(ptx, None, ptxas=False)
+
+
+@pytest.mark.parametrize("kernel, start", [(None, "has 20000 kernels: name one with --kernel (k0, k1, "),
+                                           ("nope", "no kernel 'nope' in "), ("1", "kernel '1' is ambiguous")])
+def test_thousands_of_kernels_are_listed_in_one_short_line(kernel: str | None, start: str, tmp_path: Path) -> None:
+    ptx = tmp_path / "k.ptx"
+    ptx.write_text("".join(f".visible .entry k{i}(\n.param .u64 p)\n{{\nret;\n}}\n" for i in range(20000)))
+    with pytest.raises(UsageError) as caught:
+        ptx_static(ptx, kernel, ptxas=False)
+    message = str(caught.value)
+    assert start in message and " more" in message and len(message) - len(str(ptx)) < 100, message

@@ -28,6 +28,7 @@ ELF_HEADER_BYTES = 64
 SECTION_HEADER_BYTES = 64
 EM_CUDA = 190  # ELF e_machine of NVIDIA cubins
 ELF_BYTE_ORDER = {1: "<", 2: ">"}  # e_ident[EI_DATA]: ELFDATA2LSB, ELFDATA2MSB
+LISTED_CHARS = 40  # of kernel names in an error line, which also names the file
 _PTX_TARGET = re.compile(r"^[ \t]*\.target[ \t]+(sm_\w+)", re.ASCII | re.MULTILINE)
 
 
@@ -149,16 +150,29 @@ def _pick(wanted: str | None, names: list[str], path: Path) -> str:
     if wanted is None:
         if len(names) == 1:
             return names[0]
-        raise UsageError(f"{path} has {len(names)} kernels: name one with --kernel ({', '.join(names) or 'none'})")
+        raise UsageError(f"{path} has {len(names)} kernels: name one with --kernel ({_listed(names)})")
     if wanted in names:
         return wanted
     matches = [n for n in names if wanted in n]
     if len(matches) == 1:
         return matches[0]
-    listed = ", ".join(names) or "none"
     if not matches:
-        raise UsageError(f"no kernel {wanted!r} in {path}; kernels: {listed}")
-    raise UsageError(f"kernel {wanted!r} is ambiguous in {path}; matches: {', '.join(matches)}")
+        raise UsageError(f"no kernel {wanted!r} in {path}; kernels: {_listed(names)}")
+    raise UsageError(f"kernel {wanted!r} is ambiguous in {path}; matches: {_listed(matches)}")
+
+
+def _listed(names: list[str]) -> str:
+    """Kernel names for a one-line message: as many as fit in LISTED_CHARS, then how many more (a
+    library's file holds thousands, and the error stays one readable line)."""
+    shown: list[str] = []
+    for name in names:
+        if len(", ".join([*shown, name])) > LISTED_CHARS:
+            break
+        shown.append(name)
+    if not shown and names:
+        shown = [names[0][:LISTED_CHARS - 3] + "..."]  # one mangled name can be longer than the line
+    more = len(names) - len(shown)
+    return ", ".join(shown) + (f" and {more} more" if more else "") if names else "none"
 
 
 def _check_ptx_head(path: Path, head: bytes) -> None:
