@@ -3,7 +3,7 @@
 ``ptxas -v`` prints, for each entry it assembles, ``Used N registers, ..., M bytes smem``: the same number
 as the cubin's ``.nv.shared.<entry>`` section (less the 1 KB system window from sm_90 on). No GPU is
 needed. It is looked for on PATH, under $CUDA_HOME or $CUDA_PATH, in /usr/local/cuda, and in NVIDIA's
-``nvidia-cuda-nvcc`` wheel.
+``nvidia-cuda-nvcc`` wheels (CUDA 13's and 12's).
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+SYSTEM_CUDA = "/usr/local/cuda"  # where NVIDIA's installers put the toolkit
+WHEEL_HOMES = ("cu13", "cuda_nvcc")  # under the nvidia namespace package, newest first
 PTXAS_TIMEOUT_S = 120  # a library's PTX of thousands of kernels assembles in tens of seconds
 _ENTRY = re.compile(r"Compiling entry function '([^']+)' for '(\w+)'")
 _USED = re.compile(r"\bUsed \d+ registers")
@@ -41,17 +43,19 @@ def find_ptxas() -> Path | None:
     found = shutil.which("ptxas")
     if found:
         return Path(found)
-    homes = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"]
+    homes = [Path(home) for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), SYSTEM_CUDA) if home]
     try:
-        wheel = importlib.util.find_spec("nvidia.cuda_nvcc")
+        wheels = importlib.util.find_spec("nvidia")
     except (ImportError, ValueError):
-        wheel = None
-    if wheel is not None and wheel.submodule_search_locations:
-        homes += list(wheel.submodule_search_locations)
-    for home in filter(None, homes):
-        candidate = Path(home) / "bin" / "ptxas"
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return candidate
+        wheels = None
+    if wheels is not None and wheels.submodule_search_locations:
+        # NVIDIA's wheels: nvidia-cuda-nvcc 13 installs nvidia/cu13/bin/ptxas, the -cu12 one nvidia/cuda_nvcc/bin.
+        homes += [Path(folder) / wheel for folder in wheels.submodule_search_locations for wheel in WHEEL_HOMES]
+    for home in homes:
+        for name in ("ptxas", "ptxas.exe"):
+            candidate = home / "bin" / name
+            if candidate.is_file() and os.access(candidate, os.X_OK):
+                return candidate
     return None
 
 

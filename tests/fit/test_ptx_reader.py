@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -275,3 +276,16 @@ def test_older_ptxas_lines_with_cmem_after_smem_are_read(tmp_path: Path) -> None
                                  "ptxas info    : Compiling entry function 'k2' for 'sm_90'\n"
                                  "ptxas info    : Used 4 registers, 352 bytes cmem[0]")
     assert ptxas_smem(ptxas, ptx, "sm_90").smem_bytes == {"k": 33, "k2": 0}
+
+
+def test_ptxas_is_found_in_nvidia_s_cuda_13_wheel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # nvidia-cuda-nvcc 13 installs site-packages/nvidia/cu13/bin/ptxas, beside the nvrtc wheel's nvidia/cu13/lib.
+    (tmp_path / "nvidia" / "cu13" / "bin").mkdir(parents=True)
+    ptxas = fake_ptxas(tmp_path / "nvidia" / "cu13" / "bin", "")
+    monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
+    for name in ("CUDA_HOME", "CUDA_PATH"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr("bisect_smem.devices.ptxas.SYSTEM_CUDA", str(tmp_path / "no-toolkit"))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "nvidia", raising=False)
+    assert find_ptxas() == ptxas
