@@ -200,6 +200,7 @@ def _collapse(name: str, deep: int) -> str:
 
 _STAGES = re.compile(r"Mainloop(Sm\d+)\w*<(\d+)")
 _TILE = re.compile(r"cute::tuple<cute::C<(\d+)>, ?cute::C<(\d+)>, ?cute::C<(\d+)> ?>, ?([\w:]+)")
+_COLUMN_MAJOR = "cute::tuple<cute::C<1>, long, long>"  # an M-major (column-major) C or D stride
 _CUTLASS_TYPES = {"cutlass::bfloat16_t": "bf16", "cutlass::half_t": "fp16", "cutlass::float_e4m3_t": "e4m3",
                   "cutlass::float_e5m2_t": "e5m2", "cutlass::tfloat32_t": "tf32", "float": "fp32", "signed": "int8"}
 
@@ -223,6 +224,10 @@ def fit_advice(readable: str, requested_bytes: int, target: Target | None) -> tu
     from bisect_smem.core.errors import BisectSmemError
 
     m, n, k, count = int(tile.group(1)), int(tile.group(2)), int(tile.group(3)), int(stages.group(2))
+    head = f"fit (cutlass {CUTLASS_VERSION}, {m}x{n}x{k} {dtype}, {schedule}):"
+    epilogue = readable[readable.find("CollectiveEpilogue<"):readable.find("FusionCallbacks")]
+    if _COLUMN_MAJOR in epilogue:  # checked against a real build: column-major C/D add storage fit does not model
+        return head, "  models row-major C and D; this kernel stores them column-major, so no byte count"
     try:
         kernel = GemmKernel(m, n, k, dtype, dtype, schedule=schedule, stages=count)
         built = evaluate_cutlass(kernel, 0, 128, target)
@@ -233,8 +238,7 @@ def fit_advice(readable: str, requested_bytes: int, target: Target | None) -> tu
         return None
     same = "the same as asked" if built.shared_storage_bytes == requested_bytes else \
         f"the launch asked {requested_bytes} B: its epilogue or storage differs from the builder's"
-    lines = (f"fit (cutlass {CUTLASS_VERSION}, {m}x{n}x{k} {dtype}, {schedule}):",
-             f"  {count} stages make SharedStorageSize {built.shared_storage_bytes} B, {same}")
+    lines = (head, f"  {count} stages make SharedStorageSize {built.shared_storage_bytes} B, {same}")
     if not auto.stages:
         return lines
     return (*lines, f"  the builder's auto count here: {auto.stages} stages, {auto.shared_storage_bytes} B")

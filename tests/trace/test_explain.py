@@ -98,3 +98,15 @@ def test_a_real_cutlass_name_demangled_and_explained_by_fit() -> None:
     lines = fit_advice(readable, 279552, published("9.0"))
     assert lines is not None and "5 stages make SharedStorageSize 279552 B, the same as asked" in lines[1]
     assert shorten(readable, 96) == "void cutlass::device_kernel<…MainloopSm90TmaGmmaWarpSpecialized<5,…>…>(…)"
+
+
+def test_fit_gives_no_byte_count_for_column_major_c_and_d() -> None:
+    # A real build with column-major C and D: CUTLASS 4.7's SharedStorage is 280576 B there, 1024 B more than
+    # fit's model of the builder (row-major C and D) gives, so fit says what it models instead of a number.
+    from bisect_smem.devices.collector.demangle import demangle_all, demangler
+
+    if demangler() is None:
+        pytest.skip("no c++filt to demangle with")
+    mangled = (Path(__file__).with_name("cutlass_kernel_name_column_major.txt")).read_text().strip()
+    lines = fit_advice(demangle_all([mangled])[mangled], 280576, published("9.0"))
+    assert lines is not None and "column-major, so no byte count" in lines[1] and len(lines) == 2
