@@ -31,7 +31,8 @@ EXIT_HELP = """exit codes:
   1    with --strict: the command succeeded but a shared-memory request was refused
   2    bad usage: no command, --out already holds a trace, CUDA_INJECTION64_PATH already set (another tool,
        such as nsys or ncu, injects itself: trace refuses rather than run the command untraced)
-  3    no libcupti (install nvidia-cuda-cupti), or no C compiler to build the collector
+  3    no libcupti (install nvidia-cuda-cupti), or no C compiler to build the collector for a command
+       that is not Python (a Python command is traced by the ctypes collector then)
   126  the command was found but cannot be run; 127 the command was not found
 A process in which another CUPTI subscriber was first runs untraced: the summary says which.
 """
