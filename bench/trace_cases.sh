@@ -9,7 +9,8 @@ out=${1:?usage: trace_cases.sh OUT [CUTLASS_DIR]}
 cutlass=${2:-.cutlass}
 py=${PYTHON:-python3}
 work=$(mktemp -d)
-mkdir -p "$out"
+bin=$work/bin  # the programs, apart from the trace folders named after the cases
+mkdir -p "$out" "$bin"
 log="$out/cases.log"
 : >"$log"
 say() { echo "== $*" | tee -a "$log"; }
@@ -30,23 +31,23 @@ trace_case() {  # NAME COMMAND...: traced, then explained again against sm_120
 }
 
 here=$(cd "$(dirname "$0")" && pwd)/trace_cases
-nvcc -std=c++17 -arch=sm_90 -o "$work/runtime_over" "$here/runtime_over.cu" >>"$log" 2>&1 || say "nvcc runtime_over failed"
+nvcc -std=c++17 -arch=sm_90 -o "$bin/runtime_over" "$here/runtime_over.cu" >>"$log" 2>&1 || say "nvcc runtime_over failed"
 ( start=$(date +%s)
   nvcc -std=c++17 -arch=sm_90a --expt-relaxed-constexpr -O2 -I "$cutlass/include" -I "$cutlass/tools/util/include" \
-      -o "$work/cutlass_gemm" "$here/cutlass_gemm.cu" >"$work/cutlass_build.log" 2>&1
+      -o "$bin/cutlass_gemm" "$here/cutlass_gemm.cu" >"$work/cutlass_build.log" 2>&1
   echo "cutlass build: exit $? in $(( $(date +%s) - start )) s" >>"$work/cutlass_build.log" ) &
 build=$!
 
 trace_case cupy_over $py "$here/cupy_over.py"
-trace_case runtime_over "$work/runtime_over"
+trace_case runtime_over "$bin/runtime_over"
 trace_case sdpa $py "$here/torch_cases.py" sdpa
 trace_case triton_matmul $py "$here/torch_cases.py" matmul
 trace_case multiprocessing_child $py "$here/cupy_over.py" child
 wait $build
 tail -5 "$work/cutlass_build.log" | tee -a "$log"
-[ -x "$work/cutlass_gemm" ] && trace_case cutlass_gemm "$work/cutlass_gemm"
+[ -x "$bin/cutlass_gemm" ] && trace_case cutlass_gemm "$bin/cutlass_gemm"
 say "fit for that build: $($py -m bisect_smem fit --tile 128x256x64 --dtype bf16 --stages 5 --schedule cooperative --arch 9.0 --no-local 2>&1 | head -3)"
 say "overhead"
 $py "$here/../trace_overhead.py" --launches 100000 --repeats 2 2>&1 | tee "$out/overhead.txt" >>"$log"
-tar -czf "$out/traces.tgz" -C "$work" --exclude=runtime_over --exclude=cutlass_gemm . 2>>"$log"
+tar -czf "$out/traces.tgz" -C "$work" --exclude=bin . 2>>"$log"
 rm -rf "$work"

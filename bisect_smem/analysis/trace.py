@@ -94,9 +94,17 @@ class Explained:
         """Refused requests, worst first: most bytes over, then most often."""
         return tuple(sorted((r for r in self.requests if r.refused), key=lambda r: (-r.over_bytes, -r.count)))
 
+    @property
+    def at_ceiling(self) -> tuple[Request, ...]:
+        """Attribute sets that asked for exactly this GPU's ceiling: a library that asks for the device's
+        maximum (Triton does) would ask another GPU for its own, so they say nothing about another GPU."""
+        return tuple(r for r in self.requests if r.kind == "attribute" and r.here and r.here.over_bytes == 0)
+
     def would_not_fit(self, target: str) -> tuple[Request, ...]:
-        """Requests that succeeded here (or were refused) but would not launch on ``target``, worst first."""
-        over = [r for r in self.requests for lim in r.elsewhere if lim.target == target and lim.fits is False]
+        """Requests that would not launch on ``target``, worst first; sets of this GPU's ceiling left out."""
+        ceiling = set(map(id, self.at_ceiling))
+        over = [r for r in self.requests for lim in r.elsewhere
+                if lim.target == target and lim.fits is False and id(r) not in ceiling]
         return tuple(sorted(over, key=lambda r: -max(lim.over_bytes or 0 for lim in r.elsewhere if lim.target == target)))
 
 

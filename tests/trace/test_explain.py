@@ -4,6 +4,7 @@ CUTLASS kernel named in the trace."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -110,3 +111,15 @@ def test_fit_gives_no_byte_count_for_column_major_c_and_d() -> None:
     mangled = (Path(__file__).with_name("cutlass_kernel_name_column_major.txt")).read_text().strip()
     lines = fit_advice(demangle_all([mangled])[mangled], 280576, published("9.0"))
     assert lines is not None and "column-major, so no byte count" in lines[1] and len(lines) == 2
+
+
+def test_a_set_of_exactly_this_gpus_ceiling_says_nothing_of_another_gpu(recorded: Path) -> None:
+    # Triton asks MaxDynamicSharedMemorySize = the device's opt-in limit, whatever it needs: on sm_120 it would
+    # ask 101376 B. Its launch's dynamic bytes are what would not fit there.
+    trace = read_trace(recorded)
+    at_ceiling = replace(trace.attribute_sets[0], value=232448, result=0, correlation=99)
+    with_ceiling = replace(trace, attribute_sets=(*trace.attribute_sets, at_ceiling))
+    e = explain(with_ceiling, published("9.0"), [published("12.0")], lambda n: n, fit_advice)
+    assert [r.requested_bytes for r in e.at_ceiling] == [232448]
+    assert all(r.requested_bytes != 232448 for r in e.would_not_fit("sm_120"))
+    assert {r.requested_bytes for r in e.would_not_fit("sm_120")} == {300000, 279552, 232449, 200000}

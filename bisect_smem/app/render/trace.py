@@ -70,6 +70,9 @@ def render_text(e: Explained) -> str:
     for s in e.settings[:MOST_LISTED]:
         lines.append(f"  {shorten(s.readable or s.kernel or 'an unnamed kernel', NAME_WIDTH - 40)}: {s.attribute} = "
                      f"{s.value} ({s.api}: {s.result})")
+    if e.targets and e.at_ceiling:
+        lines.append(f"  ({len(e.at_ceiling)} attribute set(s) asked for exactly this GPU's ceiling: a library asking "
+                     "for the device's maximum asks each GPU its own)")
     for target in e.targets:
         over = e.would_not_fit(target)
         lines.append(f"on {target}: {len(over)} request(s) would not fit" + (":" if over else ""))
