@@ -18,28 +18,14 @@ from bisect_smem.core.errors import UsageError
 from bisect_smem.core.hardware import MAX_THREADS_PER_BLOCK, NONPORTABLE_CLUSTER_SIZE, STATIC_SMEM_COMPILE_CAP_BYTES
 from bisect_smem.core.levels import LEVELS
 from bisect_smem.core.profiles import parse_cc
+from bisect_smem.core.quantities import BYTES, MAX_SMS, SOME_BYTES, Bounds, declared
 from bisect_smem.core.schema import SchemaError
 
-MAX_SMEM_BYTES = 1 << 24  # 16 MiB: 70 times the largest per-SM capacity published so far (228 KiB)
-MAX_SMS = 4096  # %smid is below this on every GPU so far
 MAX_COUNT = 1 << 24  # blocks, clusters, probes, launches
 MAX_WORDS = 1 << 40  # words read over every SM
-Bounds = tuple[int, int]
-BYTES, SOME_BYTES, COUNT = (0, MAX_SMEM_BYTES), (1, MAX_SMEM_BYTES), (0, MAX_COUNT)
+COUNT = (0, MAX_COUNT)
 THREADS = (1, MAX_THREADS_PER_BLOCK)
 SM_ID = (0, MAX_SMS - 1)
-_REPORTED: dict[str, Bounds] = {
-    "max_shared_memory_per_block_bytes": SOME_BYTES, "max_shared_memory_per_block_optin_bytes": SOME_BYTES,
-    "max_shared_memory_per_multiprocessor_bytes": SOME_BYTES, "reserved_shared_memory_per_block_bytes": BYTES,
-    "max_oversized_shared_memory_per_block_bytes": (0, 1 << 48), "multiprocessor_count": (1, MAX_SMS),
-    "max_threads_per_multiprocessor": (1, 1 << 16), "max_blocks_per_multiprocessor": (1, 1 << 16),
-    "compute_capability_major": (1, 99), "compute_capability_minor": (0, 99), "cluster_launch": (0, 1),
-}
-_MEASURED: dict[str, Bounds] = {
-    "default_dynamic_ceiling_bytes": BYTES, "default_api_available_dynamic_bytes": BYTES,
-    "optin_dynamic_ceiling_bytes": BYTES, "attribute_accept_ceiling_bytes": BYTES, "reserved_bytes": BYTES,
-    "allocation_granularity_bytes": SOME_BYTES, "smem_per_sm_bytes": SOME_BYTES,
-}
 _SPLIT = {"static_bytes": (0, STATIC_SMEM_COMPILE_CAP_BYTES), "threads": THREADS, "dynamic_ceiling_bytes": BYTES,
           "probes": COUNT, "static_footprint_bytes": BYTES, "api_available_dynamic_bytes": BYTES}
 _RESIDENCY = {"dynamic_bytes": BYTES, "threads": THREADS, "blocks_per_sm_min": COUNT, "blocks_per_sm_max": COUNT,
@@ -99,14 +85,27 @@ def check_device(dev: dict[str, Any], where: str) -> None:
         except UsageError:
             raise SchemaError(f"field {where}.compute_capability must be MAJOR.MINOR, like 9.0 (got {cc!r})") from None
     for source, view in (dev.get("reported") or {}).items():
-        _fields(f"{where}.reported.{source}", view, _REPORTED)
+        _fields(f"{where}.reported.{source}", view, {q.name: q.bounds for q in declared("reported")})
     if isinstance(dev.get("measured"), dict):
         check_measured(dev["measured"], f"{where}.measured")
 
 
+def check_quantities(m: dict[str, Any], where: str) -> None:
+    """Every declared measured quantity of ``m`` (a Measured's JSON form) against its declaration."""
+    for q in declared("measured"):
+        value = q.of(m)
+        at = f"{where}.{q.name}" if q.name in m or value is None else f"{where}.quantities.{q.name}"
+        _in(at, value, q.bounds)
+        floor = next((f for f in declared("measured") if f.name == q.at_least), None)
+        low = floor.of(m) if floor is not None else None
+        if type(value) is int and type(low) is int and value < low:
+            raise SchemaError(f"field {at} must be at least {floor.name if floor else ''} ({low}) (got {value})")
+
+
 def check_measured(m: dict[str, Any], where: str) -> None:
-    """The measured part of a device's JSON."""
-    _fields(where, m, _MEASURED)
+    """The measured part of a device's JSON: each declared quantity within its bounds and above the one it
+    can never be below, then the records."""
+    check_quantities(m, where)
     check_level(f"{where}.level", m.get("level"))
     for _ in _each(f"{where}.static_splits", m.get("static_splits"), _SPLIT):
         pass

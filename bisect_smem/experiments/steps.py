@@ -9,11 +9,13 @@ themselves live with their experiments: ceilings, residency, clusters, validatio
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from bisect_smem.core.model import Ceiling, Measured
+from bisect_smem.core.quantities import Quantity, find
 from bisect_smem.experiments.context import StepContext
 
 
@@ -30,6 +32,15 @@ class StepResult:
 
 
 Done = dict["Step", StepResult]
+MEASURED_FIELDS = frozenset(f.name for f in dataclasses.fields(Measured))
+
+
+def declared_quantity(name: str) -> Quantity:
+    """The declaration of measured quantity ``name``: a step may only fill what is declared."""
+    q = find(f"measured.{name}")
+    if q is None:
+        raise ValueError(f"a step filled {name!r}, which is neither a field of Measured nor a declared quantity")
+    return q
 
 
 @dataclass(frozen=True)
@@ -66,12 +77,16 @@ class Step:
 def assemble(done: Done) -> tuple[Measured, list[str]]:
     """The device's Measured from its step results, in any order, and the errors of failed steps."""
     fields: dict[str, Any] = {}
+    more: dict[str, Any] = {}
     probes: dict[str, int] = {}
     searches: dict[str, Ceiling] = {}
     timings: dict[str, float] = {}
     for result in done.values():
         if result.value is not None:
             for name, value in result.step.contribute(result.value).items():
+                if name not in MEASURED_FIELDS:  # a declared quantity without a field of its own
+                    more[declared_quantity(name).name] = value
+                    continue
                 fields[name] = fields.get(name, ()) + value if name == "static_splits" else value
         searches.update(result.searches)
         for key, count in result.extra_probes.items():
@@ -79,5 +94,5 @@ def assemble(done: Done) -> tuple[Measured, list[str]]:
         timing = result.step.timing_name or result.step.key
         timings[timing] = round(timings.get(timing, 0.0) + result.seconds, 6)
     probes.update({name: c.probes for name, c in searches.items()})
-    measured = Measured(**fields, probes=probes, searches=searches, timings_s=timings)
+    measured = Measured(**fields, probes=probes, searches=searches, timings_s=timings, quantities=more)
     return measured, [r.error for r in done.values() if r.error]
