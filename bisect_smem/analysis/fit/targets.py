@@ -21,8 +21,8 @@ from bisect_smem.core.hardware import (
 )
 from bisect_smem.core.model import DeviceReport, to_jsonable
 from bisect_smem.core.plausible import check_quantities
-from bisect_smem.core.schema import SchemaError
 from bisect_smem.core.profiles import ArchProfile, cc_text, parse_cc
+from bisect_smem.core.schema import SchemaError
 
 # Far above any GPU's shared memory, and small enough that every byte count printed is an ordinary integer.
 MAX_FIT_BYTES = 1 << 32
