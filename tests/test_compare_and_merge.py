@@ -114,8 +114,8 @@ def test_merge_of_full_and_standard_has_no_ties(levels: dict[str, Path], capsys:
 def test_merge_still_finds_a_difference_at_the_lower_level(levels: dict[str, Path], tmp_path: Path,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
     doc = json.loads(levels["standard0"].read_text())
-    doc["devices"][0]["measured"]["optin_dynamic_ceiling_bytes"] = 1024
+    doc["devices"][0]["measured"]["optin_dynamic_ceiling_bytes"] = 101376
     odd = tmp_path / "odd.json"
     odd.write_text(json.dumps(doc))
     code, out, _ = run(["merge", str(levels["quick0"]), str(levels["quick1"]), str(odd)], capsys)
-    assert code == 1 and f"{odd}:0: measured.optin_dynamic_ceiling_bytes: 1024" in out
+    assert code == 1 and f"{odd}:0: measured.optin_dynamic_ceiling_bytes: 101376" in out

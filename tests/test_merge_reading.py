@@ -203,8 +203,8 @@ def test_merge_leaves_the_verdicts_and_run_to_run_figures_unread(h200: dict, tmp
 
 
 @pytest.mark.parametrize(("optins", "majority", "tie"), [
-    ([1024, 2048, 4096, 1024, 2048, 1024, 4096], 1024, None),
-    ([2048, 1024, 1024, 4096, 2048], None, [2048, 1024]),
+    ([101376, 166912, 200704, 101376, 166912, 101376, 200704], 101376, None),
+    ([166912, 101376, 101376, 200704, 166912], None, [166912, 101376]),
 ])
 def test_majority_and_ties_are_weighed_device_by_device(h200: dict, tmp_path: Path, optins: list[int],
                                                         majority: int | None, tie: list[int] | None,

@@ -43,6 +43,7 @@ _SWEEP = {"granule_bytes": SOME_BYTES, "ceiling_bytes": BYTES, "sizes_tested": C
 _LEFTOVERS = {"dynamic_bytes": BYTES, "writer_sms": (0, MAX_SMS), "reader_sms": (0, MAX_SMS),
               **{f"{w}_words_{k}": (0, MAX_WORDS) for w in ("within_process", "across_processes")
                  for k in ("read", "matching")}}
+MAX_DRIVER_VERSION_CHARS = 64
 _CLUSTER_SIZE = re.compile(r"[1-9][0-9]?")
 # When a report can have been written: the metrics, the node labels' expiry (a week at most later) and the
 # check's age are computed from it, and a time outside these years overflows or reads as never stale.
@@ -69,6 +70,14 @@ def _each(where: str, items: Any, table: dict[str, Bounds]) -> Iterable[tuple[st
         yield f"{where}[{i}]", item
 
 
+def check_driver_version(where: str, version: Any) -> None:
+    """A driver version is short text (``580.159.04``): a longer one is no version, and its digits would be
+    read as integers when baselines are ordered by driver (Python refuses more than 4300 digits)."""
+    if isinstance(version, str) and len(version) > MAX_DRIVER_VERSION_CHARS:
+        raise SchemaError(f"field {where} must be at most {MAX_DRIVER_VERSION_CHARS} characters "
+                          f"(got {len(version)}: {version[:20]!r}...)")
+
+
 def check_level(where: str, level: Any) -> None:
     """A level must be one of LEVELS."""
     if level is not None and level not in LEVELS:
@@ -84,6 +93,9 @@ def check_device(dev: dict[str, Any], where: str) -> None:
             parse_cc(cc)
         except UsageError:
             raise SchemaError(f"field {where}.compute_capability must be MAJOR.MINOR, like 9.0 (got {cc!r})") from None
+    context = dev.get("context")
+    if isinstance(context, dict):
+        check_driver_version(f"{where}.context.nvml_driver_version", context.get("nvml_driver_version"))
     for source, view in (dev.get("reported") or {}).items():
         _fields(f"{where}.reported.{source}", view, {q.name: q.bounds for q in declared("reported")})
     if isinstance(dev.get("measured"), dict):
