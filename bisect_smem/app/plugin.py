@@ -98,8 +98,9 @@ class BaselineSuite(pytest.Collector):
     def _device_items(self, dev: Any) -> list[pytest.Item]:
         """One device's tests, judged as --compare judges it (analysis/baseline.py compare_device): what an
         incomplete measurement lacks is skipped, not failed, and the measurement itself is one failure."""
+        # Deferred, as in collect(): the tool is imported only when asked to measure.
         from bisect_smem.analysis.baseline import comparable, compare_device, incomplete_reason, model_slug
-        from bisect_smem.core.errors import BisectSmemError  # deferred: see collect()
+        from bisect_smem.core.errors import BisectSmemError
         from bisect_smem.core.quantities import compare_quantities
 
         prefix = f"device{dev.index}-{model_slug(dev.name)}"

@@ -74,6 +74,32 @@ class Quantity:
         return more.get(self.name) if isinstance(more, dict) else None
 
 
+    def filled(self, value: int | None) -> Filled:
+        """What a step measured of this quantity (None: not measured)."""
+        return Filled(self, value)
+
+
+@dataclass(frozen=True)
+class Record:
+    """A part of Measured that is a record of many values, not one quantity (the staircase, the march):
+    its field, and whether the values of several steps add up (the static splits) or one step fills it."""
+
+    name: str
+    adds: bool = False
+
+    def filled(self, value: Any) -> Filled:
+        """What a step measured of this record."""
+        return Filled(self, value)
+
+
+@dataclass(frozen=True)
+class Filled:
+    """A value a step hands over: the declared quantity or record it fills, and the value."""
+
+    what: Quantity | Record
+    value: Any
+
+
 _DECLARED: dict[str, Quantity] = {}
 
 
@@ -140,6 +166,11 @@ GRANULARITY = declare(Quantity(
 # What cuOccupancyAvailableDynamicSMemPerBlock says on the never-raised function: a verdict row checks it,
 # a baseline leaves it to that row.
 DEFAULT_API = declare(Quantity("default_api_available_dynamic_bytes", "bytes", BYTES, level="quick", compared=False))
+
+# The records of Measured that steps fill; their quantities are compared by json_quantities below.
+STATIC_SPLITS, RESIDENCY, CARVEOUT = Record("static_splits", adds=True), Record("residency"), Record("carveout")
+CLUSTERS, CLUSTERS_SKIPPED, REGISTERS = Record("clusters"), Record("clusters_skipped"), Record("registers_at_ceiling")
+MARCH, GRANULE_SWEEP, LEFTOVERS = Record("march"), Record("granule_sweep"), Record("leftovers")
 
 
 def quantities(dev: DeviceReport) -> dict[str, Any]:

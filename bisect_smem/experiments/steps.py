@@ -2,7 +2,8 @@
 
 A step is the unit a restarted worker resumes after: each is a small frozen dataclass (picklable, so it
 crosses from a worker to the parent as a dictionary key) that runs itself with a StepContext
-(``run(ctx) -> value``) and says which fields of ``Measured`` its value fills (``contribute``). ``key``
+(``run(ctx) -> value``) and says what its value fills (``contribute``: typed ``Filled`` values of the quantities and records declared in
+core/quantities.py). ``key``
 is its stable name in events, progress lines and ``--inject-fault`` (``static_split:0:128``). The steps
 themselves live with their experiments: ceilings, residency, clusters, validation.
 """
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from bisect_smem.core.model import Ceiling, Measured
-from bisect_smem.core.quantities import Quantity, find
+from bisect_smem.core.quantities import Filled, Record
 from bisect_smem.experiments.context import StepContext
 
 
@@ -33,14 +34,6 @@ class StepResult:
 
 Done = dict["Step", StepResult]
 MEASURED_FIELDS = frozenset(f.name for f in dataclasses.fields(Measured))
-
-
-def declared_quantity(name: str) -> Quantity:
-    """The declaration of measured quantity ``name``: a step may only fill what is declared."""
-    q = find(f"measured.{name}")
-    if q is None:
-        raise ValueError(f"a step filled {name!r}, which is neither a field of Measured nor a declared quantity")
-    return q
 
 
 @dataclass(frozen=True)
@@ -63,8 +56,8 @@ class Step:
         """Measure this step on the context's device."""
         raise NotImplementedError
 
-    def contribute(self, value: Any) -> dict[str, Any]:
-        """The ``Measured`` fields this step's result fills."""
+    def contribute(self, value: Any) -> tuple[Filled, ...]:
+        """What this step's result fills: each declared quantity (core/quantities.py) or record, and its value."""
         raise NotImplementedError
 
     @classmethod
@@ -83,11 +76,14 @@ def assemble(done: Done) -> tuple[Measured, list[str]]:
     timings: dict[str, float] = {}
     for result in done.values():
         if result.value is not None:
-            for name, value in result.step.contribute(result.value).items():
+            for filled in result.step.contribute(result.value):
+                name, value = filled.what.name, filled.value
                 if name not in MEASURED_FIELDS:  # a declared quantity without a field of its own
-                    more[declared_quantity(name).name] = value
-                    continue
-                fields[name] = fields.get(name, ()) + value if name == "static_splits" else value
+                    more[name] = value
+                elif isinstance(filled.what, Record) and filled.what.adds:
+                    fields[name] = fields.get(name, ()) + value
+                else:
+                    fields[name] = value
         searches.update(result.searches)
         for key, count in result.extra_probes.items():
             probes[key] = probes.get(key, 0) + count
