@@ -45,7 +45,7 @@ def schema_validator(kind: str = "report") -> Any:
     """jsonschema's draft 2020-12 validator for the published schema of ``kind`` (report, fit, baseline)."""
     from jsonschema import Draft202012Validator
 
-    from bisect_smem.app.schema_documents import published
+    from bisect_smem.app.outputs.schemas import published
 
     schema = json.loads(published(kind))
     Draft202012Validator.check_schema(schema)
@@ -63,7 +63,7 @@ def run_cli_json(args: list[str], folder: Path, capsys: pytest.CaptureFixture[st
                  name: str = "r.json") -> tuple[int, dict]:
     """Run the tool through ``main`` with ``--json`` into ``folder``; its exit code and the parsed report,
     which must match the published schema, and whose ``exit_code`` must be the process's."""
-    from bisect_smem.app import cli
+    from bisect_smem.app.cli import main as cli
 
     out = folder / name
     code = cli.main([*args, "--json", str(out), "--quiet"])
@@ -76,7 +76,7 @@ def run_cli_json(args: list[str], folder: Path, capsys: pytest.CaptureFixture[st
 
 def run_main(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
     """Run the tool through ``main``: its exit code, stdout and stderr."""
-    from bisect_smem.app.cli import main
+    from bisect_smem.app.cli.main import main
 
     code = main(args)
     out = capsys.readouterr()

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from bisect_smem.app import cli
-from bisect_smem.app.check_command import DEFAULT_REPORT, REPORT_ENV
+from bisect_smem.app.cli import main as cli
+from bisect_smem.app.cli.check import DEFAULT_REPORT, REPORT_ENV
 
 ROOT = Path(__file__).resolve().parent.parent
 H200_REPORT = ROOT / "tests" / "data" / "h200_report.json"

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from bisect_smem.app import cli
+from bisect_smem.app.cli import main as cli
 
 ROOT = Path(__file__).resolve().parent.parent
 RECIPE = ROOT / "examples" / "slurm" / "fleet.sbatch"

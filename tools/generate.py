@@ -22,7 +22,7 @@ def _completion(shell: str) -> Callable[[], str]:
     def make() -> str:
         import shtab
 
-        from bisect_smem.app.cli import build_parser
+        from bisect_smem.app.cli.main import build_parser
 
         return shtab.complete(build_parser(), shell=shell)
     return make
@@ -32,7 +32,7 @@ def _man_page() -> str:
     from argparse_manpage.manpage import Manpage
 
     from bisect_smem import __version__
-    from bisect_smem.app.cli import build_parser
+    from bisect_smem.app.cli.main import build_parser
 
     page = Manpage(build_parser())
     page.source = f"bisect-smem {__version__}"
@@ -43,7 +43,7 @@ def _man_page() -> str:
 
 def _schema(kind: str) -> Callable[[], str]:
     def make() -> str:
-        from bisect_smem.app.schema_documents import generated, text
+        from bisect_smem.app.outputs.schemas import generated, text
 
         return text(generated()[kind])
     return make
@@ -51,7 +51,7 @@ def _schema(kind: str) -> Callable[[], str]:
 
 def files() -> dict[Path, Callable[[], str]]:
     """Every generated file, by path below the repository, with the function that makes its text."""
-    from bisect_smem.app.schema_documents import KINDS, file_name
+    from bisect_smem.app.outputs.schemas import KINDS, file_name
 
     made: dict[Path, Callable[[], str]] = {
         Path("share/bash-completion/completions/bisect-smem"): _completion("bash"),

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bisect_smem.core.attributes import SOURCE_KEYS
-from bisect_smem.core.levels import split_quantity_prefix
+from bisect_smem.core.levels import FULL_PREFIX, REFERENCE_SPLIT_PREFIX, level_rank, split_quantity_prefix
 from bisect_smem.core.model import DeviceReport, Measured, to_jsonable
 
 MAX_SMEM_BYTES = 1 << 24  # 16 MiB: 70 times the largest per-SM capacity published so far (228 KiB)
@@ -171,6 +171,24 @@ DEFAULT_API = declare(Quantity("default_api_available_dynamic_bytes", "bytes", B
 STATIC_SPLITS, RESIDENCY, CARVEOUT = Record("static_splits", adds=True), Record("residency"), Record("carveout")
 CLUSTERS, CLUSTERS_SKIPPED, REGISTERS = Record("clusters"), Record("clusters_skipped"), Record("registers_at_ceiling")
 MARCH, GRANULE_SWEEP, LEFTOVERS = Record("march"), Record("granule_sweep"), Record("leftovers")
+
+
+def quantity_level(name: str) -> str:
+    """The lowest level that measures the quantity ``name`` (a key of quantities.quantities)."""
+    quantity = find(name)
+    if quantity is not None:
+        return quantity.level
+    if name.startswith("reported.") or name.startswith(REFERENCE_SPLIT_PREFIX):
+        return "quick"
+    if name.startswith(FULL_PREFIX):
+        return "full"
+    return "standard"
+
+
+def at_level(values: dict[str, Any], level: str) -> dict[str, Any]:
+    """The quantities a run at ``level`` measures: a missing one of these is still a difference."""
+    rank = level_rank(level)
+    return {name: value for name, value in values.items() if level_rank(quantity_level(name)) <= rank}
 
 
 def quantities(dev: DeviceReport) -> dict[str, Any]:

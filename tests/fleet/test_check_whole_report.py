@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from bisect_smem.app import cli
-from bisect_smem.app.check_command import check
+from bisect_smem.app.cli import main as cli
+from bisect_smem.app.cli.check import check
 
 Edit = Callable[[dict[str, Any]], None]
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from bisect_smem.app.schema_documents import report_schema
+from bisect_smem.app.outputs.schemas import report_schema
 from bisect_smem.core.quantities import OPTIN_CEILING, declared
 from tests.conftest import one_error, run_main
 

@@ -98,7 +98,7 @@ def test_its_bounds_are_the_read_back_rule(new_quantity: Quantity, tmp_path: Pat
 
 
 def test_every_declared_quantity_is_in_every_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from bisect_smem.app.schema_documents import report_schema
+    from bisect_smem.app.outputs.schemas import report_schema
 
     report, prom, nfd = (tmp_path / n for n in ("r.json", "m.prom", "f.nfd"))
     assert run_main(["--simulate", "h200", "--level", "full", "--inline", "--json", str(report), "--prom", str(prom),

@@ -18,11 +18,11 @@ from bisect_smem.analysis.summary import summarize
 from bisect_smem.app.render.prom import by_gpu, timestamp_seconds
 from bisect_smem.core.model import DeviceReport, Report
 from bisect_smem.core.quantities import Quantity, declared
+from bisect_smem.core.status import NFD_DEFAULT_EXPIRY_S
 
 NAMESPACE = "bisect-smem.feature.node.kubernetes.io"
 MAX_FILE_BYTES = 65536  # NFD ignores a larger feature file
 MAX_VALUE_CHARS = 63
-DEFAULT_EXPIRY_S = 86400
 _ALPHANUMERIC = frozenset(string.ascii_letters + string.digits)
 _ALLOWED = _ALPHANUMERIC | frozenset("-_.")
 
@@ -88,7 +88,7 @@ def labels(report: Report) -> dict[str, str]:
     return {name: slug(str(value)) for name, value in found.items() if value is not None and slug(str(value))}
 
 
-def render(report: Report, expiry_s: float = DEFAULT_EXPIRY_S) -> str:
+def render(report: Report, expiry_s: float = NFD_DEFAULT_EXPIRY_S) -> str:
     """The feature file: the expiry line (the report's time plus ``expiry_s`` seconds, rounded up to a whole
     second), then one label a line."""
     # NFD reads whole seconds: a fraction cut off would expire 0.5 s labels at the second they were measured.
