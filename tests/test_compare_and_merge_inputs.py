@@ -14,6 +14,7 @@ import pytest
 from bisect_smem.app.cli.main import main
 from bisect_smem.app.render.baselines import regression_line
 from bisect_smem.core.quantities import Regression, compare_quantities
+from tests.conftest import set_optin
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +84,7 @@ def write(path: Path, doc: dict) -> str:
 
 def with_optin(doc: dict, optin: int) -> dict:
     doc = copy.deepcopy(doc)
-    doc["devices"][0]["measured"]["optin_dynamic_ceiling_bytes"] = optin
+    set_optin(doc["devices"][0]["measured"], optin)
     return doc
 
 
@@ -176,7 +177,7 @@ def both_backends(h200_report: dict, numba_optin: int | None = None) -> dict:
     numba["backend"] = "numba"
     numba["measured"].update(carveout=[], clusters=[])
     if numba_optin is not None:
-        numba["measured"]["optin_dynamic_ceiling_bytes"] = numba_optin
+        set_optin(numba["measured"], numba_optin)
     doc["devices"].append(numba)
     return doc
 

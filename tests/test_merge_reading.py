@@ -21,6 +21,7 @@ from bisect_smem.core.profiles import PROFILES
 from bisect_smem.core.quantities import json_quantities, quantities
 from bisect_smem.core.saved import load_saved
 from bisect_smem.core.schema import construct
+from tests.conftest import set_optin
 
 H200_REPORT = Path(__file__).parent / "data" / "h200_report.json"
 
@@ -212,7 +213,7 @@ def test_majority_and_ties_are_weighed_device_by_device(h200: dict, tmp_path: Pa
     paths = []
     for n, optin in enumerate(optins):
         doc = copy.deepcopy(h200)
-        doc["devices"][0]["measured"]["optin_dynamic_ceiling_bytes"] = optin
+        set_optin(doc["devices"][0]["measured"], optin)
         paths.append(write(tmp_path / f"n{n}.json", doc))
     code, out, _ = run_merge(paths, capsys)
     blamed = {line.split(": measured.")[0] for line in out.splitlines() if line.startswith(f"{tmp_path}")}

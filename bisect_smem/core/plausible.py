@@ -16,9 +16,9 @@ from typing import Any
 
 from bisect_smem.core.errors import UsageError
 from bisect_smem.core.hardware import MAX_THREADS_PER_BLOCK, NONPORTABLE_CLUSTER_SIZE, STATIC_SMEM_COMPILE_CAP_BYTES
-from bisect_smem.core.levels import LEVELS
+from bisect_smem.core.levels import LEVELS, REFERENCE_THREADS, is_reference_split
 from bisect_smem.core.profiles import parse_cc
-from bisect_smem.core.quantities import BYTES, MAX_SMS, SOME_BYTES, Bounds, declared
+from bisect_smem.core.quantities import BYTES, MAX_SMS, OPTIN_CEILING, SOME_BYTES, Bounds, declared
 from bisect_smem.core.schema import SchemaError
 
 MAX_COUNT = 1 << 24  # blocks, clusters, probes, launches
@@ -114,10 +114,24 @@ def check_quantities(m: dict[str, Any], where: str) -> None:
             raise SchemaError(f"field {at} must be at least {floor.name if floor else ''} ({low}) (got {value})")
 
 
+def check_reference_split(m: dict[str, Any], where: str) -> None:
+    """The opt-in ceiling is the reference split's ceiling (one search gives both): a file where they differ,
+    or where one is null, was edited or cut."""
+    splits = m.get("static_splits")
+    for split in splits if isinstance(splits, list) else ():
+        if isinstance(split, dict) and is_reference_split(split.get("static_bytes"), split.get("threads")):
+            optin, ceiling = OPTIN_CEILING.of(m), split.get("dynamic_ceiling_bytes")
+            if optin != ceiling:
+                raise SchemaError(f"field {where}.optin_dynamic_ceiling_bytes must be the ceiling of the reference "
+                                  f"split, static_splits with 0 B static and {REFERENCE_THREADS} threads ({ceiling}) "
+                                  f"(got {optin})")
+
+
 def check_measured(m: dict[str, Any], where: str) -> None:
     """The measured part of a device's JSON: each declared quantity within its bounds and above the one it
-    can never be below, then the records."""
+    can never be below, the opt-in ceiling as its reference split says, then the records."""
     check_quantities(m, where)
+    check_reference_split(m, where)
     check_level(f"{where}.level", m.get("level"))
     for _ in _each(f"{where}.static_splits", m.get("static_splits"), _SPLIT):
         pass

@@ -13,6 +13,7 @@ import pytest
 
 from bisect_smem.app.cli import main as cli
 from bisect_smem.app.cli.check import check
+from tests.conftest import set_optin
 
 Edit = Callable[[dict[str, Any]], None]
 
@@ -39,7 +40,7 @@ EDITS: dict[str, tuple[Edit, str]] = {
     "exit code 4": (lambda r: r.update(exit_code=4), "exit code 4"),
     "a MISMATCH row": (_mismatch_row, "MISMATCH"),
     "an ERROR row": (_error_row, "ERROR"),
-    "opt-in null": (lambda r: r["devices"][0]["measured"].update(optin_dynamic_ceiling_bytes=None), "opt-in"),
+    "opt-in null": (lambda r: set_optin(r["devices"][0]["measured"], None), "opt-in"),
     "opt-in 0": (lambda r: r["devices"][0]["measured"].update(optin_dynamic_ceiling_bytes=0), "optin"),
     "opt-in 100 B": (lambda r: r["devices"][0]["measured"].update(optin_dynamic_ceiling_bytes=100), "optin"),
     "no measurement": (lambda r: r["devices"][0].update(measured=None), "opt-in"),

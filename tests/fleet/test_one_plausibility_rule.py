@@ -12,7 +12,7 @@ import pytest
 
 from bisect_smem.app.outputs.schemas import report_schema
 from bisect_smem.core.quantities import OPTIN_CEILING, declared
-from tests.conftest import one_error, run_main
+from tests.conftest import one_error, run_main, set_optin
 
 H200_REPORT = Path(__file__).resolve().parents[1] / "data" / "h200_report.json"
 
@@ -73,7 +73,7 @@ def test_the_schema_states_each_declared_range() -> None:
 def test_fit_accepts_the_declared_range_at_its_ends(value: int, tmp_path: Path,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     report = json.loads(H200_REPORT.read_text())
-    report["devices"][0]["measured"].update(optin_dynamic_ceiling_bytes=value, default_dynamic_ceiling_bytes=1024)
+    set_optin(report["devices"][0]["measured"], value)["default_dynamic_ceiling_bytes"] = 1024
     path = tmp_path / "edge.json"
     path.write_text(json.dumps(report))
     code, out, err = run_main(["fit", "1024", "--target", str(path)], capsys)
@@ -90,3 +90,13 @@ def test_fit_holds_a_device_measured_now_to_the_same_rule(value: int) -> None:
     with pytest.raises(UsageError, match=rf"optin_dynamic_ceiling_bytes must be an integer in "
                                          rf"{OPTIN_CEILING.bounds[0]}\.\.{OPTIN_CEILING.bounds[1]} \(got {value}\)"):
         Target.from_report(dev)
+
+
+@pytest.mark.parametrize("value", [None, 204800], ids=["null", "another value"])
+@pytest.mark.parametrize("reader", READERS, ids=list(READERS))
+def test_an_opt_in_that_is_not_its_reference_split_is_refused(reader: str, value: int | None, tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_main(READERS[reader](_with_optin(tmp_path, value)), capsys)
+    assert code == 2, (out, err)
+    assert f"must be the ceiling of the reference split, static_splits with 0 B static and 128 threads (232448) " \
+           f"(got {value})" in one_error(err)
