@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bisect_smem.core.attributes import SOURCE_KEYS
-from bisect_smem.core.levels import FULL_PREFIX, REFERENCE_SPLIT_PREFIX, level_rank, split_quantity_prefix
+from bisect_smem.core.levels import FULL_PREFIX, LEVELS, REFERENCE_SPLIT_PREFIX, level_rank, split_quantity_prefix
 from bisect_smem.core.model import DeviceReport, Measured, to_jsonable
 
 MAX_SMEM_BYTES = 1 << 24  # 16 MiB: 70 times the largest per-SM capacity published so far (228 KiB)
@@ -55,6 +55,8 @@ class Quantity:
             raise ValueError(f"part must be measured or reported (got {self.part!r})")
         if not self.bounds[0] <= self.bounds[1]:
             raise ValueError(f"bounds of {self.name} are empty: {self.bounds}")
+        if self.level not in LEVELS:
+            raise ValueError(f"level must be one of {', '.join(LEVELS)} (got {self.level!r})")
 
     @property
     def key(self) -> str:
@@ -72,7 +74,6 @@ class Quantity:
             return measured.get(self.name)
         more = measured.get("quantities")
         return more.get(self.name) if isinstance(more, dict) else None
-
 
     def filled(self, value: int | None) -> Filled:
         """What a step measured of this quantity (None: not measured)."""

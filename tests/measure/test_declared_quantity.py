@@ -112,3 +112,10 @@ def test_every_declared_quantity_is_in_every_output(tmp_path: Path, capsys: pyte
         assert q.help is None or f"\nbisect_smem_{q.name}{{" in prom.read_text(), f"{q.name} not in Prometheus"
         assert q.nfd is None or f"/{q.nfd}={q.of(measured)}\n" in nfd.read_text(), f"{q.name} not an NFD label"
         assert (schema[q.name]["minimum"], schema[q.name]["maximum"]) == q.bounds, f"{q.name} not in the schema"
+
+
+def test_every_attribute_a_source_reports_is_declared() -> None:
+    from bisect_smem.core.attributes import SOURCE_KEYS
+
+    names = {q.name for q in declared("reported")}
+    assert {key for keys in SOURCE_KEYS.values() for key in keys} == names
