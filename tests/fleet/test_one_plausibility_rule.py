@@ -13,8 +13,7 @@ import pytest
 from bisect_smem.app.outputs.schemas import report_schema
 from bisect_smem.core.quantities import OPTIN_CEILING, declared
 from tests.conftest import one_error, run_main, set_optin
-
-H200_REPORT = Path(__file__).resolve().parents[1] / "data" / "h200_report.json"
+from tests.paths import H200_REPORT
 
 
 def _with_optin(tmp_path: Path, value: Any) -> Path:

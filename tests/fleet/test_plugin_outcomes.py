@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from bisect_smem.app.cli import main as cli
+from tests.paths import H200_REPORT
 
 pytest_plugins = ["pytester"]
 
@@ -67,7 +68,7 @@ def test_a_driver_version_of_5000_digits_in_a_baseline_is_one_line(saved: Path, 
 
 def test_a_driver_version_of_5000_digits_in_a_report_is_one_line(saved: Path, tmp_path: Path,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
-    report = json.loads((Path(__file__).resolve().parents[1] / "data" / "h200_report.json").read_text())
+    report = json.loads(H200_REPORT.read_text())
     report["devices"][0]["context"]["nvml_driver_version"] = "5" * 5000
     path = tmp_path / "long.json"
     path.write_text(json.dumps(report))
