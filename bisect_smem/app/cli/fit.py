@@ -254,13 +254,42 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     fit.add_argument("--no-local", action="store_true", help="do not measure local GPUs")
     fit.add_argument("--json", metavar="PATH", help="write the result as JSON ('-' for stdout)")
     fit.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    fit.add_argument("--trace", metavar="DIR", help="the requests a traced command made (bisect-smem trace --out DIR): "
+                                                    "which would not fit the targets (--arch, default every "
+                                                    "published one; --target)")
 
 
 def run(args: argparse.Namespace) -> tuple[str, int]:
     """The ``fit`` subcommand: the text for stdout and the exit code."""
     for value in (args.cubin, args.ptx):  # refused before anything opens them: fit never waits on a FIFO
         reader.refuse_waiting(value)
+    if args.trace is not None:
+        return traced_answer(args)
     return answer(parse_query(args))
+
+
+def traced_answer(args: argparse.Namespace) -> tuple[str, int]:
+    """``fit --trace DIR``: every request of a recorded trace against the targets; exit 1 when one would
+    not fit a target, as for one kernel."""
+    kernel = [name for name, value in (("BYTES", args.bytes), ("--dynamic", args.dynamic), ("--tile", args.tile),
+                                       ("--explain", args.explain), ("--cubin", args.cubin), ("--ptx", args.ptx))
+              if value is not None]
+    if kernel:
+        raise UsageError(f"--trace reads the kernels from the trace: drop {', '.join(kernel)}")
+    # Deferred: only --trace reads a trace; the rest of fit never loads the trace's reader.
+    from bisect_smem.app.cli.trace import explain_folder
+    from bisect_smem.app.render.trace import render_json, render_text
+
+    targets = [Target.from_profile(p) for p in published(args.arch, bool(args.target))]
+    for text in args.target or ():
+        targets += fit_targets.file_targets(text)
+    explained = explain_folder(Path(args.trace), None, targets)
+    json_path = writer.output_path(args.json, "the fit result") if args.json not in (None, "-") else None
+    if json_path is not None:
+        writer.write_atomic(json_path, render_json(explained), what="the fit result")
+    failing = any(explained.would_not_fit(t) for t in explained.targets)
+    return (render_json(explained) if args.json == "-" else render_text(explained),
+            EXIT_DOES_NOT_FIT if failing else EXIT_FITS)
 
 
 def exit_code(results: list[FitResult]) -> int:
