@@ -3,12 +3,18 @@ measured, or does what it says."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+from pathlib import Path
+
 import pytest
 
 from bisect_smem.core.errors import UsageError
 from bisect_smem.core.sizes import parse_size
 from tests.conftest import one_error
 from tests.conftest import run_main as run
+from tests.processes import CMD, ENV
 
 
 @pytest.mark.parametrize(("text", "plain"), [
@@ -27,3 +33,61 @@ def test_a_part_of_a_unit_is_still_a_size(text: str, expected: int) -> None:
 def test_fit_refuses_a_size_with_a_point_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(["fit", "227.0K", "--no-local"], capsys)
     assert (code, out) == (2, "") and "227K" in one_error(err)
+
+
+@pytest.mark.parametrize("args", [
+    ["--simulate", "h200", "--json", "a.json", "--json", "b.json"],
+    ["--simulate", "h200", "--level", "standard", "--plot", "a.svg", "--plot", "b.svg"],
+    ["--simulate", "h200", "--save-baseline", "a", "--save-baseline", "b"],
+    ["--simulate", "h200", "--compare", "a", "--compare", "b"],
+    ["--simulate", "h200", "--prom", "a.prom", "--prom", "b.prom"],
+    ["--simulate", "h200", "--nfd", "a", "--nfd", "b"],
+    ["fit", "1K", "--no-local", "--json", "a.json", "--json", "b.json"],
+    ["export", "prom", "r.json", "--output", "a", "--output", "b"],
+], ids=["json", "plot", "save-baseline", "compare", "prom", "nfd", "fit-json", "export-output"])
+def test_an_output_given_twice_is_refused(args: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(args, capsys)
+    assert (code, out) == (2, "") and "was given twice" in one_error(err)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_option_given_once_still_works(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    report = tmp_path / "r.json"
+    assert run(["--simulate", "h200", "--level", "quick", "--json", str(report)], capsys)[0] == 0
+    assert json.loads(report.read_text())["devices"]
+
+
+@pytest.mark.parametrize("args", [
+    ["--json", "-", "--prom", "/dev/stdout"],
+    ["--json", "-", "--nfd", "/dev/stdout"],
+    ["--format", "json", "--prom", "/dev/stdout"],
+    ["--format", "json", "--json", "/dev/stdout"],
+], ids=["json-prom", "json-nfd", "format-prom", "format-json-twice"])
+def test_json_on_stdout_takes_no_second_output_there(args: list[str], tmp_path: Path) -> None:
+    done = subprocess.run([*CMD, "--simulate", "h200", "--level", "quick", *args], capture_output=True, text=True,
+                          env=ENV, timeout=120, cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (2, ""), done.stdout[:300]
+    assert "is stdout, which" in one_error(done.stderr)
+
+
+def test_json_on_stdout_and_metrics_to_dev_null_is_allowed(tmp_path: Path) -> None:
+    done = subprocess.run([*CMD, "--simulate", "h200", "--level", "quick", "--json", "-", "--prom", os.devnull],
+                          capture_output=True, text=True, env=ENV, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0 and json.loads(done.stdout)["devices"], done.stderr
+
+
+@pytest.mark.parametrize("option", ["--json", "--prom", "--nfd"])
+@pytest.mark.parametrize("tail", ["/", "/.", "/.."])
+def test_an_output_path_naming_a_folder_is_refused(option: str, tail: str, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    target = f"{tmp_path}/new{tail}"
+    code, out, err = run(["--simulate", "h200", "--level", "quick", option, target], capsys)
+    assert (code, out) == (2, "") and "names a folder, not a file" in one_error(err)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_fit_json_naming_a_folder_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(["fit", "1K", "--no-local", "--json", f"{tmp_path}/out/"], capsys)
+    assert code == 2 and "names a folder" in one_error(err) and list(tmp_path.iterdir()) == []

@@ -77,3 +77,18 @@ def positive_float(text: str) -> float:
     if seconds > MAX_SECONDS:
         raise argparse.ArgumentTypeError(f"must be at most {MAX_SECONDS:g} s, a week (got {text})")
     return seconds
+
+
+class Once(argparse.Action):
+    """An option that names one file or folder: given twice, it is refused, since argparse would keep the
+    last and silently drop the file asked for first."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        """Keep ``values``, or refuse (exit 2) when the option was given before."""
+        given = getattr(namespace, "_given_once", set())
+        if self.dest in given:
+            parser.error(f"{'/'.join(self.option_strings)} was given twice ({getattr(namespace, self.dest)!r} and "
+                         f"{values!r}); it names one path: give it once")
+        namespace._given_once = given | {self.dest}
+        setattr(namespace, self.dest, values)
