@@ -217,7 +217,7 @@ def _baselines(report: Report, request: MeasureRequest, delivery: Delivery) -> B
         return exc
     for path, content in documents.items():
         delivery.file(path, "the baseline", content, exclusive=not request.force, folders=True,
-                      note=f"saved baseline {path}")
+                      note=f"saved baseline {path}", within=request.save_baseline)
     return None
 
 

@@ -251,6 +251,15 @@ def check_folder(text: str, what: str) -> Path:
     return Path(text)
 
 
+def check_within(path: Path, folder: Path, what: str) -> None:
+    """Refuse (OutputError) a ``path`` under ``folder`` that a link leads out of it: a link planted in a
+    baseline folder would otherwise have ``--force`` replace a file anywhere the user can write."""
+    root, real = os.path.realpath(folder), os.path.realpath(path)
+    if os.path.commonpath([root, real]) != root:
+        raise OutputError(f"cannot write {what} to {path}: a link leads it to {real}, outside {folder}; "
+                          "remove the link")
+
+
 def make_folders(path: Path, what: str = "the file") -> list[Path]:
     """Create the folders above ``path`` and return those it made (``remove_folders`` takes them away again
     when the write fails); an OS error becomes an OutputError naming it."""
