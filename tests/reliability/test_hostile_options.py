@@ -3,6 +3,7 @@ measured, or does what it says."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -91,3 +92,33 @@ def test_an_output_path_naming_a_folder_is_refused(option: str, tail: str, tmp_p
 def test_fit_json_naming_a_folder_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(["fit", "1K", "--no-local", "--json", f"{tmp_path}/out/"], capsys)
     assert code == 2 and "names a folder" in one_error(err) and list(tmp_path.iterdir()) == []
+
+
+def _seconds_options() -> list[tuple[str, str]]:
+    """Every option of every parser that takes seconds, with its help."""
+    from bisect_smem.app.cli.argtypes import positive_float
+    from bisect_smem.app.cli.main import build_parser
+
+    found, todo = [], [build_parser()]
+    while todo:
+        parser = todo.pop()
+        for action in parser._actions:
+            todo.extend(getattr(action, "choices", None).values() if isinstance(action, argparse._SubParsersAction)
+                        else [])
+            if action.type is positive_float:
+                found.append((f"{parser.prog} {action.option_strings[0]}", action.help or ""))
+    return found
+
+
+def test_every_option_in_seconds_states_its_week_limit_in_help() -> None:
+    options = _seconds_options()
+    assert {name.split()[-1] for name, _ in options} >= {"--max-age", "--nfd-expiry", "--probe-timeout",
+                                                         "--device-timeout"}
+    assert [name for name, text in options if "604800 s, a week" not in text] == []
+
+
+@pytest.mark.parametrize("args", [["check", "r.json", "--max-age", "604801"],
+                                  ["--simulate", "h200", "--nfd", "x", "--nfd-expiry", "604801"]])
+def test_a_limit_beyond_a_week_is_refused_saying_so(args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(args, capsys)
+    assert code == 2 and "at most 604800 s, a week (got 604801)" in one_error(err)

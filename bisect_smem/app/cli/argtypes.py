@@ -11,6 +11,7 @@ from collections.abc import Callable
 from bisect_smem.core.numbers import MAX_DIGITS
 
 MAX_SECONDS = 7 * 24 * 3600.0  # a timeout longer than a week is no timeout
+WEEK = f"{MAX_SECONDS:g} s, a week"  # how --help states the bound of every option that takes seconds
 _SIGNED = re.compile(r"-?[0-9]+")
 _SECONDS = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
 
@@ -75,7 +76,7 @@ def positive_float(text: str) -> float:
     if not seconds > 0:
         raise argparse.ArgumentTypeError(f"must be > 0 (got {text})")
     if seconds > MAX_SECONDS:
-        raise argparse.ArgumentTypeError(f"must be at most {MAX_SECONDS:g} s, a week (got {text})")
+        raise argparse.ArgumentTypeError(f"must be at most {WEEK} (got {text})")
     return seconds
 
 

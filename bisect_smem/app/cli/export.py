@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from bisect_smem.app.cli.argtypes import Once, positive_float
+from bisect_smem.app.cli.argtypes import WEEK, Once, positive_float
 from bisect_smem.app.cli.commands import SUBCOMMANDS
 from bisect_smem.app.outputs import writer
 from bisect_smem.app.render import nfd, prom
@@ -25,7 +25,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     export.add_argument("report", metavar="REPORT.json", help="a report written by --json")
     export.add_argument("--output", action=Once, metavar="PATH", help="write PATH atomically instead of printing")
     export.add_argument("--nfd-expiry", type=positive_float, metavar="S",
-                        help=f"nfd: labels expire S seconds after the measurement (default {NFD_DEFAULT_EXPIRY_S})")
+                        help=f"nfd: labels expire S seconds after the measurement (default {NFD_DEFAULT_EXPIRY_S}; at most {WEEK})")
 
 
 def render(kind: str, report_file: Path, expiry_s: float) -> str:

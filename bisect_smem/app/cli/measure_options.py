@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 
 from bisect_smem.app import render
-from bisect_smem.app.cli.argtypes import Once, int_in, non_negative_int, positive_float
+from bisect_smem.app.cli.argtypes import WEEK, Once, int_in, non_negative_int, positive_float
 from bisect_smem.core.levels import DEFAULT_LEVEL, LEVELS
 from bisect_smem.core.search import DEFAULT_CONFIRM, MAX_CONFIRM
 from bisect_smem.core.status import NFD_DEFAULT_EXPIRY_S
@@ -50,9 +50,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--confirm", type=int_in(1, MAX_CONFIRM), default=DEFAULT_CONFIRM, metavar="N",
         help=f"times the ceiling and ceiling+1 are each seen, 1..{MAX_CONFIRM} (default {DEFAULT_CONFIRM})")
     add("--device-timeout", type=positive_float, default=None, metavar="S",
-        help="give up on a device after S seconds (default 300)")
+        help=f"give up on a device after S seconds (default 300; at most {WEEK})")
     add("--probe-timeout", type=positive_float, default=None, metavar="S",
-        help="a probe that takes longer ends its worker and counts as a timeout (default 5)")
+        help=f"a probe that takes longer ends its worker and counts as a timeout (default 5; at most {WEEK})")
     add("--max-restarts", type=int_in(0, MAX_RESTARTS), default=6, metavar="N",
         help=f"restarts of a device's worker after faults before the device is given up, 0..{MAX_RESTARTS} "
              "(default 6)")
@@ -69,4 +69,4 @@ def _add_fleet_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--nfd", action=Once, metavar="PATH",
                         help="write a Node Feature Discovery feature file (features.d) to PATH (atomically)")
     parser.add_argument("--nfd-expiry", type=positive_float, metavar="S",
-                        help=f"the feature file's labels expire S seconds after the run (default {NFD_DEFAULT_EXPIRY_S})")
+                        help=f"the feature file's labels expire S seconds after the run (default {NFD_DEFAULT_EXPIRY_S}; at most {WEEK})")
