@@ -122,3 +122,30 @@ def test_every_option_in_seconds_states_its_week_limit_in_help() -> None:
 def test_a_limit_beyond_a_week_is_refused_saying_so(args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(args, capsys)
     assert code == 2 and "at most 604800 s, a week (got 604801)" in one_error(err)
+
+
+LONG = "d" * 4000
+
+
+@pytest.mark.parametrize("args", [
+    ["--simulate", "h200", "--json", f"/no/{LONG}/x.json"],
+    ["--simulate", "h200", "--compare", f"/x/{LONG}"],
+    ["--simulate", "h200", "--save-baseline", f"/etc/passwd/{LONG}"],
+    ["--simulate", "h200", "--json", LONG, "--json", "b"],
+    ["--level", LONG],
+], ids=["json", "compare", "save-baseline", "twice", "argparse"])
+def test_an_error_quoting_a_huge_value_is_cut_keeping_its_ends(args: list[str],
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(args, capsys)
+    line = one_error(err)
+    assert code == 2 and len(line) <= 400, len(line)
+    assert "4000 characters" in line or "(4003 characters)" in line or "characters)" in line
+
+
+def test_a_word_under_the_limit_is_whole() -> None:
+    from bisect_smem.app.outputs.stderr import bounded
+
+    path = "/tmp/" + "p" * 100 + "/r.json"
+    assert bounded(f"cannot write {path}: full") == f"cannot write {path}: full"
+    cut = bounded(f"cannot write /{'q' * 300}/r.json: full")
+    assert cut.startswith("cannot write /qqq") and cut.endswith("q/r.json (308 characters): full")

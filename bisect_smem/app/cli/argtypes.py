@@ -9,6 +9,7 @@ import re
 from collections.abc import Callable
 
 from bisect_smem.core.numbers import MAX_DIGITS
+from bisect_smem.core.sizes import shown
 
 MAX_SECONDS = 7 * 24 * 3600.0  # a timeout longer than a week is no timeout
 WEEK = f"{MAX_SECONDS:g} s, a week"  # how --help states the bound of every option that takes seconds
@@ -89,7 +90,7 @@ class Once(argparse.Action):
         """Keep ``values``, or refuse (exit 2) when the option was given before."""
         given = getattr(namespace, "_given_once", set())
         if self.dest in given:
-            parser.error(f"{'/'.join(self.option_strings)} was given twice ({getattr(namespace, self.dest)!r} and "
-                         f"{values!r}); it names one path: give it once")
+            parser.error(f"{'/'.join(self.option_strings)} was given twice ({shown(str(getattr(namespace, self.dest)))} "
+                         f"and {shown(str(values))}); it names one path: give it once")
         namespace._given_once = given | {self.dest}
         setattr(namespace, self.dest, values)

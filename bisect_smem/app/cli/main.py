@@ -43,7 +43,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse that reports bad usage in one line and exit code 2, as every other bad input."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(ExitCode.USAGE, f"error: {message} (see {self.prog} --help)\n")
+        self.exit(ExitCode.USAGE, f"error: {stderr.bounded(message)} (see {self.prog} --help)\n")
 
     def _print_message(self, message: str, file: Any = None) -> None:
         # argparse drops a failed write; --help or --version into a full or closed stdout is exit 2, not 0.
