@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 from bisect_smem.core.hardware import NONPORTABLE_CLUSTER_SIZE, PORTABLE_CLUSTER_SIZE, ceil_div
 from bisect_smem.core.model import ClusterMeasurement
 from bisect_smem.devices.backends.base import DeviceSession
+from bisect_smem.devices.backends.families import Clusters
 from bisect_smem.devices.probes import TOO_BIG, Outcome
 from bisect_smem.experiments.context import StepContext
 from bisect_smem.experiments.expect import NOTHING_TOO_BIG, expect
@@ -99,6 +100,7 @@ class ClusterStep(Step):
     """Thread block clusters (cc 9.0+)."""
 
     kind: ClassVar[str] = "clusters"
+    family: ClassVar[type] = Clusters
 
     def run(self, ctx: StepContext) -> ClusterResult:
         """Thread block clusters, or why they cannot be measured here."""

@@ -17,6 +17,7 @@ from bisect_smem.core.levels import STAIRCASE_THREADS
 from bisect_smem.core.model import CarveoutPoint, ResidencyStep
 from bisect_smem.core.search import search_together
 from bisect_smem.devices.backends.base import DeviceSession
+from bisect_smem.devices.backends.families import Carveout, Residency
 from bisect_smem.devices.probes import ResidencyOutcome, ResidencyProbe
 from bisect_smem.experiments.context import Limits, StepContext
 from bisect_smem.experiments.expect import NOTHING_TOO_BIG, expect
@@ -202,6 +203,7 @@ class ResidencyStaircase(Step):
     """Blocks resident per SM from 0 B to the opt-in ceiling, and the per-SM capacity."""
 
     kind: ClassVar[str] = "residency"
+    family: ClassVar[type] = Residency
 
     def run(self, ctx: StepContext) -> ResidencyResult:
         """The blocks-per-SM staircase up to the opt-in ceiling, and the per-SM capacity it proves."""
@@ -223,6 +225,7 @@ class CarveoutSweep(Step):
     """Residency under every carveout preference."""
 
     kind: ClassVar[str] = "carveout"
+    family: ClassVar[type] = Carveout
 
     def run(self, ctx: StepContext) -> CarveoutResult:
         """Residency under every carveout preference, and the carveout each gives."""

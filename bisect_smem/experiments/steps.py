@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from bisect_smem.core.model import Ceiling, Measured
+from bisect_smem.devices.backends.families import Ceilings
 from bisect_smem.experiments.context import StepContext
 
 
@@ -37,6 +38,9 @@ class Step:
     """One measurement step; subclasses set ``kind`` and implement ``run`` and ``contribute``."""
 
     kind: ClassVar[str] = ""
+    # The probe family a backend's sessions must implement for this step to be planned: the ceilings,
+    # which every backend measures, unless the step names another.
+    family: ClassVar[type] = Ceilings
     # The name its seconds are kept under where steps of its kind share one (the static splits); None: its key.
     timing_name: ClassVar[str | None] = None
     # Steps of one group that follow each other in the plan may run together (``run_group``): their

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 from bisect_smem.core.errors import MeasurementError, ProbeFault
 from bisect_smem.core.integrity import GranuleSweep, Leftovers, MarchResult, SmMarch
 from bisect_smem.devices.backends.base import DeviceSession
+from bisect_smem.devices.backends.families import Integrity
 from bisect_smem.devices.probes import TOO_BIG, Launch, ProbeKernel
 from bisect_smem.experiments.config import PlantedFaults
 from bisect_smem.experiments.context import StepContext, WriteElsewhere
@@ -142,6 +143,7 @@ class SmMarchStep(Step):
     """The march test on every SM at the opt-in ceiling."""
 
     kind: ClassVar[str] = "sm_march"
+    family: ClassVar[type] = Integrity
 
     def run(self, ctx: StepContext) -> MarchResult:
         """March over every SM's whole dynamic shared memory."""
@@ -157,6 +159,7 @@ class GranuleSweepStep(Step):
     """A launch at every allocation-granule multiple up to the opt-in ceiling, and one byte over."""
 
     kind: ClassVar[str] = "granule_sweep"
+    family: ClassVar[type] = Integrity
 
     def run(self, ctx: StepContext) -> GranuleSweep:
         """Sweep with the measured granularity (the published one below cc 8.0)."""
@@ -172,6 +175,7 @@ class LeftoversStep(Step):
     """What an earlier process and an earlier kernel left in shared memory."""
 
     kind: ClassVar[str] = "leftovers"
+    family: ClassVar[type] = Integrity
 
     def run(self, ctx: StepContext) -> Leftovers:
         """Another process writes and exits; this one reads without writing."""
