@@ -7,6 +7,7 @@ writes anything in DIR.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -137,7 +138,7 @@ def _candidates(folder: Path, current: str) -> Iterable[Baseline]:
     own = folder / f"{safe_name(current, 'unknown-driver')}.json"
     paths = sorted((p for p in folder.glob("*.json") if p != own), key=lambda p: (_version_key(p.stem), p.name),
                    reverse=True)
-    if own.is_file():
+    if os.path.lexists(own):  # anything there is read, and what is no baseline (a FIFO, a folder) refused
         yield load_baseline(own)
     found_older, now = False, _version_key(current)
     for path in paths:
