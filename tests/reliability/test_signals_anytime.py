@@ -147,10 +147,14 @@ FUZZ_BUDGET_S = 60.0
 
 
 def _python_start_s() -> float:
-    """How long the bare interpreter takes to start here: before that no code of the tool's can run."""
-    began = time.monotonic()
-    subprocess.run([sys.executable, "-c", "pass"], env=ENV, check=True, timeout=60)
-    return time.monotonic() - began
+    """How long the bare interpreter takes to start here, with room for a busy machine: before that no code
+    of the tool's can run, and a signal then is Python's own (its site import), which no package can answer."""
+    took = []
+    for _ in range(3):
+        began = time.monotonic()
+        subprocess.run([sys.executable, "-c", "pass"], env=ENV, check=True, timeout=60)
+        took.append(time.monotonic() - began)
+    return 2 * max(took)
 
 
 def test_signals_at_random_moments_are_one_line_and_128_plus_n(tmp_path: Path) -> None:
