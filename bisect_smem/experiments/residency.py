@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from bisect_smem.core.errors import MeasurementError
 from bisect_smem.core.levels import STAIRCASE_THREADS
 from bisect_smem.core.model import CarveoutPoint, ResidencyStep
+from bisect_smem.core.quantities import CARVEOUT, PER_SM, RESIDENCY, Filled
 from bisect_smem.core.search import search_together
 from bisect_smem.devices.backends.base import DeviceSession
 from bisect_smem.devices.backends.families import Carveout, Residency
@@ -215,9 +216,9 @@ class ResidencyStaircase(Step):
             ctx.probes[PROBES] = runs.probes
         return ResidencyResult(tuple(steps), ResidencyMeasurement.smem_per_sm(steps, limits))
 
-    def contribute(self, value: ResidencyResult) -> dict[str, Any]:
+    def contribute(self, value: ResidencyResult) -> tuple[Filled, ...]:
         """The staircase and the per-SM capacity."""
-        return {"residency": value.steps, "smem_per_sm_bytes": value.smem_per_sm_bytes}
+        return RESIDENCY.filled(value.steps), PER_SM.filled(value.smem_per_sm_bytes)
 
 
 @dataclass(frozen=True)
@@ -237,6 +238,6 @@ class CarveoutSweep(Step):
         finally:
             ctx.probes[PROBES] = runs.probes
 
-    def contribute(self, value: CarveoutResult) -> dict[str, Any]:
+    def contribute(self, value: CarveoutResult) -> tuple[Filled, ...]:
         """The carveout points."""
-        return {"carveout": value.points}
+        return (CARVEOUT.filled(value.points),)

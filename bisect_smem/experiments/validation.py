@@ -11,10 +11,11 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from bisect_smem.core.errors import MeasurementError, ProbeFault
 from bisect_smem.core.integrity import GranuleSweep, Leftovers, MarchResult, SmMarch
+from bisect_smem.core.quantities import GRANULE_SWEEP, LEFTOVERS, MARCH, Filled
 from bisect_smem.devices.backends.base import DeviceSession
 from bisect_smem.devices.backends.families import Integrity
 from bisect_smem.devices.probes import TOO_BIG, Launch, ProbeKernel
@@ -149,9 +150,9 @@ class SmMarchStep(Step):
         """March over every SM's whole dynamic shared memory."""
         return _validation(ctx).march(ctx.prior.require_optin())
 
-    def contribute(self, value: MarchResult) -> dict[str, Any]:
+    def contribute(self, value: MarchResult) -> tuple[Filled, ...]:
         """The march result."""
-        return {"march": value}
+        return (MARCH.filled(value),)
 
 
 @dataclass(frozen=True)
@@ -165,9 +166,9 @@ class GranuleSweepStep(Step):
         """Sweep with the measured granularity (the published one below cc 8.0)."""
         return _validation(ctx).granule_sweep(ctx.prior.require_optin(), ctx.prior.granule_bytes)
 
-    def contribute(self, value: GranuleSweep) -> dict[str, Any]:
+    def contribute(self, value: GranuleSweep) -> tuple[Filled, ...]:
         """The sweep."""
-        return {"granule_sweep": value}
+        return (GRANULE_SWEEP.filled(value),)
 
 
 @dataclass(frozen=True)
@@ -181,9 +182,9 @@ class LeftoversStep(Step):
         """Another process writes and exits; this one reads without writing."""
         return _validation(ctx).leftovers(ctx.prior.require_optin())
 
-    def contribute(self, value: Leftovers) -> dict[str, Any]:
+    def contribute(self, value: Leftovers) -> tuple[Filled, ...]:
         """The leftovers."""
-        return {"leftovers": value}
+        return (LEFTOVERS.filled(value),)
 
 
 VALIDATION_STEPS: tuple[Step, ...] = (SmMarchStep(), GranuleSweepStep(), LeftoversStep())
