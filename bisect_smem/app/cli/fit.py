@@ -19,7 +19,7 @@ from bisect_smem.analysis.fit.rule import GemmRule
 from bisect_smem.analysis.fit.rules import DEFAULT_RULE, RULES
 from bisect_smem.analysis.fit.targets import DOES_NOT_FIT, UNKNOWN, FitRequest, FitResult, Target, check_bound, evaluate
 from bisect_smem.analysis.fit.tiles import Tile
-from bisect_smem.app.cli.argtypes import parse_stages
+from bisect_smem.app.cli.argtypes import Once, parse_stages
 from bisect_smem.app.cli.commands import SUBCOMMANDS
 from bisect_smem.app.outputs import writer
 from bisect_smem.app.render.fit import render, render_explain, render_gemm
@@ -221,8 +221,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     fit.add_argument("--dynamic", metavar="BYTES", help="dynamic shared memory (with --cubin or --ptx)")
     fit.add_argument("--static", metavar="BYTES", help="static shared memory (default 0)")
     fit.add_argument("--threads", metavar="N", help=f"threads per block (default {DEFAULT_THREADS}; not with --tile)")
-    fit.add_argument("--cubin", metavar="FILE", help="read the kernel's static shared memory from a cubin")
-    fit.add_argument("--ptx", metavar="FILE", help="read the kernel's static shared memory from PTX")
+    fit.add_argument("--cubin", action=Once, metavar="FILE", help="read the kernel's static shared memory from a cubin")
+    fit.add_argument("--ptx", action=Once, metavar="FILE", help="read the kernel's static shared memory from PTX")
     fit.add_argument("--kernel", metavar="NAME", help="the kernel in --cubin/--ptx (a unique part of its name; "
                                                       "not needed when the file has one kernel)")
     fit.add_argument("--tile", action="append", metavar="MxNxK",
@@ -252,9 +252,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                           "implies --no-local; published rows only with --arch)")
     fit.add_argument("--simulate", action="append", metavar="PROFILE", help="add a simulated local device")
     fit.add_argument("--no-local", action="store_true", help="do not measure local GPUs")
-    fit.add_argument("--json", metavar="PATH", help="write the result as JSON ('-' for stdout)")
+    fit.add_argument("--json", action=Once, metavar="PATH", help="write the result as JSON ('-' for stdout)")
     fit.add_argument("--quiet", action="store_true", help="no progress on stderr")
-    fit.add_argument("--trace", metavar="DIR", help="the requests a traced command made (bisect-smem trace --out DIR): "
+    fit.add_argument("--trace", action=Once, metavar="DIR", help="the requests a traced command made (bisect-smem trace --out DIR): "
                                                     "which would not fit the targets (--arch, default every "
                                                     "published one; --target)")
 
