@@ -36,7 +36,7 @@ run fit --tile 128x256x64 --dtype bf16 --stages auto --arch 9.0 --quiet > "$out/
 echo "widest line $(awk '{print length}' "$out/run.txt" | sort -n | tail -n 1), lines $(wc -l < "$out/run.txt")"
 
 python3 -m bisect_smem --device 0 --probe-timeout 10 > /dev/null 2> "$out/sigterm.txt" & pid=$!  # not the shell function: $! must be python
-sleep 1; kill -TERM "$pid"; wait "$pid"; echo "SIGTERM exit $? ($(head -c 120 "$out/sigterm.txt"))"
+sleep 0.5; kill -TERM "$pid"; wait "$pid"; echo "SIGTERM exit $? ($(head -c 120 "$out/sigterm.txt"))"
 sleep 1; echo "processes left: $(pgrep -fc 'bisect_smem' || true)"
 rm -rf "$out/baselines"
 run --device 0 --quiet --save-baseline "$out/baselines" > /dev/null 2>&1; echo "save-baseline exit $?"
