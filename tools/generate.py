@@ -1,5 +1,6 @@
 """Write the files generated from the package: the published JSON Schemas (from the model), and the
-shell completions and the man page (from build_parser(), by shtab and argparse-manpage).
+shell completions and the man page (from build_parser(), by shtab and argparse-manpage), and the output
+under every command the README and docs/ show in a console block (by running it: tools/doc_commands.py).
 
     python tools/generate.py          # rewrite every generated file (make generated)
     python tools/generate.py --check  # exit 1 naming each file that is not current (the test suite runs it)
@@ -16,6 +17,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))  # doc_commands, beside this script, whether run or imported by a test
+
+import doc_commands  # noqa: E402
 
 
 def _completion(shell: str) -> Callable[[], str]:
@@ -49,6 +53,12 @@ def _schema(kind: str) -> Callable[[], str]:
     return make
 
 
+def _page(path: Path) -> Callable[[], str]:
+    def make() -> str:
+        return doc_commands.regenerate(path, ROOT)
+    return make
+
+
 def files() -> dict[Path, Callable[[], str]]:
     """Every generated file, by path below the repository, with the function that makes its text."""
     from bisect_smem.app.schema_documents import KINDS, file_name
@@ -60,6 +70,9 @@ def files() -> dict[Path, Callable[[], str]]:
     }
     for kind in KINDS:
         made[Path("bisect_smem/schemas") / file_name(kind)] = _schema(kind)
+    for page in doc_commands.pages(ROOT):
+        if any(b.language == "console" for b in doc_commands.blocks(page.read_text(encoding="utf-8"))):
+            made[page.relative_to(ROOT)] = _page(page)
     return made
 
 
