@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-BASH = ROOT / "share" / "bash-completion" / "completions" / "bisect-smem"
-ZSH = ROOT / "share" / "zsh" / "site-functions" / "_bisect-smem"
-MAN = ROOT / "share" / "man" / "man1" / "bisect-smem.1"
+BASH = ROOT / "bisect_smem" / "share" / "bisect-smem.bash"
+ZSH = ROOT / "bisect_smem" / "share" / "_bisect-smem"
+MAN = ROOT / "bisect_smem" / "share" / "bisect-smem.1"
 
 
 def test_every_generated_file_is_current() -> None:
@@ -28,11 +28,11 @@ def test_bash_parses_the_completion() -> None:
     assert done.returncode == 0, done.stderr
 
 
-def _complete(*words: str) -> list[str]:
+def _complete(*words: str, cwd: Path = ROOT) -> list[str]:
     """What bash completes for the command line ``bisect-smem WORDS`` (the last word being typed)."""
     script = (f'source "{BASH}"; COMP_WORDS=(bisect-smem {" ".join(repr(w) for w in words)}); '
               f'COMP_CWORD={len(words)}; _shtab_bisect_smem; printf "%s\\n" "${{COMPREPLY[@]}}"')
-    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=30)
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=30, cwd=cwd)
     assert done.returncode == 0, done.stderr
     return done.stdout.split()
 
@@ -57,3 +57,54 @@ def test_the_man_page_names_every_subcommand_and_the_exit_codes() -> None:
     for command in ("profiles", "merge", "fit", "check", "export", "schema"):
         assert f"\\fI\\,{command}\\/\\fR" in page, command
     assert "no usable GPU or backend" in page
+
+
+def test_bash_completes_files_folders_and_the_tools_tables(tmp_path: Path) -> None:
+    (tmp_path / "report.json").write_text("{}")
+    (tmp_path / "reports").mkdir()
+    (tmp_path / "kernel.cubin").write_bytes(b"")
+    for words in (("--json", "re"), ("merge", "re"), ("check", "re"), ("export", "prom", "re"), ("--prom", "re")):
+        assert set(_complete(*words, cwd=tmp_path)) == {"report.json", "reports"}, words
+    assert _complete("fit", "--cubin", "k", cwd=tmp_path) == ["kernel.cubin"]
+    assert _complete("--compare", "re", cwd=tmp_path) == ["reports"]
+    assert _complete("--save-baseline", "", cwd=tmp_path) == ["reports"]
+    assert _complete("--backend", "") == ["cupy", "numba", "sim", "all"]
+    assert {"h200", "rtx-pro-6000", "sm_90"} <= set(_complete("--simulate", ""))
+    assert _complete("--level", "q") == ["quick"]
+    assert {"nvfp4", "bf16"} <= set(_complete("fit", "--dtype", ""))
+    assert _complete("fit", "--schedule", "p") == ["pingpong"]
+    assert _complete("completion", "") == ["bash", "zsh"]
+
+
+def test_bash_falls_back_to_files_where_nothing_else_matches() -> None:
+    # -o default: the shell's own file completion where the script offers nothing (a report for --simulate)
+    assert "complete -o bashdefault -o default -F _shtab_bisect_smem bisect-smem" in BASH.read_text()
+
+
+def _zsh_spec(option: str) -> str:
+    """The _arguments spec of ``option`` in the zsh function (its help, metavar and completer)."""
+    return next(line for line in ZSH.read_text().splitlines() if f'"{option}[' in line or f'"*{option}[' in line)
+
+
+def test_zsh_specs_complete_files_folders_and_choices() -> None:
+    # zsh's completion system runs only inside a line editor; what it would offer is the spec's action.
+    for option in ("--json", "--prom", "--nfd", "--plot", "--cubin", "--ptx", "--target"):
+        assert _zsh_spec(option).endswith(':_files"'), option
+    for option in ("--compare", "--save-baseline"):
+        assert _zsh_spec(option).endswith(':_files -/"'), option
+    assert _zsh_spec("--backend").endswith(":(cupy numba sim all)\"")
+    assert " h200 " in _zsh_spec("--simulate") and " nvfp4 " in _zsh_spec("--dtype")
+
+
+def test_the_man_page_has_a_name_whatis_reads() -> None:
+    if shutil.which("lexgrog") is None:
+        pytest.skip("lexgrog (man-db) is not installed")
+    done = subprocess.run(["lexgrog", str(MAN)], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0 and '"bisect-smem - measure how much shared memory' in done.stdout, done.stdout
+
+
+def test_completion_and_man_print_what_the_package_ships() -> None:
+    for argv, shipped in ((["completion", "bash"], BASH), (["completion", "zsh"], ZSH), (["man"], MAN)):
+        done = subprocess.run([sys.executable, "-m", "bisect_smem", *argv], capture_output=True, text=True,
+                              timeout=60, cwd=ROOT)
+        assert done.returncode == 0 and done.stdout == shipped.read_text(), argv

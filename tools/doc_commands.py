@@ -27,6 +27,7 @@ ENV_FIXED = {"COLUMNS": "100", "TZ": "UTC", "LC_ALL": "C.UTF-8", "NO_COLOR": "1"
 # Elapsed times (a replay's "0.01 s") change from run to run: a page may show any.
 _SECONDS = re.compile(r"\b\d+(\.\d+)? s\b")
 _FENCE = re.compile(r"^```(\w*)\s*$")
+_OPERATORS = "<>|&;"
 
 
 @dataclass(frozen=True)
@@ -60,14 +61,22 @@ def blocks(text: str) -> list[Block]:
 
 
 def commands_in(block: Block) -> list[list[str]]:
-    """The ``bisect-smem`` command lines of a block, as argv (after the program's name); comments dropped."""
-    out = []
+    """The ``bisect-smem`` command lines of a block, as argv (after the program's name): continued lines
+    joined, comments dropped, and cut at the first shell operator (``> FILE``, ``| head``)."""
+    out, joined, pending = [], [], ""
     for line in block.lines:
-        text = line[len(PROMPT):] if line.startswith(PROMPT) else line
+        text = pending + (line[len(PROMPT):] if line.startswith(PROMPT) else line)
+        pending = text[:-1] + " " if text.endswith("\\") else ""
+        if not pending:
+            joined.append(text)
+    for text in joined:
         if not text.startswith("bisect-smem ") and text != "bisect-smem":
             continue
-        words = shlex.split(text, comments=True)
-        out.append(words[1:])
+        lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
+        lexer.whitespace_split, lexer.commenters = True, "#"
+        words = list(lexer)
+        cut = next((i for i, w in enumerate(words) if w and set(w) <= set(_OPERATORS)), len(words))
+        out.append(words[1:cut])
     return out
 
 

@@ -21,9 +21,11 @@ from typing import Any, TextIO
 from bisect_smem import __version__
 from bisect_smem.app import (
     check_command,
+    completion_command,
     export_command,
     fit_command,
     head_start,
+    man_command,
     measure_command,
     merge_command,
     output,
@@ -43,6 +45,8 @@ SUBCOMMANDS: dict[str, ModuleType] = {
     "check": check_command,
     "export": export_command,
     "schema": schema_command,
+    "completion": completion_command,
+    "man": man_command,
 }
 
 EXIT_CODES_HELP = """exit codes:

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 # line (tests/test_head_start.py checks these against the parser's own).
 NO_HEAD_START = frozenset({"-h", "--help", "--version", "--inline", "--simulate"})
 READ_HERE = ("--backend", "--device", *NO_HEAD_START)  # argparse takes any unique prefix of these too
-SUBCOMMAND_NAMES = frozenset({"profiles", "merge", "fit", "check", "export", "schema"})
+SUBCOMMAND_NAMES = frozenset({"profiles", "merge", "fit", "check", "export", "schema", "completion", "man"})
 
 WAIT_POLL_S = 0.002
 FORK_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
