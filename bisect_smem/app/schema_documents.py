@@ -31,9 +31,14 @@ FIELDS: dict[str, dict[str, Any]] = {
     "Verdict.verdict": {"enum": list(VERDICTS)},
     "Verdict.kind": {"enum": list(VERDICT_KINDS)},
     "DeviceSummary.status": {"enum": list(STATUSES)},
+    "Report.created_utc": {"format": "date-time"},
 }
-_NULLABLE_INT = {"type": ["integer", "null"]}
-_NULLABLE_STR = {"type": ["string", "null"]}
+_NULLABLE_INT = {"anyOf": [{"type": "integer"}, {"type": "null"}]}
+_NULLABLE_STR = {"anyOf": [{"type": "string"}, {"type": "null"}]}
+# A report's result is the word of its exit code (both null in a report written before they were recorded).
+RESULT_OF_EXIT_CODE = {"anyOf": [{"properties": {"result": {"const": word}, "exit_code": {"const": int(code)}}}
+                                 for code, word in RESULTS.items()]
+                       + [{"properties": {"result": {"type": "null"}, "exit_code": {"type": "null"}}}]}
 # What analysis/baseline.py provenance() records; saved.py requires driver_version.
 PROVENANCE = {
     "type": "object",
@@ -43,13 +48,14 @@ PROVENANCE = {
         "cuda_driver_version": _NULLABLE_INT, "cuda_runtime_version": _NULLABLE_INT,
         "cupy_version": _NULLABLE_STR, "numba_version": _NULLABLE_STR, "device": _NULLABLE_STR,
         "compute_capability": _NULLABLE_STR, "uuid": _NULLABLE_STR, "host": {"type": "string"},
-        "date_utc": {"type": "string"}, "backend": {"type": "string"}, "level": {"enum": list(LEVELS)},
+        "date_utc": {"type": "string", "format": "date-time"}, "backend": {"type": "string"}, "level": {"enum": list(LEVELS)},
     },
     "required": ["driver_version"],
+    "additionalProperties": False,
 }
 # What fit_command.py writes for --tile; None without one. CUTLASS's and Triton's kernels differ.
 GEMM = {
-    "type": ["object", "null"],
+    "type": "object",
     "description": "The GEMM kernels asked about (--tile): CUTLASS's or, with --rule triton, Triton's; or null.",
     "properties": {
         "rule": {"enum": list(RULES)}, "tiles": {"type": "array", "items": {"type": "string"}},
@@ -60,12 +66,14 @@ GEMM = {
         "dtype": {"type": "string"}, "warps": {"type": "integer"}, "triton_version": {"type": "string"},
     },
     "required": ["rule", "tiles", "stages"],
+    "additionalProperties": False,
 }
 
 
 def report_schema() -> dict[str, Any]:
     """The report's schema: ``Report`` and everything in it."""
-    return generate(Report, REPORT_SCHEMA, "bisect-smem report", FIELDS, required=("schema",))
+    return {**generate(Report, REPORT_SCHEMA, "bisect-smem report", FIELDS, required=("schema",)),
+            **RESULT_OF_EXIT_CODE}
 
 
 def baseline_schema() -> dict[str, Any]:
@@ -88,7 +96,8 @@ def fit_schema() -> dict[str, Any]:
     """The fit result's schema: the kernel, one result per target (and tile), the GEMM and --explain."""
     return document(FIT_SCHEMA, "bisect-smem fit result", "What `bisect-smem fit --json` writes.",
                     {"schema": {"const": FIT_SCHEMA}, "request": _fit_request(), "source": str,
-                     "results": tuple[FitResult, ...], "note": str | None, "gemm": GEMM,
+                     "results": tuple[FitResult, ...], "note": str | None,
+                     "gemm": {"anyOf": [GEMM, {"type": "null"}]},
                      "explain": Explained | None, "alternatives": tuple[FitResult, ...]},
                     ("schema", "request", "source", "results", "note", "gemm", "explain", "alternatives"))
 
