@@ -14,6 +14,7 @@ import pytest
 
 from bisect_smem.app import cli
 from bisect_smem.app.check_command import DEFAULT_REPORT, REPORT_ENV
+from bisect_smem.app.render.check import fit
 
 ROOT = Path(__file__).resolve().parent.parent
 H200_REPORT = ROOT / "tests" / "data" / "h200_report.json"
@@ -156,3 +157,25 @@ def test_a_run_without_its_baseline_is_incomplete_as_its_labels_say(tmp_path: Pa
                                ("fail", 1, "smem FAIL: the run failed (exit 1)")]:
         (tmp_path / f"{result}.json").write_text(json.dumps({**data, "result": result, "exit_code": code}))
         assert check(str(tmp_path / f"{result}.json")) == (min(code, 2), line)
+
+
+@pytest.mark.parametrize(("fault", "cause"), [("sticky=100000", "sticky fault in static_split:0:32, given up"),
+                                              ("hang=100000", "timeout in static_split:0:32, given up")])
+def test_an_incomplete_line_keeps_its_cause(tmp_path: Path, fault: str, cause: str) -> None:
+    # The line becomes Slurm's drain reason and NHC's and NPD's message: the cause must survive 80 bytes.
+    path = _report(tmp_path, "inc.json", "--simulate", f"h200,{fault}", "--max-restarts", "1", "--probe-timeout", "1")
+    code, line = check(str(path))
+    assert (code, line) == (2, f"smem INCOMPLETE SIM-sm_90-0: {cause}")
+
+
+def test_an_unmeasured_row_without_a_fault_drops_the_filler(tmp_path: Path) -> None:
+    report = json.loads(H200_REPORT.read_text())
+    dev = report["devices"][0]
+    dev["summary"] = {"status": "incomplete", "counts": {"error": 1},
+                      "reason": "ERROR residency staircase: reported -, measured -; not measured: the device has no "
+                                "residency probe on this backend"}
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(report))
+    code, line = check(str(path))
+    assert code == 2 and line == fit("smem INCOMPLETE GPU-7d135d97: residency staircase: the device has no residency "
+                                     "probe on this backend")

@@ -7,6 +7,7 @@ could not measure).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -86,6 +87,30 @@ def _failure(dev: DeviceReport, summary: DeviceSummary) -> str:
     return f"FAIL {device_id(dev)} {summary.reason or ''}"
 
 
+# What the runner's errors say was the cause: "gave up after 2 restarts; last: sticky fault in STEP (...)" for
+# a device, "STEP: gave up after 2 faults (timeout: ...)" for one step.
+_DEVICE_CAUSE = re.compile(r"; last: (?P<cause>[^(]+?) \(")
+_STEP_CAUSE = re.compile(r"(?P<step>\S+): gave up after \d+ faults? \((?P<what>[^:]+):")
+# The parts of an unmeasured row that say nothing on the line: it says INCOMPLETE already, and the row has
+# no values. Cut at 80 bytes, they left no room for why.
+_FILLER = ("ERROR ", "reported -, measured -; ", "not measured: ")
+
+
+def _incomplete(dev: DeviceReport, summary: DeviceSummary) -> str:
+    """Why a device was not measured completely, the cause first: the fault the worker gave up on
+    (``sticky fault in static_split:0:32, given up``), else the first unmeasured row without its filler."""
+    cause = _DEVICE_CAUSE.search(dev.error or "")
+    if cause:
+        return f"{cause['cause']}, given up"
+    reason = summary.reason or dev.error or "not measured completely"
+    step = _STEP_CAUSE.search(reason)
+    if step:
+        return f"{step['what']} in {step['step']}, given up"
+    for filler in _FILLER:
+        reason = reason.replace(filler, "")
+    return reason
+
+
 def report_line(report: Report) -> CheckLine:
     """The line for a report that was read: 1 when a device (or the run) failed, 2 when not every device
     was measured (or none was) or the run did not pass otherwise (no baseline to compare with), else 0."""
@@ -101,7 +126,7 @@ def report_line(report: Report) -> CheckLine:
     incomplete = [(d, s) for d, s in summaries if s.status == "incomplete"]
     if incomplete:
         dev, summary = incomplete[0]
-        return CheckLine(fit(f"smem INCOMPLETE {device_id(dev)}: {summary.reason}"), UNKNOWN)
+        return CheckLine(fit(f"smem INCOMPLETE {device_id(dev)}: {_incomplete(dev, summary)}"), UNKNOWN)
     if report.result not in (None, "pass"):
         return _run_line(report)
     optins = [d.measured.optin_dynamic_ceiling_bytes for d in report.devices
@@ -119,7 +144,9 @@ _RUN_RESULTS = {"fail": "the run failed", "bad_input": "the run found no baselin
 def _run_line(report: Report) -> CheckLine:
     """A run that did not pass though no device failed, as NFD's verdict says: a run that failed is a
     problem; one that could not compare (no baseline) or finish is unknown."""
-    why = report.error or _RUN_RESULTS.get(report.result or "", f"the run's result is {report.result}")
+    # A missing baseline's error names the model and the folder, which crowd out the point on one line.
+    why = (_RUN_RESULTS["bad_input"] if report.result == "bad_input" else
+           report.error or _RUN_RESULTS.get(report.result or "", f"the run's result is {report.result}"))
     code = f" (exit {report.exit_code})" if report.exit_code is not None else ""
     if report.result == "fail":
         return CheckLine(fit(f"smem FAIL: {why}", code), PROBLEM)
