@@ -4,6 +4,8 @@ choices and options from it."""
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
 import subprocess
 import sys
@@ -94,6 +96,43 @@ def test_zsh_specs_complete_files_folders_and_choices() -> None:
         assert _zsh_spec(option).endswith(':_files -/"'), option
     assert _zsh_spec("--backend").endswith(":(cupy numba sim all)\"")
     assert " h200 " in _zsh_spec("--simulate") and " nvfp4 " in _zsh_spec("--dtype")
+
+
+# zsh completes only inside its line editor, so a zsh is started on a pseudo-terminal (zsh/zpty) with the
+# shipped function on its fpath, the line is typed with a TAB, and compadd prints what it is given.
+ZSH_CAPTURE = r"""
+zmodload zsh/zpty
+zpty z zsh -f -i
+zpty -w z "fpath=($FUNCS \$fpath); autoload -Uz compinit; compinit -u -D"
+zpty -w z 'PROMPT=; compadd () { if [[ ${@[1,(i)(-|--)]} == *-(O|A|D)\ * ]]; then builtin compadd "$@"; return $?; fi; typeset -a __hits; builtin compadd -A __hits "$@"; local h; for h in $__hits; do print -r -- "<<$h>>"; done; }'
+zpty -w z "bindkey '^I' complete-word; print '<<READY>>'"
+zpty -r z line '*<<READY>>*'
+zpty -w -n z "$1"$'\t'
+out=""
+while zpty -r -t z chunk; do out+=$chunk; done
+sleep 1
+while zpty -r -t z chunk; do out+=$chunk; done
+print -r -- "$out"
+zpty -d z
+"""
+
+
+def _zsh_candidates(line: str, cwd: Path) -> set[str]:
+    done = subprocess.run(["zsh", "-f", "-c", ZSH_CAPTURE, "capture", line], capture_output=True, text=True,
+                          timeout=60, cwd=cwd, env={**os.environ, "FUNCS": str(ZSH.parent)})
+    return set(re.findall(r"<<([^<>]*)>>", done.stdout)) - {"READY"}
+
+
+def test_zsh_offers_choices_and_files_in_a_real_line_editor(tmp_path: Path) -> None:
+    if shutil.which("zsh") is None:
+        pytest.skip("zsh is not installed (make tool-deps installs it)")
+    (tmp_path / "report.json").write_text("{}")
+    (tmp_path / "reports").mkdir()
+    assert _zsh_candidates("bisect-smem --backend ", tmp_path) == {"cupy", "numba", "sim", "all"}
+    assert _zsh_candidates("bisect-smem fit --dtype nv", tmp_path) == {"nvfp4"}
+    for line in ("bisect-smem --json re", "bisect-smem merge re", "bisect-smem check re"):
+        assert _zsh_candidates(line, tmp_path) == {"report.json", "reports"}, line
+    assert "reports" in _zsh_candidates("bisect-smem --compare re", tmp_path)
 
 
 def test_the_man_page_has_a_name_whatis_reads() -> None:
