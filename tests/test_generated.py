@@ -147,3 +147,12 @@ def test_completion_and_man_print_what_the_package_ships() -> None:
         done = subprocess.run([sys.executable, "-m", "bisect_smem", *argv], capture_output=True, text=True,
                               timeout=60, cwd=ROOT)
         assert done.returncode == 0 and done.stdout == shipped.read_text(), argv
+
+
+def test_the_wheel_ships_the_completions_and_the_man_page() -> None:
+    import tomllib
+
+    from bisect_smem.share import FILES, PACKAGE
+
+    tool = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert PACKAGE in tool["packages"] and set(FILES.values()) <= set(tool["package-data"][PACKAGE])
