@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 TARGET_S, TARGET_MB = 3.0, 300
 # merge as `python -m bisect_smem merge`, with orjson importable or not (its pool's workers inherit that)
-MERGE = "import sys; {block}from bisect_smem.app.cli import main; sys.exit(main(['merge', *sys.argv[1:]]))"
+MERGE = "import sys; {block}from bisect_smem.app.cli.main import main; sys.exit(main(['merge', *sys.argv[1:]]))"
 
 
 def template() -> dict:

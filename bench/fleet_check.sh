@@ -34,8 +34,8 @@ echo "hidden: ${folders:-none}"
 cache=$(mktemp -d)
 cat > "$cache/run.py" <<'EOF'
 import contextlib, io, sys
-from bisect_smem.app import cli
-from bisect_smem.app.nvrtc_origin import mapped_nvrtc
+from bisect_smem.app.cli import main as cli
+from bisect_smem.app.run.nvrtc_origin import mapped_nvrtc
 with contextlib.redirect_stdout(io.StringIO()):
     code = cli.main(["--device", "0", "--inline", "--quiet", "--level", "quick", "--json", sys.argv[1]])
 print("driver-only run exit", code, "; libnvrtc mapped by the measuring process:", mapped_nvrtc())
@@ -44,7 +44,7 @@ EOF
 unshare -m sh -c 'for d in $1; do mount -t tmpfs none "$d"; done; shift; exec "$@"' sh "$folders" \
   env -u CUDA_HOME -u CUDA_PATH -u LD_LIBRARY_PATH BISECT_SMEM_CACHE_DIR="$cache/smem" CUPY_CACHE_DIR="$cache/cupy" \
   sh -c 'echo "files left in /usr/local/cuda: $(ls /usr/local/cuda/ 2>/dev/null | wc -l)"
-         "$0" -m bisect_smem.app.nvrtc_origin sm_90 > "$1/driver_only.json"; echo "nvrtc_origin exit $?"
+         "$0" -m bisect_smem.app.run.nvrtc_origin sm_90 > "$1/driver_only.json"; echo "nvrtc_origin exit $?"
          "$0" "$2/run.py" "$1/driver_only_report.json"
          "$0" -m bisect_smem check "$1/driver_only_report.json"' "$py" "$out" "$cache"
 echo "check of the driver-only report exit $?"

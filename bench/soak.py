@@ -18,8 +18,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def main() -> int:
-    from bisect_smem.app.requests import build_request
-    from bisect_smem.app.runner import run
+    from bisect_smem.app.run.requests import build_request
+    from bisect_smem.app.run.runner import run
     from bisect_smem.core.quantities import quantities
 
     parser = argparse.ArgumentParser()

@@ -40,6 +40,6 @@ echo "bench exit $? (0: every target met, 1: one MISSED)"
 cat "$out/bench.txt"
 $py -X importtime -m bisect_smem --device 0 --inline --quiet --json /dev/null > /dev/null 2> "$out/importtime.txt"
 # Through main() rather than `-m cProfile -m bisect_smem`: the tool leaves through os._exit, before cProfile writes.
-$py -c 'import cProfile, sys; from bisect_smem.app.cli import main; cProfile.run("main(sys.argv[2:])", sys.argv[1])' \
+$py -c 'import cProfile, sys; from bisect_smem.app.cli.main import main; cProfile.run("main(sys.argv[2:])", sys.argv[1])' \
   "$out/inline.prof" --device 0 --inline --quiet --json /dev/null > /dev/null 2>&1
 echo "in-process profiles: importtime.txt ($(wc -l < "$out/importtime.txt") lines), inline.prof"

@@ -1,4 +1,4 @@
-"""Where a run's time goes, from the timeline its processes write (bisect_smem/app/timeline.py).
+"""Where a run's time goes, from the timeline its processes write (bisect_smem/app/run/timeline.py).
 
 Each run of the benchmark gets ``BISECT_SMEM_TIMELINE=FILE``; the benchmark notes when it launched the
 process and when the process ended, on the same monotonic clock. ``parts`` turns one run's file into the

@@ -3,7 +3,7 @@
 import os
 import sys
 
-from bisect_smem.app.entry import main
+from bisect_smem.app.cli.entry import main
 
 code = main()
 # Everything is written by now (files before stdout, and main flushed stdout): leave without tearing the

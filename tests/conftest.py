@@ -46,7 +46,7 @@ def schema_validator(kind: str = "report") -> Any:
     checking formats (``date-time``) too."""
     from jsonschema import Draft202012Validator
 
-    from bisect_smem.app.schema_documents import published
+    from bisect_smem.app.outputs.schemas import published
 
     schema = json.loads(published(kind))
     Draft202012Validator.check_schema(schema)
@@ -59,7 +59,7 @@ def fast_validator(kind: str = "report") -> Any:
     resolves references against the absolute $id and checks date-time by itself."""
     import fastjsonschema
 
-    from bisect_smem.app.schema_documents import published
+    from bisect_smem.app.outputs.schemas import published
 
     return fastjsonschema.compile(json.loads(published(kind)))
 
@@ -88,7 +88,7 @@ def run_cli_json(args: list[str], folder: Path, capsys: pytest.CaptureFixture[st
                  name: str = "r.json") -> tuple[int, dict]:
     """Run the tool through ``main`` with ``--json`` into ``folder``; its exit code and the parsed report,
     which must match the published schema, and whose ``exit_code`` must be the process's."""
-    from bisect_smem.app import cli
+    from bisect_smem.app.cli import main as cli
 
     out = folder / name
     code = cli.main([*args, "--json", str(out), "--quiet"])
@@ -101,7 +101,7 @@ def run_cli_json(args: list[str], folder: Path, capsys: pytest.CaptureFixture[st
 
 def run_main(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
     """Run the tool through ``main``: its exit code, stdout and stderr."""
-    from bisect_smem.app.cli import main
+    from bisect_smem.app.cli.main import main
 
     code = main(args)
     out = capsys.readouterr()

@@ -131,7 +131,7 @@ def _stable(value: Any) -> Any:
 
 
 def _run(args: list[str], work: Path) -> dict[str, Any]:
-    from bisect_smem.app import cli
+    from bisect_smem.app.cli import main as cli
     from bisect_smem.core.quantities import json_quantities
 
     report = work / "snapshot-report.json"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bisect_smem.app import cli
+from bisect_smem.app.cli import main as cli
 
 pytest_plugins = ["pytester"]
 H200_DIR = "simulated-sm-90-h100-h200-gh200"

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from bisect_smem.app import cli
-from bisect_smem.app.check_command import DEFAULT_REPORT, REPORT_ENV
+from bisect_smem.app.cli import main as cli
+from bisect_smem.app.cli.check import DEFAULT_REPORT, REPORT_ENV
 from bisect_smem.app.render.check import fit
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -106,15 +106,17 @@ def test_bad_usage_is_exit_2_on_stderr(capsys: pytest.CaptureFixture[str]) -> No
     assert capsys.readouterr().err.startswith("error: argument --max-age: must be > 0")
 
 
-def test_the_node_problem_detector_plugin_runs_the_check() -> None:
+def test_the_node_problem_detector_plugin_reads_the_check_of_the_default_report() -> None:
+    # NPD's container has no Python: its plugin reads the line `check` wrote beside the report on the host
+    # (tests/fleet/test_kubernetes_manifests.py runs it); the DaemonSet writes the report where check looks.
     config = json.loads(NPD_CONFIG.read_text())
     assert config["plugin"] == "custom" and config["pluginConfig"]["max_output_length"] == 80
     assert config["pluginConfig"]["timeout"] == "5s"
     (rule,) = config["rules"]
     assert rule["condition"] == config["conditions"][0]["type"] and rule["type"] == "permanent"
-    assert rule["path"].endswith("/bisect-smem") and rule["args"][0] == "check"
-    args = cli.build_parser().parse_args(rule["args"])
-    assert args.command == "check" and args.report == DEFAULT_REPORT and args.max_age == 7200
+    assert rule["path"].endswith("/bisect-smem-check.sh") and "args" not in rule
+    daemonset = (ROOT / "examples" / "kubernetes" / "daemonset.yaml").read_text()
+    assert f"value: {DEFAULT_REPORT}\n" in daemonset and f"value: {Path(DEFAULT_REPORT).parent}/check\n" in daemonset
 
 
 def test_a_gpu_measured_by_two_backends_is_one_gpu(tmp_path: Path) -> None:

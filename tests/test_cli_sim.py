@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bisect_smem.app import cli
+from bisect_smem.app.cli import main as cli
 from bisect_smem.core.model import Report
 from bisect_smem.core.profiles import PROFILES, ArchProfile
 from bisect_smem.core.schema import build

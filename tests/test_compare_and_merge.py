@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bisect_smem.app.cli import main
+from bisect_smem.app.cli.main import main
 from tests.conftest import run_main as run
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bisect_smem.app.cli import main
+from bisect_smem.app.cli.main import main
 from bisect_smem.app.render.baselines import regression_line
 from bisect_smem.core.quantities import Regression, compare_quantities
 

@@ -64,7 +64,7 @@ def _run(venv: Path, *args: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.network
 def test_the_cuda13_extra_brings_an_nvrtc_found_in_the_wheels(driver_only_env: Path) -> None:
-    done = _run(driver_only_env, "-m", "bisect_smem.app.nvrtc_origin", "sm_90")
+    done = _run(driver_only_env, "-m", "bisect_smem.app.run.nvrtc_origin", "sm_90")
     assert done.returncode == 0, done.stdout + done.stderr
     found = json.loads(done.stdout)
     site = str(driver_only_env)

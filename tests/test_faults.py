@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bisect_smem.app import cli
+from bisect_smem.app.cli import main as cli
 from bisect_smem.core.profiles import find_profile
 from tests.conftest import run_cli_json
 
@@ -190,8 +190,8 @@ def test_a_driver_older_than_cupy_is_exit_3(monkeypatch: pytest.MonkeyPatch,
 
 
 def test_workers_start_for_the_likely_devices(monkeypatch: pytest.MonkeyPatch) -> None:
-    from bisect_smem.app.requests import build_request
-    from bisect_smem.app.runner import early_devices
+    from bisect_smem.app.run.requests import build_request
+    from bisect_smem.app.run.runner import early_devices
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
     assert early_devices(build_request("cupy")) == (0, 1)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bisect_smem.analysis.fit.targets import FitRequest, Target, evaluate
-from bisect_smem.app import cli
+from bisect_smem.app.cli import main as cli
 from bisect_smem.core.errors import UsageError
 from bisect_smem.core.profiles import PROFILES, ArchProfile, find_profile
 from bisect_smem.core.sizes import parse_size

@@ -12,7 +12,7 @@ import pytest
 
 from bisect_smem.analysis.fit.cutlass import CUTLASS_VERSION, sm90, sm100, sm120
 from bisect_smem.analysis.fit.cutlass.gemm import GemmKernel
-from bisect_smem.app import cli
+from bisect_smem.app.cli import main as cli
 from bisect_smem.core.hardware import gemm_family
 
 TRUTH = json.loads((Path(__file__).parent / "data" / "cutlass_truth.json").read_text())

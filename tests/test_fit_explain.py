@@ -11,7 +11,7 @@ import pytest
 from bisect_smem.analysis.fit.cutlass.gemm import GemmKernel
 from bisect_smem.analysis.fit.cutlass.sm90 import build as sm90_build
 from bisect_smem.analysis.fit.triton.rule import TritonKernel, shared_of
-from bisect_smem.app import cli
+from bisect_smem.app.cli import main as cli
 
 TRITON = ("triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 131072, "
           "Hardware limit: 101376. Reducing block sizes or `num_stages` may help.")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from bisect_smem.analysis.fit.compiled import EM_CUDA, MAX_COMPILED_FILE_BYTES
-from bisect_smem.app import cli
+from bisect_smem.app.cli import main as cli
 
 from .nvrtc import NvrtcUnavailable, compile_source, supported_archs
 from .test_fit import KERNELS
@@ -153,7 +153,7 @@ def test_no_cuda_is_imported_without_local_devices(extra: list[str], cubin: byte
     assert cli.main(["--simulate", "h200", "--json", str(report), "--quiet"]) == 0
     args = ["fit", "--cubin", str(path), "--kernel", "tiled", "--dynamic", "1000", "--arch", "9.0",
             *[str(report) if a == "REPORT" else a for a in extra]]
-    script = ("import sys; from bisect_smem.app.cli import main; code = main(sys.argv[1:]); "
+    script = ("import sys; from bisect_smem.app.cli.main import main; code = main(sys.argv[1:]); "
               "loaded = sorted(m for m in sys.modules if m.startswith(('cupy', 'numba', 'cuda')) "
               "or m.endswith(('cupy_backend', 'numba_backend', 'runner'))); print(loaded); sys.exit(code)")
     done = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, cwd=ROOT,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from bisect_smem.app import cli
+from bisect_smem.app.cli import main as cli
 
 HUGE = "1" * 4301  # past Python's int() limit of 4300 digits
 ARABIC_TEN = "\u0661\u0660"  # Arabic-Indic digits one, zero

@@ -13,7 +13,7 @@ from bisect_smem.analysis.fit.cutlass.gemm import GemmKernel
 from bisect_smem.analysis.fit.cutlass.sm90 import build as sm90_build
 from bisect_smem.analysis.fit.cutlass.sm120 import build as sm120_build
 from bisect_smem.analysis.fit.triton.rule import TritonKernel, shared_of
-from bisect_smem.app import cli
+from bisect_smem.app.cli import main as cli
 
 LOW_OPTIN = 180000
 

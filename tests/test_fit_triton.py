@@ -12,7 +12,7 @@ import pytest
 
 from bisect_smem.analysis.fit.triton import TRITON_VERSION
 from bisect_smem.analysis.fit.triton.rule import TritonKernel, refusal, shared_of, stages_giving
-from bisect_smem.app import cli
+from bisect_smem.app.cli import main as cli
 from bisect_smem.core.hardware import has_native_fp8_mma_sync, triton_mma
 
 DATA = Path(__file__).parent / "data"

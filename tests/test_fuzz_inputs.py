@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from bisect_smem.app.cli import main
+from bisect_smem.app.cli.main import main
 
 SEED = 21
 BUDGET_S = float(os.environ.get("BISECT_SMEM_FUZZ_SECONDS", "60"))

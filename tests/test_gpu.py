@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bisect_smem.app import cli
+from bisect_smem.app.cli import main as cli
 
 pytestmark = pytest.mark.gpu
 

@@ -13,10 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from bisect_smem.app import cli, head_start
-from bisect_smem.app.requests import build_request
-from bisect_smem.app.runner import run
-from bisect_smem.app.subprocesses import python_environment, start_worker
+from bisect_smem.app.cli import main as cli
+from bisect_smem.app.cli.commands import SUBCOMMANDS
+from bisect_smem.app.run import head_start
+from bisect_smem.app.run.requests import build_request
+from bisect_smem.app.run.runner import run
+from bisect_smem.app.run.subprocesses import python_environment, start_worker
 from tests.processes import alive
 
 
@@ -37,7 +39,7 @@ def two_gpus(monkeypatch: pytest.MonkeyPatch) -> None:
 ])
 def test_a_measuring_command_line_starts_one_worker_per_device_and_backend(
         two_gpus: None, argv: list[str], workers: list[tuple[str, int]]) -> None:
-    assert head_start.planned_workers(argv) == workers
+    assert head_start.planned_workers(argv, SUBCOMMANDS) == workers
 
 
 @pytest.mark.parametrize("argv", [
@@ -46,24 +48,29 @@ def test_a_measuring_command_line_starts_one_worker_per_device_and_backend(
     ["--dev", "1"], ["--back", "numba"], ["--device", "x"], ["--device"], ["--quiet", "schema"],
 ])
 def test_anything_else_gets_no_head_start(two_gpus: None, argv: list[str]) -> None:
-    assert head_start.planned_workers(argv) == []
+    assert head_start.planned_workers(argv, SUBCOMMANDS) == []
 
 
 def test_no_worker_without_a_sign_of_a_gpu_or_the_backends_library(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     monkeypatch.setattr(head_start, "device_nodes", lambda: [])
     monkeypatch.setattr(head_start.importlib.util, "find_spec", lambda name: object())
-    assert head_start.planned_workers([]) == []
-    assert head_start.planned_workers(["--device", "0"]) == [("cupy", 0)]  # asked for by name
+    assert head_start.planned_workers([], SUBCOMMANDS) == []
+    assert head_start.planned_workers(["--device", "0"], SUBCOMMANDS) == [("cupy", 0)]  # asked for by name
     monkeypatch.setattr(head_start.importlib.util, "find_spec", lambda name: None if name == "numba" else object())
-    assert head_start.planned_workers(["--backend", "all", "--device", "0"]) == [("cupy", 0)]
+    assert head_start.planned_workers(["--backend", "all", "--device", "0"], SUBCOMMANDS) == [("cupy", 0)]
 
 
 def test_the_names_read_here_are_the_parsers_own() -> None:
     parser = cli.build_parser()
     options = {name for action in parser._actions for name in action.option_strings}
     assert set(head_start.READ_HERE) <= options
-    assert head_start.SUBCOMMAND_NAMES == set(cli.SUBCOMMANDS)
+
+
+@pytest.mark.parametrize("name", sorted(SUBCOMMANDS))
+def test_every_registered_subcommand_gets_no_head_start(two_gpus: None, name: str) -> None:
+    assert head_start.planned_workers(["--device", "0"], SUBCOMMANDS) == [("cupy", 0)]
+    assert head_start.planned_workers([name, "--device", "0"], SUBCOMMANDS) == []
 
 
 def test_a_claimed_worker_leaves_the_pool_and_the_rest_are_ended() -> None:
@@ -101,10 +108,10 @@ def test_a_started_worker_measures_the_device_it_was_started_for(tmp_path: Path,
 
 FORKED_RUN = """
 import sys
-from bisect_smem.app import head_start
+from bisect_smem.app.run import head_start
 worker = head_start.ForkedWorker(0, "sim")  # forked before anything else is loaded, as the head start does
-from bisect_smem.app.requests import build_request
-from bisect_smem.app.runner import run
+from bisect_smem.app.run.requests import build_request
+from bisect_smem.app.run.runner import run
 (report,) = run(build_request(None, ["h200"], isolate=True), started={0: worker})
 print(report.error, report.measured.optin_dynamic_ceiling_bytes, worker.pid, worker.returncode)
 """
@@ -123,7 +130,7 @@ def test_a_forked_worker_measures_its_device_and_is_reaped(tmp_path: Path) -> No
 
 
 def test_a_forked_worker_ends_with_its_group_and_its_wait_times_out() -> None:
-    script = ("import os, signal, subprocess; from bisect_smem.app import head_start\n"
+    script = ("import os, signal, subprocess; from bisect_smem.app.run import head_start\n"
               "w = head_start.ForkedWorker(0, 'sim')\n"
               "assert os.getpgid(w.pid) == w.pid and w.poll() is None\n"
               "try:\n    w.wait(timeout=0.05)\nexcept subprocess.TimeoutExpired:\n    print('timed out')\n"
@@ -136,7 +143,7 @@ def test_a_forked_worker_ends_with_its_group_and_its_wait_times_out() -> None:
 def test_a_forked_worker_waited_for_by_two_threads_is_reaped_once() -> None:
     # The runner's reader thread and its main thread both wait for a worker: neither may see the other's
     # reaping as an error.
-    script = ("import threading; from bisect_smem.app import head_start\n"
+    script = ("import threading; from bisect_smem.app.run import head_start\n"
               "codes = []\n"
               "for _ in range(40):\n"
               "    w = head_start.ForkedWorker(0, 'sim'); w.stdin.close()\n"
@@ -166,12 +173,13 @@ def test_a_head_start_for_a_run_that_finds_no_gpu_leaves_nothing_behind(tmp_path
 
 SIGTERM_WHILE_LOADING = """
 import os, signal, subprocess, sys, time
-from bisect_smem.app import entry, head_start
-head_start.planned_workers = lambda argv: [("sim", 0)]
+from bisect_smem.app.cli import entry
+from bisect_smem.app.run import head_start
+head_start.planned_workers = lambda argv, subcommands: [("sim", 0)]
 
 class SlowToLoad:  # the command line's modules take long to load, as on a cold node: the signal comes then
     def find_spec(self, name, path=None, target=None):
-        if name == "bisect_smem.app.cli":
+        if name == "bisect_smem.app.cli.main":
             worker = head_start._started["sim", 0]
             # A sleeper holds the worker's job pipe open: the worker cannot leave by itself on end of file.
             sleeper = subprocess.Popen(["sleep", "60"], pass_fds=[worker.stdin.fileno()],

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from bisect_smem.app.cli import main
+from bisect_smem.app.cli.main import main
 from bisect_smem.core import saved
 from tests.conftest import one_error
 from tests.conftest import run_main as run

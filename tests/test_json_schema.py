@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from bisect_smem.app import cli
-from bisect_smem.app.schema_documents import KINDS, generated, published, text
+from bisect_smem.app.cli import main as cli
+from bisect_smem.app.outputs.schemas import KINDS, generated, published, text
 from bisect_smem.core.json_schema import generate
 from bisect_smem.core.levels import LEVELS
 from bisect_smem.core.model import to_jsonable

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bisect_smem.app import cli
+from bisect_smem.app.cli import main as cli
 from bisect_smem.core.errors import ExitCode
 from tests.test_nfd import NAME, VALUE, parse
 

@@ -50,6 +50,40 @@ def test_no_module_imports_a_higher_layer(module: str) -> None:
     assert upward == [], f"{module} ({LAYERS[own]}) imports a higher layer: {upward}"
 
 
+# The app wings, each importing only the wings listed after it: cli > run, outputs > render (run imports
+# neither outputs nor render). The pytest plugin stands beside cli and may import what it may.
+WINGS = ("cli", "run", "outputs", "render")
+WING_MAY_IMPORT = {"cli": {"run", "outputs", "render"}, "run": set(), "outputs": {"render"}, "render": set(),
+                   "plugin": {"run", "outputs", "render"}}
+
+
+def _wing(module: str) -> str | None:
+    parts = module.split(".")
+    if parts[:2] != ["bisect_smem", "app"] or len(parts) < 3:
+        return None
+    return parts[2] if parts[2] in WINGS or parts[2] == "plugin" else None
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _wing(m) is not None))
+def test_no_app_module_imports_a_wing_above_its_own(module: str) -> None:
+    own = _wing(module)
+    wrong = [name for name in _imports(MODULES[module])
+             if (other := _wing(name)) is not None and other != own and other not in WING_MAY_IMPORT[own]]
+    assert wrong == [], f"{module} (app/{own}) imports a wing it may not: {wrong}"
+
+
+def test_app_is_four_wings_and_the_plugin() -> None:
+    app = PACKAGE / "app"
+    assert sorted(p.name for p in app.iterdir() if p.is_dir() and (p / "__init__.py").exists()) == sorted(WINGS)
+    assert sorted(p.name for p in app.glob("*.py")) == ["__init__.py", "plugin.py"]
+
+
+def test_render_imports_no_devices() -> None:
+    found = {module: [name for name in _imports(path) if name.startswith("bisect_smem.devices")]
+             for module, path in MODULES.items() if _wing(module) == "render"}
+    assert {m: n for m, n in found.items() if n} == {}
+
+
 def test_only_the_two_backends_import_cupy_and_numba() -> None:
     users = {module: sorted({name.split(".")[0] for name in _imports(path)} & {"cupy", "numba"})
              for module, path in MODULES.items()}
@@ -61,7 +95,7 @@ def test_only_the_two_backends_import_cupy_and_numba() -> None:
 
 
 # The fit modules name each other for a type (fit_render's Explained): exempt until they no longer do.
-CYCLE_EXEMPT = {("bisect_smem.app.fit_render", "bisect_smem.app.fit_command")}
+CYCLE_EXEMPT = {("bisect_smem.app.fit_render", "bisect_smem.app.cli.fit")}
 
 
 def test_no_import_cycles() -> None:
@@ -115,7 +149,7 @@ def test_files_are_replaced_in_one_place() -> None:
 
 
 # fit's modules defer project imports without saying why; exempt until they say it or move them up.
-DEFERRED_EXEMPT = {"bisect_smem.app.fit_command", "bisect_smem.app.fit_render"}
+DEFERRED_EXEMPT = {"bisect_smem.app.cli.fit", "bisect_smem.app.fit_render"}
 
 
 def _deferred_without_reason(path: Path) -> list[str]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bisect_smem.app.leftover_writer import WriteAnswer, WriteRequest, write_elsewhere
+from bisect_smem.app.run.leftover_writer import WriteAnswer, WriteRequest, write_elsewhere
 from bisect_smem.core.errors import MeasurementError, ProbeFault
 from bisect_smem.devices.backends.base import DeviceAddress
 from bisect_smem.devices.backends.sim import SimBackend

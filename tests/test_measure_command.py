@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from bisect_smem.app import output
-from bisect_smem.app.cli import build_parser, main
-from bisect_smem.app.progress import ProgressLine
+from bisect_smem.app.cli.main import build_parser, main
+from bisect_smem.app.outputs import writer as output
+from bisect_smem.app.run.progress import ProgressLine
 from bisect_smem.core.errors import OutputError
 from bisect_smem.core.levels import DEFAULT_LEVEL, LEVELS
 from bisect_smem.core.search import DEFAULT_CONFIRM
@@ -89,7 +89,7 @@ def test_an_existing_baseline_is_refused_before_measuring_and_before_json(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     saved = tmp_path / "b"
     assert run_main(["--simulate", "h200", "--save-baseline", str(saved)], capsys)[0] == 0
-    from bisect_smem.app import runner
+    from bisect_smem.app.run import runner
 
     monkeypatch.setattr(runner, "run", lambda *a, **k: pytest.fail("measured although the baseline exists"))
     report = tmp_path / "r.json"

@@ -15,7 +15,7 @@ import pytest
 
 from bisect_smem.analysis import merge
 from bisect_smem.analysis.baseline import driver_version
-from bisect_smem.app.cli import main
+from bisect_smem.app.cli.main import main
 from bisect_smem.core.model import REPORT_SCHEMA, DeviceReport
 from bisect_smem.core.profiles import PROFILES
 from bisect_smem.core.quantities import json_quantities, quantities

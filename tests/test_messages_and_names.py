@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bisect_smem.app.cli import build_parser, main
+from bisect_smem.app.cli.main import build_parser, main
 from bisect_smem.core.text import printable
 from tests.conftest import run_main as run
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bisect_smem.app import cli
+from bisect_smem.app.cli import main as cli
 from bisect_smem.app.render.nfd import render, slug
 from bisect_smem.core.saved import load_report
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from bisect_smem.analysis.crosscheck import cross_check, with_cross_checks
-from bisect_smem.app import cli
+from bisect_smem.app.cli import main as cli
 from bisect_smem.core.profiles import PROFILES, ArchProfile
 from tests.conftest import run_cli_json
 from tests.nvrtc import target

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from bisect_smem.app import cli, output
+from bisect_smem.app.cli import main as cli
+from bisect_smem.app.outputs import writer as output
 from tests.conftest import one_error
 from tests.conftest import run_main as run
 
@@ -79,7 +80,7 @@ def test_the_regular_file_behind_stdout_is_appended_to(tmp_path: Path) -> None:
 
 def test_a_fifo_without_a_reader_is_refused_before_measuring(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
-    from bisect_smem.app import runner
+    from bisect_smem.app.run import runner
 
     fifo = tmp_path / "out"
     os.mkfifo(fifo)
@@ -256,7 +257,7 @@ def test_a_signal_after_the_report_was_written_says_so(tmp_path: Path, monkeypat
 
 def test_nothing_written_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                  capsys: pytest.CaptureFixture[str]) -> None:
-    from bisect_smem.app import runner
+    from bisect_smem.app.run import runner
 
     def interrupted(*_args, **_kwargs):
         raise cli.Terminated(signal.SIGTERM)

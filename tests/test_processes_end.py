@@ -41,7 +41,7 @@ def test_sigterm_during_the_leftovers_ends_the_writer(where: list[str]) -> None:
 def test_ending_a_worker_ends_what_it_started() -> None:
     # A worker leads its own process group (the runner starts it as one); the supervisor ends the group,
     # so the writer it started ends with it, whatever ended the worker (a timeout, a signal).
-    from bisect_smem.app import runner
+    from bisect_smem.app.run import runner
 
     script = ("import subprocess, time; child = subprocess.Popen(['sleep', '120']); "
               "print(child.pid, flush=True); time.sleep(120)")
@@ -69,7 +69,7 @@ def test_sighup_to_the_process_group_is_one_line() -> None:
 
 
 def test_an_inline_run_ends_at_its_device_timeout() -> None:
-    script = ("from bisect_smem.app.requests import build_request; from bisect_smem.app.runner import run; "
+    script = ("from bisect_smem.app.run.requests import build_request; from bisect_smem.app.run.runner import run; "
               "run(build_request(None, ['h200,hang=100000'], isolate=False, device_timeout_s=1.0))")
     start = time.monotonic()
     done = subprocess.run([sys.executable, "-c", script], env=ENV, capture_output=True, text=True, timeout=120)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from bisect_smem.app import cli
+from bisect_smem.app.cli import main as cli
 from bisect_smem.app.render.prom import render
 from bisect_smem.core.saved import load_report
 

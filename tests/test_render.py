@@ -7,12 +7,15 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import sys
 import types
 from pathlib import Path
 
 import pytest
 
-from bisect_smem.app import cli, render
+from bisect_smem.app import render
+from bisect_smem.app.cli import commands
+from bisect_smem.app.cli import main as cli
 from bisect_smem.app.render.rows import FOLDED_NAMES, REASON_GROUPS, RenderOptions
 from bisect_smem.core.model import Report
 from bisect_smem.core.schema import build
@@ -34,11 +37,11 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Report:
 
 def test_each_format_renders_the_same_report(report: Report) -> None:
     assert set(render.FORMATS) == {"text", "markdown", "json"}
-    texts = {name: renderer(report, RenderOptions()) for name, renderer in render.FORMATS.items()}
+    texts = {name: render.renderer(name)(report, RenderOptions()) for name in render.FORMATS}
     assert all(t.endswith("\n") for t in texts.values())
     assert json.loads(texts["json"]) == report.to_dict()
     assert texts["markdown"].startswith("# bisect-smem ") and "device 1: " in texts["text"]
-    verbose = render.FORMATS["text"](report, RenderOptions(verbose=True))
+    verbose = render.renderer("text")(report, RenderOptions(verbose=True))
     assert "residency staircase (" in texts["text"] and "residency staircase (" not in verbose
     assert sum(line.startswith("blocks/SM from ") for line in verbose.splitlines()) == sum(len(d.measured.residency) for d in report.devices if d.measured)
 
@@ -71,7 +74,10 @@ def test_the_short_names_are_the_names_the_rows_carry(report: Report) -> None:
 
 
 def test_a_format_is_one_registration(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setitem(render.FORMATS, "count", lambda r, o: f"{len(r.devices)} devices\n")
+    count = types.ModuleType("bisect_smem.app.render.count")
+    count.render = lambda r, o: f"{len(r.devices)} devices\n"
+    monkeypatch.setitem(sys.modules, count.__name__, count)
+    monkeypatch.setattr(render, "FORMATS", (*render.FORMATS, "count"))
     assert cli.main(["--simulate", "h200", "--simulate", "t4", "--format", "count", "--quiet"]) == 0
     assert capsys.readouterr().out == "2 devices\n"
 
@@ -81,7 +87,8 @@ def test_a_subcommand_is_one_registration(monkeypatch: pytest.MonkeyPatch, capsy
         sub.add_parser("hello").add_argument("name")
 
     hello = types.SimpleNamespace(add_parser=add_parser, run=lambda args: (f"hello {args.name}\n", 1))
-    monkeypatch.setitem(cli.SUBCOMMANDS, "hello", hello)
+    monkeypatch.setitem(commands.SUBCOMMANDS, "hello", "say hello")
+    monkeypatch.setitem(commands.OVERRIDES, "hello", hello)
     assert cli.main(["hello", "world"]) == 1
     assert capsys.readouterr().out == "hello world\n"
 

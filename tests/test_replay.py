@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bisect_smem.app.cli import main
+from bisect_smem.app.cli.main import main
 from bisect_smem.app.render.rows import size_text
 from bisect_smem.core.errors import UsageError
 from bisect_smem.core.levels import STAIRCASE_THREADS

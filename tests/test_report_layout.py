@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bisect_smem import __version__
-from bisect_smem.app.cli import main
+from bisect_smem.app.cli.main import main
 from bisect_smem.app.render.rows import HEADLINE_LINES, WIDTH
 from bisect_smem.core.profiles import PROFILES, ArchProfile
 

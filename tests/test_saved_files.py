@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bisect_smem.app.cli import main
+from bisect_smem.app.cli.main import main
 from bisect_smem.core import saved
 from bisect_smem.core.errors import UsageError
 from bisect_smem.core.profiles import PROFILES, cc_text, parse_cc

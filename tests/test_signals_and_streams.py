@@ -22,7 +22,7 @@ def test_a_signal_mid_run_ends_every_worker(signum: int) -> None:
     deadline = time.monotonic() + 60
     workers: set[int] = set()
     while time.monotonic() < deadline and len(workers) < 2:
-        workers = {p for p in descendants(proc.pid) if "bisect_smem.app.worker_process" in cmdline(p)}
+        workers = {p for p in descendants(proc.pid) if "bisect_smem.app.run.worker_process" in cmdline(p)}
         time.sleep(0.2)
     time.sleep(2)  # the workers reach the hanging probe
     proc.send_signal(signum)
@@ -82,14 +82,14 @@ SIGNAL_WHILE_LOADING = """
 import os, signal, sys
 class SignalOnLoad:
     def find_spec(self, name, path=None, target=None):
-        if name == "bisect_smem.app.cli":
+        if name == "bisect_smem.app.cli.main":
             os.kill(os.getpid(), {signum})
         return None
 if {ignored}:
     signal.signal({signum}, signal.SIG_IGN)
 sys.meta_path.insert(0, SignalOnLoad())
 sys.argv = ["bisect-smem", "--simulate", "h200", "--level", "quick", "--quiet"]
-from bisect_smem.app.entry import main
+from bisect_smem.app.cli.entry import main
 sys.exit(main())
 """
 
@@ -122,9 +122,9 @@ def test_under_nohup_a_hangup_mid_run_ends_nothing() -> None:
 
 def test_ctrl_c_while_the_parser_is_built_is_one_line(monkeypatch: pytest.MonkeyPatch,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
-    from bisect_smem.app import cli
+    from bisect_smem.app.cli import main as cli
 
-    def interrupted() -> None:
+    def interrupted(argv: object = None) -> None:
         raise KeyboardInterrupt
 
     monkeypatch.setattr(cli, "build_parser", interrupted)

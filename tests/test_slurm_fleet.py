@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from bisect_smem.app import cli
+from bisect_smem.app.cli import main as cli
 from tests.slurm_cluster import Cluster, one_node_cluster
 
 ROOT = Path(__file__).resolve().parent.parent

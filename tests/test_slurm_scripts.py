@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bisect_smem.app import cli
+from bisect_smem.app.cli import main as cli
 
 ROOT = Path(__file__).resolve().parent.parent
 SLURM = ROOT / "examples" / "slurm"

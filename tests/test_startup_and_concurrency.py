@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from bisect_smem.app.runner import run_concurrently
+from bisect_smem.app.run.runner import run_concurrently
 from bisect_smem.devices.backends import cupy_backend
 from bisect_smem.devices.kernel_abi import (
     FAULT_VARIANT_NAMES,
@@ -139,7 +139,8 @@ def test_an_error_in_a_side_backend_reaches_the_caller() -> None:
 
 def test_a_device_is_opened_with_the_kinds_of_its_planned_steps(monkeypatch: pytest.MonkeyPatch,
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
-    from bisect_smem.app import cli, in_process
+    from bisect_smem.app.cli import main as cli
+    from bisect_smem.app.run import in_process
 
     seen = []
     real = in_process.open_device

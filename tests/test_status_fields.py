@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bisect_smem.app import cli
+from bisect_smem.app.cli import main as cli
 from bisect_smem.core.saved import load_report
 from bisect_smem.core.status import DeviceSummary
 from tests.conftest import assert_valid, run_cli_json

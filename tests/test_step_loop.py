@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bisect_smem.app import cli
+from bisect_smem.app.cli import main as cli
 from bisect_smem.core.hardware import DEFAULT_GRANULE_BYTES
 from bisect_smem.core.levels import (
     REFERENCE_THREADS,

@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from bisect_smem.analysis.verdicts import published_verdicts
+from bisect_smem.app.render.host import describe
 from bisect_smem.core.model import Measured
 from bisect_smem.core.profiles import find_profile
-from bisect_smem.devices.host import container_kind, cpu_hypervisor_flag, describe
+from bisect_smem.devices.host import container_kind, cpu_hypervisor_flag
 
 H200_MEASURED = Measured(optin_dynamic_ceiling_bytes=232448, reserved_bytes=1024, smem_per_sm_bytes=233472)
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bisect_smem.app import cli
+from bisect_smem.app.cli import main as cli
 from bisect_smem.core.integrity import MARCH_READS_PER_WORD
 from bisect_smem.devices.backends.sim import SimBackend
 from bisect_smem.devices.backends.sim_memory import leftover_file, simulate_march

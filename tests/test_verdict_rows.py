@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bisect_smem.app import cli
+from bisect_smem.app.cli import main as cli
 from bisect_smem.core.model import Report
 from bisect_smem.core.profiles import PROFILES
 from bisect_smem.core.rows import Family, Note, NoteKind, Verdict, join_notes

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bisect_smem.analysis.verdicts import carveout_verdicts, split_verdicts
-from bisect_smem.app.cli import main
+from bisect_smem.app.cli.main import main
 from bisect_smem.core.model import CarveoutPoint, Measured, StaticSplit
 from bisect_smem.core.rows import VERDICT_KINDS, Verdict
 

@@ -12,9 +12,9 @@ import types
 
 import pytest
 
-from bisect_smem.app.messages import Channel, Finished, Progress, StepStarted, read_messages
-from bisect_smem.app.subprocesses import python_environment
-from bisect_smem.app.worker import CoalescedProgress
+from bisect_smem.app.run.messages import Channel, Finished, Progress, StepStarted, read_messages
+from bisect_smem.app.run.subprocesses import python_environment
+from bisect_smem.app.run.worker import CoalescedProgress
 from bisect_smem.devices.attributes import read_nvml_all
 from bisect_smem.experiments.ceilings import DefaultCeiling
 
@@ -87,12 +87,12 @@ def test_nvml_is_started_once_for_every_device(monkeypatch: pytest.MonkeyPatch) 
 def test_the_worker_entry_point_starts_the_context_before_loading_the_measurement() -> None:
     # What loads with the entry point, before main() runs, is all a real device waits for before its
     # context starts: the driver binding, and none of the backends, the experiments or CuPy.
-    code = "import sys, bisect_smem.app.worker_process; print(' '.join(sorted(sys.modules)))"
+    code = "import sys, bisect_smem.app.run.worker_process; print(' '.join(sorted(sys.modules)))"
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                             env=python_environment()).stdout.split()
     ours = [m for m in loaded if m.startswith("bisect_smem.")]
     assert "bisect_smem.devices.backends.libcuda" in ours
     assert not [m for m in ours if m.split(".")[1] in ("experiments", "analysis")] + [
-        m for m in ours if m.startswith(("bisect_smem.devices.backends.", "bisect_smem.app.worker"))
-        and m not in ("bisect_smem.devices.backends.libcuda", "bisect_smem.app.worker_process")]
+        m for m in ours if m.startswith(("bisect_smem.devices.backends.", "bisect_smem.app.run.worker"))
+        and m not in ("bisect_smem.devices.backends.libcuda", "bisect_smem.app.run.worker_process")]
     assert "cupy" not in loaded and "numpy" not in loaded

@@ -20,7 +20,7 @@ def offered() -> dict[str, list[str]]:
     from bisect_smem.analysis.fit.cutlass.types import ALIASES, OPERANDS, OUTPUT_BITS
     from bisect_smem.analysis.fit.triton.matmul import DTYPES as TRITON_DTYPES
     from bisect_smem.analysis.fit.triton.rule import WARPS
-    from bisect_smem.app.requests import ALL_BACKENDS
+    from bisect_smem.app.run.requests import ALL_BACKENDS
     from bisect_smem.core.profiles import profile_names
     from bisect_smem.devices.backends import BACKEND_NAMES
 

@@ -27,7 +27,7 @@ def _completion(shell: str) -> Callable[[], str]:
     def make() -> str:
         import shtab
 
-        from bisect_smem.app.cli import build_parser
+        from bisect_smem.app.cli.main import build_parser
 
         script = shtab.complete(completion_tags.tag(build_parser()), shell=shell)
         # bashdefault alone falls back to bash's own completions, never to file names: where no choice or
@@ -40,7 +40,7 @@ def _man_page() -> str:
     from argparse_manpage.manpage import Manpage
 
     from bisect_smem import __version__
-    from bisect_smem.app.cli import build_parser
+    from bisect_smem.app.cli.main import build_parser
 
     # NAME is "bisect-smem - <summary>" (the package's one summary), which lexgrog, whatis and apropos read.
     page = Manpage(build_parser(), _data={"description": _summary()})
@@ -60,7 +60,7 @@ def _summary() -> str:
 
 def _schema(kind: str) -> Callable[[], str]:
     def make() -> str:
-        from bisect_smem.app.schema_documents import generated, text
+        from bisect_smem.app.outputs.schemas import generated, text
 
         return text(generated()[kind])
     return make
@@ -74,7 +74,7 @@ def _page(path: Path) -> Callable[[], str]:
 
 def files() -> dict[Path, Callable[[], str]]:
     """Every generated file, by path below the repository, with the function that makes its text."""
-    from bisect_smem.app.schema_documents import KINDS, file_name
+    from bisect_smem.app.outputs.schemas import KINDS, file_name
     from bisect_smem.share import FILES
 
     share = Path("bisect_smem/share")

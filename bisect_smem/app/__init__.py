@@ -1,11 +1,11 @@
-"""app: the edges a person or a program touches. May import every layer below.
+"""app: the edges a person or a program touches, in four wings, and the pytest plugin. May import every
+layer below (core, devices, experiments, analysis).
 
-The command line (cli: the parser and the dispatch, the only module that exits), one module per command
-(measure_command, merge_command, profiles_command, fit_command), each turning its options into a frozen
-request and returning the text for stdout with the exit code; every output format (render/); worker
-supervision (runner; head_start, the workers started before the tool loads; in_process, a device measured
-in this process; the worker's entry point worker_process, its body worker, their messages; the
-leftover_writer; subprocesses, how a fresh Python of this package is started; timeline, where a run's time
-goes); the one writer of files (output); the progress line
-(progress); the pytest plugin (plugin).
+- cli/: the parser, the lazy registry of subcommands, one module per subcommand; the only wing that exits.
+- run/: worker processes and their supervision; where devices are opened and the user's command is run.
+- outputs/: the one writer of files, delivery before stdout, the fleet files, the JSON Schemas, stderr.
+- render/: every output format over the same structured rows; imports no devices.
+
+A wing imports only the wings after it in this list (cli > run, outputs > render); run imports neither
+outputs nor render. plugin.py, the pytest plugin, imports run.
 """

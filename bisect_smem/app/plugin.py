@@ -119,8 +119,8 @@ class BaselineSuite(pytest.Collector):
 
 def measure(simulate: list[str]) -> tuple[Any, ...]:
     """Every device, measured once: the simulated ones when given, else this machine's GPUs."""
-    from bisect_smem.app.requests import build_request  # deferred: see BaselineSuite.collect
-    from bisect_smem.app.runner import run
+    from bisect_smem.app.run.requests import build_request  # deferred: see BaselineSuite.collect
+    from bisect_smem.app.run.runner import run
 
     return run(build_request(None, simulate))
 

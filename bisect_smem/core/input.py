@@ -95,6 +95,17 @@ def check_regular(path: Path | str) -> None:
         raise InputError(f"{kind_of(mode)}, not a regular file")
 
 
+def refuse_waiting(path: str | None) -> None:
+    """A FIFO or a socket named as an input is refused before anything opens it, so that nothing waits on
+    one (what else a file is, or why it cannot be looked at, the reader says when it reads it)."""
+    try:
+        mode = os.stat(path).st_mode if path else stat.S_IFREG
+    except OSError:
+        return
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+        raise UsageError(f"cannot read {path}: {kind_of(mode)}, not a regular file")
+
+
 def check_density(data: bytes) -> None:
     """An InputError when JSON text holds more values per KiB than MAX_VALUES_PER_KIB: parsed, each value is a
     Python object of 30 to 70 bytes, so this bounds the memory a file takes to about ten times its size

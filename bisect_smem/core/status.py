@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 from bisect_smem.core.errors import ExitCode
 
+NFD_DEFAULT_EXPIRY_S = 86400  # a feature file's labels stay a day, unless --nfd-expiry says otherwise
+
 STATUSES = ("pass", "fail", "incomplete")
 # The run's result by exit code: a report is written on 0, 1, 3 and 4, and on 2 when --compare finds no
 # baseline after measuring; a signal (128+N) writes none.

@@ -51,11 +51,3 @@ def host_context() -> dict[str, Any]:
         "dmi_product_name": _read("/sys/class/dmi/id/product_name"),
         "container": container_kind(),
     }
-
-
-def describe(context: dict[str, Any]) -> str:
-    """One line for the report header."""
-    flag = context.get("cpu_hypervisor_flag")
-    vm = {True: "yes", False: "no", None: "unknown"}[flag]
-    dmi = " ".join(v for v in (context.get("dmi_sys_vendor"), context.get("dmi_product_name")) if v) or "unknown"
-    return f"hypervisor {vm} | DMI {dmi} | container {context.get('container') or 'none'}"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bisect_smem.app.cli import build_parser
+from bisect_smem.app.cli.main import build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))

@@ -56,18 +56,19 @@ DTYPES = {"fp16": ("float16", "*fp16"), "bf16": ("bfloat16", "*bf16"), "fp32": (
 SIZE = 512  # the problem the JIT specialises on: every dimension and stride a multiple of 16
 
 
-def configs(quick: bool) -> list[dict]:
-    """The spread: block shapes from 16 to 256, 1 to 6 stages, 4 and 8 warps, four operand types."""
+def configs(quick: bool, dtypes: tuple[str, ...] = tuple(DTYPES), both_warps: bool = False) -> list[dict]:
+    """The spread: block shapes from 16 to 256, 1 to 6 stages, 4 and 8 warps (both with ``both_warps``),
+    the operand types asked for (all four by default)."""
     blocks = [(16, 16, 16), (32, 32, 32), (64, 64, 32), (64, 64, 64), (128, 64, 32), (64, 128, 64),
               (128, 128, 32), (128, 128, 64), (128, 256, 64), (256, 128, 64), (128, 128, 128), (256, 256, 64),
               (64, 256, 32), (256, 64, 128), (128, 256, 128)]
     out = []
-    for (bm, bn, bk), stages, dtype in itertools.product(blocks, (1, 2, 3, 4, 5, 6), DTYPES):
-        warps = 8 if bm * bn >= 128 * 256 else 4
+    for (bm, bn, bk), stages, dtype in itertools.product(blocks, (1, 2, 3, 4, 5, 6), dtypes):
         if dtype == "fp32" and bk > 64:
             continue
-        out.append({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "num_stages": stages, "num_warps": warps,
-                    "dtype": dtype})
+        for warps in (4, 8) if both_warps else (8 if bm * bn >= 128 * 256 else 4,):
+            out.append({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "num_stages": stages, "num_warps": warps,
+                        "dtype": dtype})
     return out[::7] if quick else out
 
 
@@ -95,6 +96,8 @@ def on_gpu(cfg: dict) -> dict:
     torch_dtype = getattr(torch, DTYPES[cfg["dtype"]][0])
     a = torch.zeros((SIZE, SIZE), device="cuda", dtype=torch.float16).to(torch_dtype)
     b = torch.zeros((SIZE, SIZE), device="cuda", dtype=torch.float16).to(torch_dtype)
+    if cfg.get("b_layout") == "k":  # B stored K-major (N x K in memory), as Triton's fp8 examples on Hopper keep it
+        b = b.t()
     c = torch.empty((SIZE, SIZE), device="cuda", dtype=torch.float16 if cfg["dtype"] == "fp8e4m3" else torch_dtype)
     record = dict(cfg)
     try:
@@ -157,6 +160,11 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=8, help="compiling processes (default 8)")
     parser.add_argument("--quick", action="store_true", help="every seventh config")
     parser.add_argument("--wide", action="store_true", help="the wide spread of wide_configs() (compile-only)")
+    parser.add_argument("--b-layout", choices=("n", "k"), default="n",
+                        help="B stored N-major (row-major K x N, the default) or K-major (its transpose, on a GPU only)")
+    parser.add_argument("--dtype", choices=tuple(DTYPES), action="append",
+                        help="only these operand types (repeatable; default all)")
+    parser.add_argument("--both-warps", action="store_true", help="every block shape with 4 and with 8 warps")
     args = parser.parse_args()
     start = time.monotonic()
     device = {}
@@ -171,7 +179,11 @@ def main() -> int:
                   "torch": torch.__version__}
     if args.wide and args.arch is None:
         parser.error("--wide is compile-only: give --arch")
-    todo = wide_configs() if args.wide else configs(args.quick)
+    if args.b_layout == "k" and args.arch is not None:
+        parser.error("--b-layout k needs a GPU: the JIT specialises on the tensors' strides")
+    todo = wide_configs() if args.wide else configs(args.quick, tuple(args.dtype or DTYPES), args.both_warps)
+    if args.b_layout == "k":
+        todo = [cfg | {"b_layout": "k"} for cfg in todo]
     one = on_gpu if args.arch is None else functools.partial(compile_only, arch=args.arch)
     # Each worker is a process of its own (spawned: CUDA and fork do not mix), with its own context.
     with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:

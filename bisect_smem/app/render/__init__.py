@@ -10,21 +10,28 @@ rows, from the verdicts' families and parameters; nothing reads a row's text bac
   one line a node-health agent reads (``--prom``, ``--nfd``, ``export``, ``check``).
 - fit: what ``fit`` prints: the answer first, the per-target table, where every byte goes.
 
-``FORMATS`` maps each ``--format`` name to its renderer: a new format is a module and one line here.
-May import every layer below app.
+``FORMATS`` names each ``--format``, which is the module of that name: a new format is a module and one
+word here. A renderer is imported when it is asked for (``renderer``), so that the parser, ``--help`` and
+``check`` load none. May import every layer below app and no other wing; never devices.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from bisect_smem.app.render import json, markdown, text
-from bisect_smem.app.render.rows import RenderOptions
-from bisect_smem.core.model import Report
+if TYPE_CHECKING:  # deferred: types only, so that importing render loads no renderer
+    from bisect_smem.app.render.rows import RenderOptions
+    from bisect_smem.core.model import Report
 
-Renderer = Callable[[Report, RenderOptions], str]
-FORMATS: dict[str, Renderer] = {
-    "text": text.render,
-    "markdown": markdown.render,
-    "json": json.render,
-}
+    Renderer = Callable[[Report, RenderOptions], str]
+
+FORMATS = ("text", "markdown", "json")
+
+
+def renderer(name: str) -> Renderer:
+    """The ``render(report, options)`` of the format ``name`` (one of FORMATS)."""
+    if name not in FORMATS:
+        raise ValueError(f"unknown format {name!r}; formats: {', '.join(FORMATS)}")
+    return importlib.import_module(f"bisect_smem.app.render.{name}").render

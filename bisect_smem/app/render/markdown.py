@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
+from bisect_smem.app.render.host import describe
 from bisect_smem.app.render.rows import DEFAULT_OPTIONS, RenderOptions, closing_lines, sections
 from bisect_smem.app.render.text import TABLE_HEADERS, table_cells
 from bisect_smem.core.model import Report
 from bisect_smem.core.text import printable
-from bisect_smem.devices.host import describe
 
 
 def _md(text: str) -> str:

@@ -17,11 +17,11 @@ from collections.abc import Iterable
 from bisect_smem.analysis.summary import summarize
 from bisect_smem.app.render.prom import by_gpu, timestamp_seconds
 from bisect_smem.core.model import DeviceReport, Report
+from bisect_smem.core.status import NFD_DEFAULT_EXPIRY_S
 
 NAMESPACE = "bisect-smem.feature.node.kubernetes.io"
 MAX_FILE_BYTES = 65536  # NFD ignores a larger feature file
 MAX_VALUE_CHARS = 63
-DEFAULT_EXPIRY_S = 86400
 _ALPHANUMERIC = frozenset(string.ascii_letters + string.digits)
 _ALLOWED = _ALPHANUMERIC | frozenset("-_.")
 
@@ -88,13 +88,13 @@ def labels(report: Report) -> dict[str, str]:
     return {name: slug(str(value)) for name, value in found.items() if value is not None and slug(str(value))}
 
 
-def expires_at(report: Report, expiry_s: float = DEFAULT_EXPIRY_S) -> int:
+def expires_at(report: Report, expiry_s: float = NFD_DEFAULT_EXPIRY_S) -> int:
     """When the labels expire, in Unix seconds: the report's time plus ``expiry_s`` rounded up (NFD reads whole
     seconds)."""
     return timestamp_seconds(report.created_utc) + math.ceil(expiry_s)
 
 
-def render(report: Report, expiry_s: float = DEFAULT_EXPIRY_S) -> str:
+def render(report: Report, expiry_s: float = NFD_DEFAULT_EXPIRY_S) -> str:
     """The feature file: the expiry line (the report's time plus ``expiry_s`` seconds, rounded up to a whole
     second), then one label a line."""
     # NFD reads whole seconds: a fraction cut off would expire 0.5 s labels at the second they were measured.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
+from bisect_smem.app.render.host import describe
 from bisect_smem.app.render.rows import (
     DEFAULT_OPTIONS,
     HEADLINE_INDENT,
@@ -17,7 +18,6 @@ from bisect_smem.app.render.rows import (
 from bisect_smem.core.model import Report
 from bisect_smem.core.profiles import ArchProfile
 from bisect_smem.core.text import dash, printable
-from bisect_smem.devices.host import describe
 
 TABLE_HEADERS = ("quantity", "reported", "source", "measured", "verdict", "note")
 COMPACT_HEADERS = ("quantity", "reported", "measured", "verdict", "note")

@@ -8,10 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bisect_smem.app.timeline import mark
+from bisect_smem.app.run.timeline import mark
 
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
-WORKER_MODULE = "bisect_smem.app.worker_process"  # a device's worker: INDEX [--context] [--preload BACKEND]
+WORKER_MODULE = "bisect_smem.app.run.worker_process"  # a device's worker: INDEX [--context] [--preload BACKEND]
 
 
 def python_command(module: str, *args: str) -> list[str]:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 
+from bisect_smem.app.cli.commands import SUBCOMMANDS
 from bisect_smem.core.errors import ExitCode
 from bisect_smem.share import text
 
-HELP = "print the shell completion for bash or zsh (to install where the shell looks)"
+HELP = SUBCOMMANDS["completion"]
 SHELLS = ("bash", "zsh")
 
 

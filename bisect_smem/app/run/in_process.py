@@ -11,9 +11,9 @@ import time
 from collections.abc import Callable
 
 from bisect_smem.analysis.device_report import build_report
-from bisect_smem.app.leftover_writer import write_elsewhere
-from bisect_smem.app.requests import RunRequest
-from bisect_smem.app.worker import planned_steps
+from bisect_smem.app.run.leftover_writer import write_elsewhere
+from bisect_smem.app.run.requests import RunRequest
+from bisect_smem.app.run.worker import planned_steps
 from bisect_smem.core.errors import BisectSmemError, ExitCode
 from bisect_smem.core.model import DeviceReport
 from bisect_smem.devices.device_info import open_device

@@ -7,6 +7,7 @@ import argparse
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from bisect_smem.app.cli.commands import SUBCOMMANDS
 from bisect_smem.core.errors import ExitCode
 
 if TYPE_CHECKING:
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """The ``merge`` subcommand, under the tool's subcommands ``sub``."""
-    merge = sub.add_parser("merge", help="one table from many hosts' JSON reports; exit 1 when any deviates",
+    merge = sub.add_parser("merge", help=SUBCOMMANDS["merge"],
                            epilog="exit codes: 0 every device agrees with its group's majority; 1 some deviate; "
                                   "2 a file is not a report; 3 no report has a device, each saying no GPU was "
                                   "usable; 4 some report has no device (a node not measured)")

@@ -2,7 +2,7 @@
 leftover experiment can read what a process that ended left behind.
 
 ``write_elsewhere`` builds the callable experiments/validation.py is handed; it runs
-``python -m bisect_smem.app.leftover_writer REQUEST_JSON`` as a fresh process (a new CUDA context),
+``python -m bisect_smem.app.run.leftover_writer REQUEST_JSON`` as a fresh process (a new CUDA context),
 waits for it, and reads its answer. The request and the answer are frozen dataclasses, as JSON.
 """
 
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bisect_smem.app.subprocesses import python_command, python_environment
+from bisect_smem.app.run.subprocesses import python_command, python_environment
 from bisect_smem.core.errors import MeasurementError
 from bisect_smem.devices.backends import open_address
 from bisect_smem.devices.backends.base import DeviceAddress, DeviceSession
@@ -30,7 +30,7 @@ from bisect_smem.devices.probes import LeftoverOutcome, Outcome
 from bisect_smem.experiments.validation import LEFTOVER_THREADS, WriteElsewhere
 
 WRITER_TIMEOUT_S = 120.0
-WRITER_MODULE = "bisect_smem.app.leftover_writer"
+WRITER_MODULE = "bisect_smem.app.run.leftover_writer"
 POLL_S = 0.05
 PR_SET_PDEATHSIG = 1  # prctl(2)
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bisect_smem.app import output
+from bisect_smem.app.outputs import writer
 from bisect_smem.core.errors import BisectSmemError, OutputError
 from bisect_smem.core.text import printable
 
@@ -47,7 +47,7 @@ class _File:
 
 def _refuse_written(f: _File, done: dict[tuple[object, ...], _File]) -> None:
     """A file this delivery wrote already (a baseline onto the --json report) is not replaced by another."""
-    identity = output.file_identity(f.path)
+    identity = writer.file_identity(f.path)
     earlier = done.get(identity) if identity is not None else None
     if earlier is not None:
         raise OutputError(f"cannot write {f.what} to {f.path}: {earlier.what} is written there too "
@@ -76,13 +76,13 @@ class Delivery:
             try:
                 _refuse_written(f, done)
                 content = f.content() if callable(f.content) else f.content
-                made = output.make_folders(f.path, f.what) if f.folders else []
-                output.write_atomic(f.path, content, exclusive=f.exclusive, what=f.what)
+                made = writer.make_folders(f.path, f.what) if f.folders else []
+                writer.write_atomic(f.path, content, exclusive=f.exclusive, what=f.what)
             except OutputError as exc:
-                output.remove_folders(made)
+                writer.remove_folders(made)
                 failures.append(str(exc))
                 continue
-            identity = output.file_identity(f.path)
+            identity = writer.file_identity(f.path)
             if identity is not None:
                 done[identity] = f
             if f.note:

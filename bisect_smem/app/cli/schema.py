@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from bisect_smem.app.schema_documents import KINDS, published
+from bisect_smem.app.cli.commands import SUBCOMMANDS
+from bisect_smem.app.outputs.schemas import KINDS, published
 from bisect_smem.core.errors import ExitCode
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """``bisect-smem schema [report|fit|baseline]``."""
-    schema = sub.add_parser("schema", help="print the JSON Schema (draft 2020-12) of a report, fit result or baseline",
+    schema = sub.add_parser("schema", help=SUBCOMMANDS["schema"],
                             epilog="exit codes: 0 printed; 2 bad usage")
     schema.add_argument("kind", nargs="?", default="report", choices=KINDS,
                         help="which file's schema (default: report)")

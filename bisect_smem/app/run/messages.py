@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO
 
-from bisect_smem.app.requests import RunRequest
+from bisect_smem.app.run.requests import RunRequest
 from bisect_smem.devices.device_info import DeviceInfo
 from bisect_smem.experiments.steps import Done, Step, StepResult
 

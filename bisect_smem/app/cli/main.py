@@ -1,8 +1,8 @@
 """The command line: the parser, and the dispatch to a command. The only module that exits.
 
-Every command is a module with ``run(args) -> (text, code)``: the measuring command (no subcommand,
-its options on the tool's parser: measure_command.add_arguments) and each subcommand in SUBCOMMANDS
-(``add_parser(sub)`` adds it to the parser). A new subcommand is its module and one line there. Any
+Every command is a module with ``run(args) -> (text, code)``: the measuring command (no subcommand, its
+options on the tool's parser: measure_options.py; the command: measure.py) and each subcommand of the
+registry (commands.py), whose module is imported only when the command line names it. Any
 BisectSmemError ends the run with one ``error:`` line and the code its class carries.
 """
 
@@ -11,43 +11,20 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import stat
 import sys
 import threading
 from collections.abc import Sequence
-from types import ModuleType
-from typing import Any, TextIO
+from typing import Any
 
 from bisect_smem import __version__
-from bisect_smem.app import (
-    check_command,
-    completion_command,
-    export_command,
-    fit_command,
-    head_start,
-    man_command,
-    measure_command,
-    merge_command,
-    output,
-    profiles_command,
-    schema_command,
-)
-from bisect_smem.app.delivery import NotAllDelivered
-from bisect_smem.app.timeline import mark
+from bisect_smem.app.cli import commands, measure_options
+from bisect_smem.app.outputs import stderr, writer
+from bisect_smem.app.outputs.delivery import NotAllDelivered
+from bisect_smem.app.run import head_start
+from bisect_smem.app.run.timeline import mark
 from bisect_smem.core import input as reader
 from bisect_smem.core.errors import INTERRUPTED, SIGNAL_EXIT_BASE, BisectSmemError, ExitCode, UsageError
-from bisect_smem.core.text import printable, printable_lines
-
-SUBCOMMANDS: dict[str, ModuleType] = {
-    "profiles": profiles_command,
-    "merge": merge_command,
-    "fit": fit_command,
-    "check": check_command,
-    "export": export_command,
-    "schema": schema_command,
-    "completion": completion_command,
-    "man": man_command,
-}
+from bisect_smem.core.text import printable_lines
 
 EXIT_CODES_HELP = """exit codes:
   0  no limit or source disagrees (rows that differ from a prediction or hint allowed, unless --strict)
@@ -89,18 +66,24 @@ class _SubcommandParser(_Parser):
         return parsed, extras
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Every option of the tool and its subcommands, with the exit codes in the epilog."""
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The tool's parser, with the exit codes in the epilog. For a command line (``argv``) only the
+    subcommands it names are whole and imported, the others a line in the list; without one, every
+    subcommand is whole (the man page, the completions)."""
     parser = _Parser(
         prog="bisect-smem",
         description="Measure how much shared memory a CUDA kernel can really get on each GPU, and check it "
                     "against what the driver, the runtime, NVML and the published table report.",
         epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"bisect-smem {__version__}")
-    measure_command.add_arguments(parser)
+    measure_options.add_arguments(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_SubcommandParser)
-    for command in SUBCOMMANDS.values():
-        command.add_parser(sub)
+    whole = set(commands.SUBCOMMANDS) if argv is None else set(commands.named_in(list(argv)))
+    for name, line in commands.SUBCOMMANDS.items():
+        if name in whole:
+            commands.load(name).add_parser(sub)
+        else:
+            sub.add_parser(name, help=line, add_help=False)
     return parser
 
 
@@ -125,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if sys.stdout is None:
         return _fail(ExitCode.USAGE, "stdout is closed; nothing could be reported")
     reader.forget_reads()
-    output.forget()
+    writer.forget()
     previous = _install_signal_handlers()
     try:
         code = _main(argv)
@@ -135,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:  # while the parser is built or parses; a command's own is caught in _main
         return _fail(INTERRUPTED, "interrupted; no report was written")
     except Terminated as exc:
-        written = output.written()
+        written = writer.written()
         what = f"written before it: {', '.join(written)}" if written else "no report was written"
         return _fail(SIGNAL_EXIT_BASE + exc.signum, f"{signal.Signals(exc.signum).name} received; workers ended, {what}")
     except OSError as exc:  # stdout to a full device, a broken pipe
@@ -143,7 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(ExitCode.USAGE, f"cannot write the output to stdout: {exc.strerror or exc}")
     finally:
         head_start.release()  # workers started for a run that never came (bad usage, --help)
-        output.forget()  # closes what was opened for outputs never written
+        writer.forget()  # closes what was opened for outputs never written
         for signum, handler in previous.items():
             signal.signal(signum, handler)
 
@@ -167,17 +150,19 @@ def _silence_stdout() -> None:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:
         return int(exc.code) if isinstance(exc.code, int) else ExitCode.USAGE
-    command = SUBCOMMANDS.get(args.command, measure_command)
     try:
         if args.command is not None:
-            _refuse_options_before(parser, list(sys.argv[1:] if argv is None else argv), args.command)
-        if args.command == "fit":
-            _refuse_waiting_inputs(args)
+            _refuse_options_before(parser, argv, args.command)
+            command = commands.load(args.command)
+        else:
+            # Deferred: the measuring command loads the analysis and the renderers; a subcommand needs neither.
+            from bisect_smem.app.cli import measure as command
         text, code = command.run(args)
     except NotAllDelivered as exc:  # every other file was written: the text is still printed
         sys.stdout.write(printable_lines(exc.text))
@@ -205,21 +190,6 @@ def _refuse_options_before(parser: argparse.ArgumentParser, argv: list[str], com
                          f"not of `{command}`: give `{command}`'s own options after it")
 
 
-def _refuse_waiting_inputs(args: argparse.Namespace) -> None:
-    """``fit --cubin`` and ``--ptx`` never name a FIFO or a socket: refused before anything opens them, so
-    fit never waits on one (what else a file is, or why it cannot be looked at, fit's reader says)."""
-    for value in (args.cubin, args.ptx):
-        try:
-            mode = os.stat(value).st_mode if value else stat.S_IFREG
-        except OSError:
-            continue
-        if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
-            raise UsageError(f"cannot read {value}: {reader.kind_of(mode)}, not a regular file")
-
-
-def _fail(code: int, message: str, stream: TextIO | None = None) -> int:
-    try:
-        print(f"error: {printable(message)}", file=stream or sys.stderr, flush=True)
-    except (OSError, ValueError):
-        pass  # stderr itself is gone: the exit code still says what happened
+def _fail(code: int, message: str) -> int:
+    stderr.say(message, "error")
     return code

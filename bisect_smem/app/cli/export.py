@@ -5,28 +5,29 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import sys
 import time
 from pathlib import Path
 
-from bisect_smem.app import output
-from bisect_smem.app.argtypes import positive_float
+from bisect_smem.app.cli.argtypes import positive_float
+from bisect_smem.app.cli.commands import SUBCOMMANDS
+from bisect_smem.app.outputs import stderr, writer
 from bisect_smem.app.render import nfd, prom
 from bisect_smem.core.errors import ExitCode, UsageError
 from bisect_smem.core.saved import load_report
+from bisect_smem.core.status import NFD_DEFAULT_EXPIRY_S
 
 FORMATS = ("prom", "nfd")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """``bisect-smem export prom|nfd REPORT.json [--output PATH]``."""
-    export = sub.add_parser("export", help="a saved report as Prometheus metrics (prom) or an NFD feature file (nfd)",
+    export = sub.add_parser("export", help=SUBCOMMANDS["export"],
                             epilog="exit codes: 0 written; 2 the report cannot be read or the output written")
     export.add_argument("format", choices=FORMATS, help="prom: textfile-collector metrics; nfd: features.d labels")
     export.add_argument("report", metavar="REPORT.json", help="a report written by --json")
     export.add_argument("--output", metavar="PATH", help="write PATH atomically instead of printing")
     export.add_argument("--nfd-expiry", type=positive_float, metavar="S",
-                        help=f"nfd: labels expire S seconds after the measurement (default {nfd.DEFAULT_EXPIRY_S})")
+                        help=f"nfd: labels expire S seconds after the measurement (default {NFD_DEFAULT_EXPIRY_S})")
 
 
 def render(kind: str, report_file: Path, expiry_s: float) -> str:
@@ -38,9 +39,9 @@ def render(kind: str, report_file: Path, expiry_s: float) -> str:
     expires = nfd.expires_at(report, expiry_s)
     if expires <= time.time():
         when = dt.datetime.fromtimestamp(expires, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        print(f"warning: these labels expired at {when} ({report_file} was measured {report.created_utc}, "
-              f"--nfd-expiry {expiry_s:g} s): NFD ignores them; measure again or give a longer --nfd-expiry",
-              file=sys.stderr)
+        stderr.say(f"these labels expired at {when} ({report_file} was measured {report.created_utc}, "
+                   f"--nfd-expiry {expiry_s:g} s): NFD ignores them; measure again or give a longer --nfd-expiry",
+                   "warning")
     return nfd.render(report, expiry_s)
 
 
@@ -48,9 +49,9 @@ def run(args: argparse.Namespace) -> tuple[str, int]:
     """The text for stdout (nothing with --output) and exit code 0."""
     if args.nfd_expiry is not None and args.format != "nfd":
         raise UsageError("--nfd-expiry only applies to export nfd")
-    path = output.output_path(args.output, "the export") if args.output is not None else None
-    text = render(args.format, Path(args.report), args.nfd_expiry or nfd.DEFAULT_EXPIRY_S)
+    path = writer.output_path(args.output, "the export") if args.output is not None else None
+    text = render(args.format, Path(args.report), args.nfd_expiry or NFD_DEFAULT_EXPIRY_S)
     if path is None:
         return text, ExitCode.OK
-    output.write_atomic(path, text, what="the export")
+    writer.write_atomic(path, text, what="the export")
     return "", ExitCode.OK

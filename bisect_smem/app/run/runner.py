@@ -25,8 +25,8 @@ from typing import Any
 
 from bisect_smem.analysis.crosscheck import with_cross_checks
 from bisect_smem.analysis.device_report import build_report
-from bisect_smem.app import head_start, in_process
-from bisect_smem.app.messages import (
+from bisect_smem.app.run import head_start, in_process
+from bisect_smem.app.run.messages import (
     Exited,
     Finished,
     Message,
@@ -40,10 +40,10 @@ from bisect_smem.app.messages import (
     WorkerJob,
     read_messages,
 )
-from bisect_smem.app.requests import RunRequest
-from bisect_smem.app.subprocesses import start_worker
-from bisect_smem.app.timeline import mark
-from bisect_smem.app.worker import planned_steps
+from bisect_smem.app.run.requests import RunRequest
+from bisect_smem.app.run.subprocesses import start_worker
+from bisect_smem.app.run.timeline import mark
+from bisect_smem.app.run.worker import planned_steps
 from bisect_smem.core.attributes import NvmlInfo
 from bisect_smem.core.errors import BackendUnavailable, UsageError
 from bisect_smem.core.model import DeviceReport

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bisect_smem.analysis.fit import FIT_SCHEMA, RULES
 from bisect_smem.analysis.fit.compiled import cubin_static_smem, ptx_static_smem
 from bisect_smem.analysis.fit.cutlass import CUTLASS_VERSION
 from bisect_smem.analysis.fit.cutlass.gemm import SCHEDULES, GemmKernel
@@ -21,17 +22,18 @@ from bisect_smem.analysis.fit.targets import DOES_NOT_FIT, UNKNOWN, FitRequest, 
 from bisect_smem.analysis.fit.tiles import Tile
 from bisect_smem.analysis.fit.triton import TRITON_VERSION
 from bisect_smem.analysis.fit.triton.rule import MAX_STAGES, TritonKernel, evaluate_triton, stages_giving, triton_dtype
-from bisect_smem.app import fit_targets, output
-from bisect_smem.app.argtypes import parse_stages
+from bisect_smem.app.cli.argtypes import parse_stages
+from bisect_smem.app.cli.commands import SUBCOMMANDS
+from bisect_smem.app.outputs import writer
 from bisect_smem.app.render.fit import render, render_explain, render_gemm
+from bisect_smem.app.run import fit_targets
+from bisect_smem.core import input as reader
 from bisect_smem.core.errors import BackendUnavailable, UsageError
 from bisect_smem.core.model import to_jsonable
 from bisect_smem.core.profiles import PROFILES, ArchProfile, find_profile, profile_names
 from bisect_smem.core.sizes import parse_count, parse_size, shown
 
-FIT_SCHEMA = "bisect_smem/fit/v1"
 EXIT_FITS, EXIT_DOES_NOT_FIT, EXIT_INCOMPLETE = 0, 1, 4
-RULES = ("cutlass", "triton")
 # Triton's OutOfResources text. Numbers are ASCII digits; more than MAX_DIGITS is refused by parse_count.
 TRITON_MESSAGE = re.compile(r"Required:\s*(\S+?)\s*,\s*Hardware limit:\s*(\S+?)(?=[\s.,;)]|$)", re.IGNORECASE)
 CUTLASS_ONLY = ("--dtype-a", "--dtype-b", "--c-dtype", "--d-dtype", "--schedule", "--grouped", "--epilogue")
@@ -226,7 +228,7 @@ def read_static(path: Path, kernel: str | None, ptx: bool, ask_driver: bool = Tr
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """The ``fit`` subcommand and its options, under the tool's subcommands ``sub``."""
-    fit = sub.add_parser("fit", help="would a kernel's shared memory fit? per architecture and local device",
+    fit = sub.add_parser("fit", help=SUBCOMMANDS["fit"],
                          description="Say, for each published architecture and each local device (measured), "
                                      "whether a launch fits without opt-in, with opt-in, or not at all, by how "
                                      "many bytes, and how many such blocks fit per SM; for GEMM tiles, how many "
@@ -285,6 +287,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> tuple[str, int]:
     """The ``fit`` subcommand: the text for stdout and the exit code."""
+    for value in (args.cubin, args.ptx):  # refused before anything opens them: fit never waits on a FIFO
+        reader.refuse_waiting(value)
     return answer(parse_query(args))
 
 
@@ -315,7 +319,7 @@ def evaluate_all(query: FitQuery, request: FitRequest, found: list[Target]) -> t
 def answer(query: FitQuery) -> tuple[str, int]:
     """Evaluate the kernel against every target: the text for stdout (the answer or JSON) and the exit code."""
     request, source = kernel_request(query)
-    json_path = output.output_path(query.json, "the result")
+    json_path = writer.output_path(query.json, "the result")
     found, note = fit_targets.targets(query.profiles, query.target_files, query.simulate, query.local)
     results, alternatives = evaluate_all(query, request, found)
     varies = query.kernels is not None and query.explained is None
@@ -329,7 +333,7 @@ def answer(query: FitQuery) -> tuple[str, int]:
     text = json.dumps(data, indent=2, sort_keys=True) + "\n"
     if json_path is not None:
         try:
-            output.write_atomic(json_path, text)
+            writer.write_atomic(json_path, text)
         except OSError as exc:
             raise UsageError(f"cannot write the result to {json_path}: {exc.strerror or exc}") from None
     code = exit_code(results)

@@ -76,8 +76,8 @@ def local_devices(simulate: tuple[str, ...], local: bool) -> tuple[list[DeviceRe
     if not simulate and not local:
         return [], None
     # Deferred: measuring loads the backends (CuPy, Numba); fit without local devices never imports them.
-    from bisect_smem.app.requests import build_request as run_request
-    from bisect_smem.app.runner import run
+    from bisect_smem.app.run.requests import build_request as run_request
+    from bisect_smem.app.run.runner import run
     from bisect_smem.experiments.measure import MeasureConfig
 
     config = MeasureConfig(static_sizes=(0,), threads=(128,), residency=False, carveout=False)
@@ -93,7 +93,7 @@ def local_devices(simulate: tuple[str, ...], local: bool) -> tuple[list[DeviceRe
 def driver_static_smem(path: Path, kernel: str) -> int | None:
     """The static shared memory the local driver reports for ``kernel`` in ``path``; None without a GPU."""
     # Deferred, as in local_devices: only a run that may use a local GPU loads the backends.
-    from bisect_smem.app.requests import backend_for
+    from bisect_smem.app.run.requests import backend_for
 
     backend = backend_for("cupy")
     return backend.loaded_static_smem(path, kernel) if backend.is_available() else None

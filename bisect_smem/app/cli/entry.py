@@ -8,7 +8,8 @@ from __future__ import annotations
 import signal
 import sys
 
-from bisect_smem.app import head_start
+from bisect_smem.app.cli.commands import SUBCOMMANDS
+from bisect_smem.app.run import head_start
 from bisect_smem.core.errors import SIGNAL_EXIT_BASE
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -31,9 +32,9 @@ def main() -> int:
     previous = {signum: signal.signal(signum, _raise) for signum in _SIGNALS
                 if signal.getsignal(signum) is not signal.SIG_IGN}
     try:
-        head_start.start(sys.argv[1:])  # the workers start now, while the rest of the tool loads
+        head_start.start(sys.argv[1:], SUBCOMMANDS)  # the workers start now, while the rest of the tool loads
         # Deferred: these imports are what a signal may interrupt, and the handlers above must come first.
-        from bisect_smem.app.cli import main as run
+        from bisect_smem.app.cli.main import main as run
     except _Interrupted as exc:
         head_start.release()
         name = signal.Signals(exc.signum).name

@@ -10,9 +10,9 @@ import json
 from importlib import resources
 from typing import Any
 
+from bisect_smem.analysis.fit import FIT_SCHEMA, RULES
 from bisect_smem.analysis.fit.explain import Explained
 from bisect_smem.analysis.fit.targets import FitRequest, FitResult
-from bisect_smem.app.fit_command import FIT_SCHEMA, RULES
 from bisect_smem.core.json_schema import definition_of, document, generate
 from bisect_smem.core.levels import LEVELS
 from bisect_smem.core.model import BASELINE_SCHEMA, REPORT_SCHEMA, DeviceReport, Report

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 
+from bisect_smem.app.cli.commands import SUBCOMMANDS
 from bisect_smem.core.errors import ExitCode
 from bisect_smem.share import text
 
-HELP = "print the man page (roff), to install as man1/bisect-smem.1"
+HELP = SUBCOMMANDS["man"]
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

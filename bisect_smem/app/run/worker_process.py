@@ -1,5 +1,5 @@
 """A worker process's entry point:
-``python -m bisect_smem.app.worker_process INDEX [--context] [--preload BACKEND]``.
+``python -m bisect_smem.app.run.worker_process INDEX [--context] [--preload BACKEND]``.
 
 The supervisor (runner.py), or the tool's head start (head_start.py) before it has loaded the rest of
 itself, starts it as a fresh interpreter (CUDA and fork do not mix). With ``--context`` (a real device)
@@ -19,7 +19,7 @@ import signal
 import sys
 import threading
 
-from bisect_smem.app.timeline import mark
+from bisect_smem.app.run.timeline import mark
 from bisect_smem.core.errors import BackendUnavailable
 from bisect_smem.devices.backends.libcuda import libcuda
 
@@ -50,8 +50,8 @@ def main(argv: list[str]) -> int:
     messages = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     # Deferred: the measurement's modules load after the context has started, while the driver creates it.
-    from bisect_smem.app.messages import Channel
-    from bisect_smem.app.worker import serve
+    from bisect_smem.app.run.messages import Channel
+    from bisect_smem.app.run.worker import serve
     from bisect_smem.devices.backends import get_backend
 
     if "--preload" in argv[1:]:

@@ -1,13 +1,12 @@
 """What a measurement writes for a fleet besides the report: the status fields, the Prometheus textfile
 (``--prom``) and the NFD feature file (``--nfd``), and on exit 3 or 4 a report that says why.
 
-Paths are checked before anything is measured; every file is written atomically (a dot file in the
+Paths are checked before anything is measured (by the command, with outputs/writer.py); every file is written atomically (a dot file in the
 same folder, then a rename: the textfile collector and NFD both ignore dot files).
 """
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import platform
 from collections.abc import Sequence
@@ -17,22 +16,11 @@ from pathlib import Path
 from bisect_smem import __version__
 from bisect_smem.analysis.baseline import Comparison
 from bisect_smem.analysis.summary import with_status
-from bisect_smem.app import output
-from bisect_smem.app.argtypes import positive_float
-from bisect_smem.app.delivery import Delivery
+from bisect_smem.app.outputs import writer
+from bisect_smem.app.outputs.delivery import Delivery
 from bisect_smem.app.render import nfd, prom
-from bisect_smem.core.errors import ExitCode, UsageError
+from bisect_smem.core.errors import ExitCode
 from bisect_smem.core.model import Report, dumps
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The measure command's fleet outputs: --prom, --nfd, --nfd-expiry."""
-    parser.add_argument("--prom", metavar="PATH",
-                        help="write Prometheus metrics for node_exporter's textfile collector to PATH (atomically)")
-    parser.add_argument("--nfd", metavar="PATH",
-                        help="write a Node Feature Discovery feature file (features.d) to PATH (atomically)")
-    parser.add_argument("--nfd-expiry", type=positive_float, metavar="S",
-                        help=f"the feature file's labels expire S seconds after the run (default {nfd.DEFAULT_EXPIRY_S})")
 
 
 @dataclass(frozen=True)
@@ -42,19 +30,6 @@ class FleetPaths:
     prom: Path | None
     nfd: Path | None
     nfd_expiry_s: float
-
-
-def check_paths(args: argparse.Namespace) -> FleetPaths:
-    """The --prom and --nfd targets, refused (exit 2) before any work when they cannot be written."""
-    paths = {}
-    for option, what in (("prom", "the metrics"), ("nfd", "the feature file")):
-        value = getattr(args, option)
-        if value == "-":
-            raise UsageError(f"--{option} writes a file for a collector to read; give a path, not '-'")
-        paths[option] = output.output_path(value, what) if value is not None else None
-    if args.nfd_expiry is not None and paths["nfd"] is None:
-        raise UsageError("--nfd-expiry only applies to --nfd")
-    return FleetPaths(paths["prom"], paths["nfd"], args.nfd_expiry or nfd.DEFAULT_EXPIRY_S)
 
 
 def finish(report: Report, code: int, strict: bool, regressions: dict[int, Sequence[str]] | None = None,
@@ -91,6 +66,6 @@ def write_failed(level: str, backend: str, json_path: Path | None, paths: FleetP
                                 devices=(), level=level), code, error=error)
     text = dumps(report.to_dict())
     if json_path is not None:
-        output.write_atomic(json_path, text, what="the report")
+        writer.write_atomic(json_path, text, what="the report")
     write(report, paths)
     return text if json_stdout else None

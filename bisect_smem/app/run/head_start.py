@@ -20,9 +20,10 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Collection
 from typing import TYPE_CHECKING, TypeAlias
 
-from bisect_smem.app.timeline import mark
+from bisect_smem.app.run.timeline import mark
 from bisect_smem.devices.backends import REQUIRED_MODULES
 
 if TYPE_CHECKING:
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
 # line (tests/test_head_start.py checks these against the parser's own).
 NO_HEAD_START = frozenset({"-h", "--help", "--version", "--inline", "--simulate"})
 READ_HERE = ("--backend", "--device", *NO_HEAD_START)  # argparse takes any unique prefix of these too
-SUBCOMMAND_NAMES = frozenset({"profiles", "merge", "fit", "check", "export", "schema", "completion", "man"})
 
 WAIT_POLL_S = 0.002
 FORK_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -109,7 +109,7 @@ def _serve_forked(index: int, backend: str) -> int:
     """The forked worker's life: the entry point a started worker runs, with the same arguments."""
     try:
         # Deferred: the forked worker loads its entry point; the tool's own process never needs it.
-        from bisect_smem.app import worker_process
+        from bisect_smem.app.run import worker_process
 
         return worker_process.main([str(index), "--context", "--preload", backend])
     except BaseException:  # noqa: BLE001 - the supervisor sees the exit code; the reason goes to stderr
@@ -138,15 +138,15 @@ def device_nodes(folder: str = "/dev") -> list[str]:
         return []
 
 
-def planned_workers(argv: list[str]) -> list[tuple[str, int]]:
+def planned_workers(argv: list[str], subcommands: Collection[str]) -> list[tuple[str, int]]:
     """The (backend, device) workers a measuring command line will certainly want; none where it may be
-    anything else (a subcommand, --help, a simulated device, a backend this host lacks, an option spelled
-    in a way this reading does not follow)."""
+    anything else (one of ``subcommands``, --help, a simulated device, a backend this host lacks, an option
+    spelled in a way this reading does not follow)."""
     backend, devices = "cupy", []
     values = iter(argv)
     for arg in values:
         name, has_value, value = arg.partition("=")
-        if name in NO_HEAD_START or arg in SUBCOMMAND_NAMES or _abbreviates(name):
+        if name in NO_HEAD_START or arg in subcommands or _abbreviates(name):
             return []
         if name in ("--backend", "--device"):
             value = value if has_value else next(values, "")
@@ -171,13 +171,14 @@ def _abbreviates(name: str) -> bool:
     return name.startswith("--") and name not in READ_HERE and any(full.startswith(name) for full in READ_HERE)
 
 
-def start(argv: list[str]) -> None:
-    """Fork the workers the command line will want (see planned_workers). Never raises: a head start
-    that cannot be had leaves the workers to the runner."""
+def start(argv: list[str], subcommands: Collection[str]) -> None:
+    """Fork the workers the command line will want (see planned_workers; ``subcommands``: the names that
+    make it something else than a measuring run). Never raises: a head start that cannot be had leaves the
+    workers to the runner."""
     if threading.active_count() != 1:
         return  # a fork is only as clean as a fresh interpreter while no other thread runs
     try:
-        for backend, index in planned_workers(argv):
+        for backend, index in planned_workers(argv, subcommands):
             _started[backend, index] = ForkedWorker(index, backend)
             mark("workers spawned")
     except OSError:

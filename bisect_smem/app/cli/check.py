@@ -13,7 +13,8 @@ import os
 import time
 from pathlib import Path
 
-from bisect_smem.app.argtypes import positive_float
+from bisect_smem.app.cli.argtypes import positive_float
+from bisect_smem.app.cli.commands import SUBCOMMANDS
 from bisect_smem.app.render.check import CheckLine, report_line, stale_line, unknown_line
 from bisect_smem.app.render.prom import timestamp_seconds
 from bisect_smem.core.errors import BaselineError
@@ -27,7 +28,7 @@ EPILOG = ("exit codes: 0 ok; 1 a problem (a mismatch or regression); 2 unknown (
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """``bisect-smem check [REPORT.json] [--max-age S]``."""
-    check = sub.add_parser("check", help="one line (<= 80 bytes) from the last report, for node-health agents",
+    check = sub.add_parser("check", help=SUBCOMMANDS["check"],
                            epilog=EPILOG)
     check.add_argument("report", nargs="?", metavar="REPORT.json",
                        help=f"the report to read (default: ${REPORT_ENV}, else {DEFAULT_REPORT})")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from bisect_smem.app.cli.commands import SUBCOMMANDS
 from bisect_smem.app.render import text
 from bisect_smem.core.errors import ExitCode
 from bisect_smem.core.profiles import PROFILES
@@ -11,7 +12,7 @@ from bisect_smem.core.profiles import PROFILES
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """The ``profiles`` subcommand, under the tool's subcommands ``sub``."""
-    sub.add_parser("profiles", help="list the published per-architecture profiles")
+    sub.add_parser("profiles", help=SUBCOMMANDS["profiles"])
 
 
 def run(args: argparse.Namespace) -> tuple[str, int]:

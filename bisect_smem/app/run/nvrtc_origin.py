@@ -1,4 +1,4 @@
-"""Which NVRTC this environment gives the tool, and from where: ``python -m bisect_smem.app.nvrtc_origin``
+"""Which NVRTC this environment gives the tool, and from where: ``python -m bisect_smem.app.run.nvrtc_origin``
 prints one JSON object and exits 0 when the probe module compiled, else 1. No GPU is needed.
 
 It asks cuda-pathfinder (the lookup cuda-bindings and CuPy 14 both use: NVIDIA's wheels in

@@ -11,8 +11,8 @@ import os
 import threading
 from typing import NoReturn
 
-from bisect_smem.app.leftover_writer import write_elsewhere
-from bisect_smem.app.messages import (
+from bisect_smem.app.run.leftover_writer import write_elsewhere
+from bisect_smem.app.run.messages import (
     Channel,
     Finished,
     Opened,
@@ -24,8 +24,8 @@ from bisect_smem.app.messages import (
     WorkerCrashed,
     WorkerJob,
 )
-from bisect_smem.app.requests import RunRequest
-from bisect_smem.app.timeline import mark
+from bisect_smem.app.run.requests import RunRequest
+from bisect_smem.app.run.timeline import mark
 from bisect_smem.core.errors import BisectSmemError, ProbeFault
 from bisect_smem.devices.device_info import open_device
 from bisect_smem.experiments.measure import DeviceMeasurement

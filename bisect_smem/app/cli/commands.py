@@ -1,0 +1,37 @@
+"""The subcommands, declared once: each name with the one line ``--help`` lists for it, in that order.
+
+A subcommand NAME is the module ``bisect_smem.app.cli.NAME`` with ``add_parser(sub)`` (its options, under
+``help=SUBCOMMANDS[NAME]``) and ``run(args) -> (text, exit code)``. A module is imported only when the
+command line names it (``load``), so ``--help`` lists every subcommand from this table alone and ``check``
+loads only what ``check`` uses; a new subcommand is its module and one line here.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+SUBCOMMANDS: dict[str, str] = {
+    "profiles": "list the published per-architecture profiles",
+    "merge": "one table from many hosts' JSON reports; exit 1 when any deviates",
+    "fit": "would a kernel's shared memory fit? per architecture and local device",
+    "check": "one line (<= 80 bytes) from the last report, for node-health agents",
+    "export": "a saved report as Prometheus metrics (prom) or an NFD feature file (nfd)",
+    "schema": "print the JSON Schema (draft 2020-12) of a report, fit result or baseline",
+    "completion": "print the shell completion for bash or zsh (to install where the shell looks)",
+    "man": "print the man page (roff), to install as man1/bisect-smem.1",
+}
+
+# Modules that stand in for a subcommand's own (tests register one here); else the module of that name.
+OVERRIDES: dict[str, ModuleType] = {}
+
+
+def load(name: str) -> ModuleType:
+    """The module of subcommand ``name``, imported now."""
+    return OVERRIDES.get(name) or importlib.import_module(f"bisect_smem.app.cli.{name}")
+
+
+def named_in(argv: list[str]) -> list[str]:
+    """The subcommands whose names appear in ``argv``: those whose parsers must be whole. A word that is an
+    option's value (``--json check``) costs only the import of that subcommand's module."""
+    return [name for name in SUBCOMMANDS if name in argv]
