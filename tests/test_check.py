@@ -14,7 +14,6 @@ import pytest
 
 from bisect_smem.app.cli import main as cli
 from bisect_smem.app.cli.check import DEFAULT_REPORT, REPORT_ENV
-from bisect_smem.app.render.check import fit
 
 ROOT = Path(__file__).resolve().parent.parent
 H200_REPORT = ROOT / "tests" / "data" / "h200_report.json"
@@ -161,8 +160,8 @@ def test_a_run_without_its_baseline_is_incomplete_as_its_labels_say(tmp_path: Pa
         assert check(str(tmp_path / f"{result}.json")) == (min(code, 2), line)
 
 
-@pytest.mark.parametrize(("fault", "cause"), [("sticky=100000", "sticky fault in static_split:0:32, given up"),
-                                              ("hang=100000", "timeout in static_split:0:32, given up")])
+@pytest.mark.parametrize(("fault", "cause"), [("sticky=100000", "sticky fault in step static_split:0:32, given up"),
+                                              ("hang=100000", "timeout in step static_split:0:32, given up")])
 def test_an_incomplete_line_keeps_its_cause(tmp_path: Path, fault: str, cause: str) -> None:
     # The line becomes Slurm's drain reason and NHC's and NPD's message: the cause must survive 80 bytes.
     path = _report(tmp_path, "inc.json", "--simulate", f"h200,{fault}", "--max-restarts", "1", "--probe-timeout", "1")
@@ -170,14 +169,14 @@ def test_an_incomplete_line_keeps_its_cause(tmp_path: Path, fault: str, cause: s
     assert (code, line) == (2, f"smem INCOMPLETE SIM-sm_90-0: {cause}")
 
 
-def test_an_unmeasured_row_without_a_fault_drops_the_filler(tmp_path: Path) -> None:
+def test_an_unmeasured_row_without_a_fault_is_named_with_its_note(tmp_path: Path) -> None:
     report = json.loads(H200_REPORT.read_text())
     dev = report["devices"][0]
     dev["summary"] = {"status": "incomplete", "counts": {"error": 1},
-                      "reason": "ERROR residency staircase: reported -, measured -; not measured: the device has no "
-                                "residency probe on this backend"}
+                      "reason": "ERROR residency staircase: reported -, measured -; not measured: no probe"}
+    row = next(v for v in dev["verdicts"] if v["verdict"] == "match")
+    row.update(verdict="ERROR", note="no residency probe", quantity="residency staircase")
     path = tmp_path / "r.json"
     path.write_text(json.dumps(report))
     code, line = check(str(path))
-    assert code == 2 and line == fit("smem INCOMPLETE GPU-7d135d97: residency staircase: the device has no residency "
-                                     "probe on this backend")
+    assert (code, line) == (2, "smem INCOMPLETE GPU-7d135d97: residency staircase: no residency probe")

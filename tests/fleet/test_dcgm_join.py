@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from bisect_smem.app.render.prom import nvml_bus_id, render
+from bisect_smem.app.render.prom import render
+from bisect_smem.core.attributes import nvml_bus_id
 from bisect_smem.core.saved import load_report
 
 DATA = Path(__file__).resolve().parents[1] / "data"

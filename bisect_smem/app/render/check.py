@@ -7,7 +7,6 @@ could not measure).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -87,28 +86,20 @@ def _failure(dev: DeviceReport, summary: DeviceSummary) -> str:
     return f"FAIL {device_id(dev)} {summary.reason or ''}"
 
 
-# What the runner's errors say was the cause: "gave up after 2 restarts; last: sticky fault in STEP (...)" for
-# a device, "STEP: gave up after 2 faults (timeout: ...)" for one step.
-_DEVICE_CAUSE = re.compile(r"; last: (?P<cause>[^(]+?) \(")
-_STEP_CAUSE = re.compile(r"(?P<step>\S+): gave up after \d+ faults? \((?P<what>[^:]+):")
-# The parts of an unmeasured row that say nothing on the line: it says INCOMPLETE already, and the row has
-# no values. Cut at 80 bytes, they left no room for why.
-_FILLER = ("ERROR ", "reported -, measured -; ", "not measured: ")
-
-
 def _incomplete(dev: DeviceReport, summary: DeviceSummary) -> str:
-    """Why a device was not measured completely, the cause first: the fault the worker gave up on
-    (``sticky fault in static_split:0:32, given up``), else the first unmeasured row without its filler."""
-    cause = _DEVICE_CAUSE.search(dev.error or "")
-    if cause:
-        return f"{cause['cause']}, given up"
-    reason = summary.reason or dev.error or "not measured completely"
-    step = _STEP_CAUSE.search(reason)
-    if step:
-        return f"{step['what']} in {step['step']}, given up"
-    for filler in _FILLER:
-        reason = reason.replace(filler, "")
-    return reason
+    """Why a device was not measured completely, from its rows and events, cause first: the fault the
+    worker met last and the first step it left unmeasured (``sticky fault in step static_split:0:32, given
+    up``), else the first unmeasured row and its note. The summary's reason, cut at 80 bytes, kept only the
+    row's empty values (``ERROR step ...: reported -, measured -; ...``), and this line is Slurm's drain
+    reason and NHC's and NPD's message."""
+    rows = [v for v in dev.verdicts if v.verdict == "ERROR"]
+    if not rows:
+        return summary.reason or dev.error or "not measured completely"
+    if dev.events:
+        # The faults are the events; a step they cost is the first one left unmeasured.
+        given_up = ", given up" if dev.error else ""
+        return f"{dev.events[-1].get('what', 'a fault')} in {rows[0].quantity}{given_up}"
+    return f"{rows[0].quantity}: {rows[0].note}"
 
 
 def report_line(report: Report) -> CheckLine:

@@ -59,17 +59,9 @@ def device_labels(dev: DeviceReport) -> Labels:
     """The labels that name a device as dcgm-exporter does, plus its driver version ('' where unknown)."""
     ctx = dev.context
     return (("gpu", str(dev.index)), ("UUID", str(ctx.nvml_uuid or "")),
-            ("pci_bus_id", str(ctx.nvml_pci_bus_id or nvml_bus_id(ctx.pci_bus_id or ""))),
+            ("pci_bus_id", str(ctx.nvml_format_pci_bus_id or "")),
             ("driver_version", str(ctx.nvml_driver_version or "")))
 
-
-def nvml_bus_id(cuda_bus_id: str) -> str:
-    """CUDA's PCI bus id (``0000:3b:00.0``) as NVML and DCGM write it (``00000000:3B:00.0``: a domain of 8
-    hex digits, upper case); anything else as it is."""
-    parts = cuda_bus_id.split(":")
-    if len(parts) != 3 or not all(parts) or not all(c in "0123456789abcdefABCDEF." for c in "".join(parts)):
-        return cuda_bus_id
-    return f"{parts[0].zfill(8)}:{parts[1]}:{parts[2]}".upper()
 
 
 def timestamp_seconds(created_utc: str) -> int:
