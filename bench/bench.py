@@ -10,7 +10,8 @@ runs:   `python -m bisect_smem --device 0` as a fresh process. Each of N rounds 
         `--device 0` against every device.
 Also: where a warm run's time goes (from the timeline its processes write: parent start, worker start,
 context, first probe, probing, report, exit), per-probe latency (one launch + sync, and four launches +
-one sync), probes and rounds per ceiling against the bound, time per measurement, and `--help`. Each
+one sync), probes and rounds per ceiling against the bound, time per measurement, `--help`, and the commands that
+measure nothing against a bare Python start (bench/startup.py). Each
 target is printed as met or MISSED and written to the JSON; exit 1 when one is missed. Needs a GPU;
 without one it says so and exits 3.
 """
@@ -34,6 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+import startup  # noqa: E402 - bench/startup.py, beside this script
 import timeline  # noqa: E402 - bench/timeline.py, beside this script
 
 FLOOR = """
@@ -193,6 +195,7 @@ def speed_targets(results: dict) -> list[tuple[str, str, str, bool]]:
          f"{results['backend_all']['cross_check_rows']} not match", "0 (and > 0 rows)",
          results["backend_all"]["cross_check_not_matching"] == 0 < results["backend_all"]["cross_check_rows"]),
         ("--help", f"{results['help']['median_s']} s", "< 0.5 s", results["help"]["median_s"] < 0.5),
+        *startup.targets(results["startup"]),
     ]
     scaling = results.get("device_scaling")
     if scaling is not None:
@@ -225,6 +228,7 @@ def measure(repeat: int, devices: int) -> dict:
         results["device_scaling"], scaling_codes = device_scaling_runs(work, env, repeat, devices)
         results["help"] = summary([timed([sys.executable, "-m", "bisect_smem", "--help"], env)[0]
                                    for _ in range(repeat)])
+        results["startup"] = startup.measure(max(repeat, 5))
         results["exit_codes"] = sorted(together["codes"] | all_codes | scaling_codes)
         results["failures"] = FAILURES
         warm = json.loads((work / "report.json").read_text())["devices"][0]
@@ -251,6 +255,8 @@ def show(results: dict, targets: list[tuple[str, str, str, bool]]) -> None:
     rows.append(("--backend all, warm kernel caches", *(results["backend_all"][k] for k in ("median_s", "min_s",
                                                                                               "max_s"))))
     rows.append(("--help", *(results["help"][k] for k in ("median_s", "min_s", "max_s"))))
+    rows.extend((f"{label} (a fresh process)", *(r[k] for k in ("median_s", "min_s", "max_s")))
+                for label, r in results["startup"].items())
     if results["device_scaling"] is not None:
         for key, label in (("one_device", "--device 0, warm"), ("all_devices", "every device, warm")):
             rows.append((label, *(results["device_scaling"][key][k] for k in ("median_s", "min_s", "max_s"))))

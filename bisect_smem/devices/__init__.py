@@ -2,7 +2,8 @@
 
 The backends (backends/: the registry, the Backend protocol with its one CUDA-error funnel, cupy, numba,
 and the simulated device over its DeviceModel), the probe kernels' ABI (kernel_abi, validation_abi), the
-probe outcome types (probes), the compiler and its cache (nvrtc), reading the reported attributes and
-NVML (attributes) and the host the device lives in (host). Only backends/cupy_backend.py imports cupy and
-only backends/numba_backend.py (with numba_kernels) imports numba.
+probe outcome types (probes), the compiler and its cache (nvrtc), ptxas -v where installed (ptxas),
+reading the reported attributes and NVML (attributes) and the host the device lives in (host). Only
+backends/cupy_backend.py imports cupy and only backends/numba_backend.py (with numba_kernels) imports
+numba.
 """

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.test_kubernetes import K8S, _env, scripts
+from tests.fleet.test_kubernetes import K8S, _env, scripts
 
 kubernetes_validate = pytest.importorskip("kubernetes_validate.utils")
 yamllint_config = pytest.importorskip("yamllint.config")

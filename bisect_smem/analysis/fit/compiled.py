@@ -2,8 +2,7 @@
 
 A cubin holds a section ``.nv.shared.<kernel>`` whose size is the kernel's static shared memory (padded
 by the linker; on a GPU the driver's answer is used instead).
-PTX declares it with ``.shared`` variables inside the entry or, for function-scope arrays, at module
-scope; those count for the entries that use them.
+PTX is read by this package's PTX reader (ptx.py) and, where ptxas is installed, by ``ptxas -v`` too.
 """
 
 from __future__ import annotations
@@ -13,10 +12,15 @@ import re
 import stat
 import struct
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bisect_smem.core.errors import UsageError
-from bisect_smem.core.hardware import DEFAULT_RESERVED_BYTES, round_up
+from bisect_smem.core.hardware import DEFAULT_RESERVED_BYTES
+
+if TYPE_CHECKING:  # deferred: a type only, so that fit without --ptx loads no ptxas runner
+    from bisect_smem.devices.ptxas import PtxasAnswer
 
 MAX_COMPILED_FILE_BYTES = 256 << 20  # a fat library's cubin is tens of MB; /dev/zero is endless
 HEAD_BYTES = 64 << 10
@@ -24,11 +28,8 @@ ELF_HEADER_BYTES = 64
 SECTION_HEADER_BYTES = 64
 EM_CUDA = 190  # ELF e_machine of NVIDIA cubins
 ELF_BYTE_ORDER = {1: "<", 2: ">"}  # e_ident[EI_DATA]: ELFDATA2LSB, ELFDATA2MSB
-# Counts and alignments are ASCII digits, at most 12 of them (no PTX declares a terabyte).
-_PTX_SHARED = re.compile(r"\.shared\s+(?:\.align\s+(\d{1,12})\s+)?\.(?:b|u|s|f)(8|16|32|64)\s+([\w$]+)(?:\[(\d{1,12})\])?",
-                         re.ASCII)
-_PTX_ENTRY = re.compile(r"\.(?:visible\s+)?\.entry\s+([\w$]+)\s*\(", re.ASCII)
-_PTX_WORD = re.compile(r"[\w$]+", re.ASCII)
+LISTED_CHARS = 40  # of kernel names in an error line, which also names the file
+_PTX_TARGET = re.compile(r"^[ \t]*\.target[ \t]+(sm_\w+)", re.ASCII | re.MULTILINE)
 
 
 def cubin_static_smem(path: Path, kernel: str | None) -> tuple[str, int]:
@@ -78,46 +79,100 @@ def _section_sizes(path: Path, data: bytes) -> dict[str, int]:
         raise UsageError(f"{path} is a cut-short or corrupt cubin ({exc}; the file has {len(data)} B)") from None
 
 
+@dataclass(frozen=True)
+class StaticSmem:
+    """A kernel's static shared memory (bytes) read from a compiled file, and, for people, from where."""
+
+    kernel: str
+    static_bytes: int
+    source: str
+
+
 def ptx_static_smem(path: Path, kernel: str | None) -> tuple[str, int]:
-    """(kernel's full name, static shared bytes) from PTX: the ``.shared`` declarations of that entry."""
+    """(kernel's full name, static shared bytes) from PTX, as ptx_static reads them."""
+    found = ptx_static(path, kernel)
+    return found.kernel, found.static_bytes
+
+
+def ptx_static(path: Path, kernel: str | None, ptxas: Path | None | bool = True) -> StaticSmem:
+    """A PTX entry's static shared memory: read by the PTX reader always and, where ptxas is found (or
+    given as ``ptxas``; False for none), by ``ptxas -v`` too, whose answer is preferred; the source says
+    which and whether they agree. A form the reader refuses is an error unless ptxas read it."""
+    # deferred: only --ptx needs the PTX reader and ptxas (a subprocess); fit's other paths start without them
+    from bisect_smem.analysis.fit.ptx import PtxUnreadable, parse_ptx
+    from bisect_smem.devices.ptxas import find_ptxas
+
     text = read_compiled(path, _check_ptx_head).decode(errors="replace")
-    entries = [(m.group(1), m.start()) for m in _PTX_ENTRY.finditer(text)]
-    full = _pick(kernel, [name for name, _ in entries], path)
-    start = next(pos for name, pos in entries if name == full)
-    following = [pos for _, pos in entries if pos > start]
-    end = following[0] if following else len(text)
-    body = text[start:end]
-    total = 0
-    # Function-scope __shared__ arrays become module-scope declarations: they count where the entry uses
-    # them. The entry's words are collected once, so each declaration is one set look-up (linear time).
-    used = set(_PTX_WORD.findall(body))
-    for match in _PTX_SHARED.finditer(text):
-        align, bits, name, count = match.groups()
-        inside = start <= match.start() < end
-        if not inside and name not in used:
-            continue
-        size = int(bits) // 8 * int(count or 1)
-        alignment = int(align or int(bits) // 8)
-        if alignment < 1 or alignment & (alignment - 1):
-            raise UsageError(f"{path}: .shared {name} has .align {alignment}; PTX alignments are powers of two")
-        total = round_up(total, alignment) + size
-    return full, total
+    try:
+        module, refused = parse_ptx(text), ""
+    except PtxUnreadable as exc:
+        module, refused = None, str(exc)
+    tool = find_ptxas() if ptxas is True else ptxas or None
+    target = _PTX_TARGET.search(text)
+    if module is not None:
+        full = _pick(kernel, module.entries, path)
+        answer, why = _assemble(tool, path, target, full)
+    else:
+        answer, why = _assemble(tool, path, target, None)
+        if answer is None:
+            raise UsageError(f"{path}: {refused}")
+        full = _pick(kernel, sorted(answer.smem_bytes), path)
+    read = module.static_bytes(full) if module is not None else None
+    assembled = answer.smem_bytes.get(full) if answer is not None else None
+    if assembled is None:
+        if read is None:
+            raise UsageError(f"{path}: {refused}")
+        return StaticSmem(full, read, f"read from the PTX ({why or f'ptxas did not list {full}'})")
+    by = f"ptxas {answer.version} -v"  # type: ignore[union-attr]  # assembled is set only with an answer
+    if read is None:
+        return StaticSmem(full, assembled, f"{by} (the PTX reader refused it: {refused})")
+    if read != assembled:
+        return StaticSmem(full, assembled, f"{by} (the PTX reader says {read} B)")
+    return StaticSmem(full, assembled, f"read from the PTX; {by} agrees")
+
+
+def _assemble(tool: Path | None, path: Path, target: re.Match[str] | None,
+              entry: str | None) -> tuple[PtxasAnswer | None, str]:
+    """ptxas's answer, or None and why there is none."""
+    from bisect_smem.devices.ptxas import PtxasFailed, ptxas_smem  # deferred: as in ptx_static
+
+    if tool is None:
+        return None, "no ptxas found to check it"
+    if target is None:
+        return None, "no .target sm_XX for ptxas to assemble it for"
+    try:
+        return ptxas_smem(tool, path, target.group(1), entry), ""
+    except PtxasFailed as exc:
+        return None, f"ptxas could not assemble it: {exc}"
 
 
 def _pick(wanted: str | None, names: list[str], path: Path) -> str:
     if wanted is None:
         if len(names) == 1:
             return names[0]
-        raise UsageError(f"{path} has {len(names)} kernels: name one with --kernel ({', '.join(names) or 'none'})")
+        raise UsageError(f"{path} has {len(names)} kernels: name one with --kernel ({_listed(names)})")
     if wanted in names:
         return wanted
     matches = [n for n in names if wanted in n]
     if len(matches) == 1:
         return matches[0]
-    listed = ", ".join(names) or "none"
     if not matches:
-        raise UsageError(f"no kernel {wanted!r} in {path}; kernels: {listed}")
-    raise UsageError(f"kernel {wanted!r} is ambiguous in {path}; matches: {', '.join(matches)}")
+        raise UsageError(f"no kernel {wanted!r} in {path}; kernels: {_listed(names)}")
+    raise UsageError(f"kernel {wanted!r} is ambiguous in {path}; matches: {_listed(matches)}")
+
+
+def _listed(names: list[str]) -> str:
+    """Kernel names for a one-line message: as many as fit in LISTED_CHARS, then how many more (a
+    library's file holds thousands, and the error stays one readable line)."""
+    shown: list[str] = []
+    for name in names:
+        if len(", ".join([*shown, name])) > LISTED_CHARS:
+            break
+        shown.append(name)
+    if not shown and names:
+        shown = [names[0][:LISTED_CHARS - 3] + "..."]  # one mangled name can be longer than the line
+    more = len(names) - len(shown)
+    return ", ".join(shown) + (f" and {more} more" if more else "") if names else "none"
 
 
 def _check_ptx_head(path: Path, head: bytes) -> None:

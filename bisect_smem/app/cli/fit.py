@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from bisect_smem.analysis.fit import FIT_SCHEMA, RULES
-from bisect_smem.analysis.fit.compiled import cubin_static_smem, ptx_static_smem
+from bisect_smem.analysis.fit.compiled import cubin_static_smem, ptx_static
 from bisect_smem.analysis.fit.cutlass import CUTLASS_VERSION
 from bisect_smem.analysis.fit.cutlass.gemm import SCHEDULES, GemmKernel
 from bisect_smem.analysis.fit.cutlass.types import operand
@@ -213,7 +213,11 @@ def _kernels_note(kernels: Kernels) -> str:
 
 def read_static(path: Path, kernel: str | None, ptx: bool, ask_driver: bool = True) -> tuple[str, int, str]:
     """The kernel's static shared memory: from the driver where a local GPU may load the file, else the file."""
-    name, static = (ptx_static_smem if ptx else cubin_static_smem)(path, kernel)
+    if ptx:
+        found = ptx_static(path, kernel)
+        name, static, read_from = found.kernel, found.static_bytes, found.source
+    else:
+        (name, static), read_from = cubin_static_smem(path, kernel), "read from the cubin ELF sections"
     if ask_driver:
         try:
             loaded = fit_targets.driver_static_smem(path, name)
@@ -223,7 +227,7 @@ def read_static(path: Path, kernel: str | None, ptx: bool, ask_driver: bool = Tr
                 return name, loaded, "read by the driver (the file agrees)"
         except BackendUnavailable:
             pass
-    return name, static, f"read from the {'PTX' if ptx else 'cubin ELF sections'}"
+    return name, static, read_from
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

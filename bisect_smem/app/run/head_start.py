@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     import subprocess
 
 # Arguments after which the run measures no real device, or the first word of a subcommand's command
-# line (tests/test_head_start.py checks these against the parser's own).
+# line (tests/reliability/test_head_start.py checks these against the parser's own).
 NO_HEAD_START = frozenset({"-h", "--help", "--version", "--inline", "--simulate"})
 READ_HERE = ("--backend", "--device", *NO_HEAD_START)  # argparse takes any unique prefix of these too
 

@@ -99,7 +99,7 @@ def kernel_handle(dispatcher: Any) -> int:
     """The driver handle of a compiled numba kernel (a CUkernel under library loading).
 
     numba-cuda 0.30 has no public way to reach it; this is the one place that uses its internals, and
-    tests/test_numba.py fails loudly when they change.
+    tests/measure/test_numba.py fails loudly when they change.
     """
     compiled = next(iter(dispatcher.overloads.values()))
     handle = compiled._codelibrary.get_cufunc().handle

@@ -1,0 +1,187 @@
+"""`fit --rule triton`: the model of Triton's matmul against every committed record of real Triton builds
+(tests/data/triton_matmul_*.json, made by tools/triton_truth/collect.py: the H200's launches, and
+compile-only builds for other architectures), and the answers a Triton user reads."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from bisect_smem.analysis.fit.triton import TRITON_VERSION
+from bisect_smem.analysis.fit.triton.rule import TritonKernel, refusal, shared_of, stages_giving
+from bisect_smem.app.cli import main as cli
+from bisect_smem.core.hardware import has_native_fp8_mma_sync, triton_mma
+from tests.paths import DATA, ROOT
+
+FILES = sorted(DATA.glob("triton_matmul_sm*.json"))
+DOCS = {path.name: json.loads(path.read_text()) for path in FILES}
+H200 = DOCS["triton_matmul_sm90.json"]
+
+
+def arch_of(doc: dict) -> tuple[int, int]:
+    """The architecture a record file was made for: the GPU's, or the compile-only target's."""
+    target = doc["target"]
+    if "compute_capability" in target:
+        major, minor = target["compute_capability"].split(".")
+        return int(major), int(minor)
+    return divmod(target["compile_only_arch"], 10)
+
+
+def kernel_of(record: dict, stages: int | None = None) -> TritonKernel:
+    return TritonKernel(record["BLOCK_M"], record["BLOCK_N"], record["BLOCK_K"], record["dtype"],
+                        stages or record["num_stages"], record["num_warps"])
+
+
+RECORDS = [(name, i, r) for name, doc in DOCS.items() for i, r in enumerate(doc["records"])]
+
+
+def test_the_records_name_their_triton_version_and_cover_the_h200() -> None:
+    assert {doc["triton_version"] for doc in DOCS.values()} == {TRITON_VERSION}
+    assert H200["target"]["name"] == "NVIDIA H200" and len(H200["records"]) == 342
+    assert any(r.get("out_of_resources") for r in H200["records"]) and any(r.get("loads") for r in H200["records"])
+    assert all("compile_only_arch" in doc["target"] and doc["kind"] == "compile-only"
+               for name, doc in DOCS.items() if name != "triton_matmul_sm90.json")
+
+
+@pytest.mark.parametrize("name, index, record", RECORDS, ids=[f"{n[15:-5]}-{i}" for n, i, _ in RECORDS])
+def test_the_model_equals_every_record(name: str, index: int, record: dict) -> None:
+    cc = arch_of(DOCS[name])
+    kernel = kernel_of(record)
+    reason = refusal(kernel, cc)
+    if not record["compiled"]:
+        # What Triton refused, the model refuses, in Triton's words where the record has them.
+        assert reason is not None
+        assert reason in record.get("error_message", reason)
+        return
+    assert reason is None
+    assert shared_of(kernel, record["num_stages"], cc).shared == record["shared"]
+
+
+@pytest.mark.parametrize("record", [r for r in H200["records"] if r.get("out_of_resources")][:12],
+                         ids=lambda r: f"{r['dtype']}-{r['BLOCK_M']}x{r['BLOCK_N']}x{r['BLOCK_K']}-s{r['num_stages']}")
+def test_tritons_own_message_is_reproduced(record: dict) -> None:
+    required, limit = re.search(r"Required: (\d+), Hardware limit: (\d+)", record["out_of_resources"]).groups()
+    assert int(required) == shared_of(kernel_of(record), record["num_stages"], (9, 0)).shared
+    assert int(limit) == H200["target"]["max_shared_mem_optin_bytes"] < int(required)
+
+
+def fit(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = cli.main(["fit", "--rule", "triton", *args, "--no-local"])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def most_that_loaded(dtype: str, tile: tuple[int, int, int]) -> tuple[int, dict]:
+    """The largest num_stages of this tile that the H200 loaded, and the first one it refused."""
+    rows = [r for r in H200["records"] if r["dtype"] == dtype and (r["BLOCK_M"], r["BLOCK_N"], r["BLOCK_K"]) == tile]
+    loaded = max(r["num_stages"] for r in rows if r.get("loads"))
+    return loaded, next(r for r in rows if r["num_stages"] == loaded + 1)
+
+
+@pytest.mark.parametrize("dtype, tile", [("fp16", (128, 256, 64)), ("bf16", (128, 128, 128)),
+                                         ("fp32", (128, 128, 64)), ("fp16", (256, 64, 128))])
+def test_auto_gives_the_most_stages_the_h200_loaded(dtype: str, tile: tuple[int, int, int],
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    loaded, refused = most_that_loaded(dtype, tile)
+    warps = refused["num_warps"]
+    code, out, _ = fit(["--tile", "x".join(map(str, tile)), "--dtype", dtype, "--warps", str(warps),
+                        "--stages", "auto", "--arch", "9.0"], capsys)
+    assert code == 0, out
+    assert out.splitlines()[0].startswith(f"num_stages {loaded} fits on sm_90: ")
+    assert out.splitlines()[0].endswith(f"; {loaded + 1} would need {refused['shared']} B")
+    assert f"Triton {TRITON_VERSION}" in out
+
+
+def test_json_names_the_version_and_every_byte(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = fit(["--tile", "128x128x64", "--dtype", "bf16", "--arch", "9.0", "--arch", "12.0", "--json", "-"],
+                       capsys)
+    data = json.loads(out)
+    assert code == 0 and data["gemm"]["triton_version"] == TRITON_VERSION and data["gemm"]["rule"] == "triton"
+    for r in data["results"]:
+        assert r["triton_version"] == TRITON_VERSION and r["builds"] is True
+        assert r["triton_shared_bytes"] == r["total_bytes"] <= r["optin_limit_bytes"]
+        assert r["triton_shared_bytes"] == max(r["mainloop_bytes"], r["epilogue_bytes"])
+
+
+def test_fixed_stages_that_do_not_load_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
+    loaded, refused = most_that_loaded("fp16", (128, 256, 64))
+    code, out, _ = fit(["--tile", "128x256x64", "--dtype", "fp16", "--warps", "8", "--stages", str(loaded + 1),
+                        "--arch", "9.0"], capsys)
+    assert code == 1
+    assert out.splitlines()[0] == (f"num_stages {loaded + 1} does not fit on sm_90: {refused['shared']} B against "
+                                   f"232448 B, over by {refused['shared'] - 232448} B (OutOfResources)")
+
+
+def test_explain_tritons_message_with_its_tile(capsys: pytest.CaptureFixture[str]) -> None:
+    loaded, refused = most_that_loaded("fp16", (128, 256, 64))
+    message = "triton.runtime.errors.OutOfResources: " + refused["out_of_resources"]
+    code, out, _ = fit(["--explain", message, "--tile", "128x256x64", "--dtype", "fp16", "--warps", "8",
+                        "--arch", "9.0", "--arch", "12.0"], capsys)
+    lines = out.splitlines()
+    need = refused["shared"]
+    assert code == 1
+    assert lines[0].startswith(f"Triton: the kernel needs {need} B of shared memory; the GPU it ran on allows 232448 B")
+    # On the H200 the message came from num_stages it names; sm_120's mma.sync keeps one buffer fewer.
+    on_120 = stages_giving(TritonKernel(128, 256, 64, "fp16", None, 8), (12, 0), need)
+    assert lines[2] == (f"Required: {need} B is 128x256x64 fp16 (num_warps 8) with num_stages "
+                        f"{refused['num_stages']} on sm_90; num_stages {on_120[0]} on sm_120.")
+    assert on_120 == [refused["num_stages"] + 1]
+    sm90 = next(line for line in lines if line.startswith("sm_90"))
+    assert sm90.split()[-1] == str(loaded)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--tile", "128x128x64", "--dtype", "int8"], "--rule triton takes --dtype fp16, bf16, fp32 or fp8 (e4m3); got 'int8'"),
+    (["--tile", "128x128x64", "--warps", "6"], "--warps must be one of 4, 8 (got 6)"),
+    (["--tile", "128x128x64", "--warps", "\u0664"], "--warps must be a whole number in ASCII digits"),
+    (["--tile", "128x128x64", "--stages", "17"], "--stages must be in 1..16 for --rule triton (got 17)"),
+    (["--tile", "128x128x64", "--schedule", "pingpong"], "--schedule is CUTLASS's: drop it with --rule triton"),
+    (["--tile", "128x128x64", "--grouped", "--c-dtype", "fp32"], "--c-dtype, --grouped are CUTLASS's"),
+])
+def test_bad_triton_options_are_one_line_exit_2(args: list[str], message: str,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = fit(args, capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and message in err, err
+
+
+@pytest.mark.parametrize("args, why, exit_code", [
+    (["--tile", "128x128x16", "--dtype", "fp8", "--arch", "9.0"], "K >= 32", 1),
+    (["--tile", "128x128x64", "--dtype", "fp8", "--arch", "8.0"], "fp8e4nv not supported", 1),
+    (["--tile", "96x128x64", "--dtype", "fp16", "--arch", "9.0"], "BLOCK sizes other than", 4),
+    (["--tile", "128x128x64", "--dtype", "fp16", "--arch", "7.5"], "not for this architecture", 4),
+    (["--tile", "128x128x64", "--dtype", "fp16", "--arch", "11.0"], "not for this architecture", 4),
+])
+def test_no_stage_count_where_triton_refuses_or_the_model_stops(args: list[str], why: str, exit_code: int,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    # Triton refusing to compile is a does-not-build (1); what the model does not cover is unknown (4).
+    code, out, _ = fit(args, capsys)
+    assert code == exit_code and "no num_stages" in out.splitlines()[0] and why in out.splitlines()[0], out
+
+
+README = ROOT / "docs" / "fit.md"  # the worked examples live on the fit page
+README_EXAMPLE = ["--rule", "triton", "--tile", "128x256x64", "--dtype", "fp16", "--warps", "8", "--arch", "9.0",
+                  "--arch", "12.0"]
+
+
+def test_readme_triton_example_is_this_output(capsys: pytest.CaptureFixture[str]) -> None:
+    code = cli.main(["fit", *README_EXAMPLE, "--no-local"])
+    out = capsys.readouterr().out
+    head = "$ bisect-smem fit " + " ".join(README_EXAMPLE) + " --no-local\n"
+    text = README.read_text()
+    assert code == 0 and head in text
+    assert text.split(head, 1)[1].split("```", 1)[0] == out
+    # Its sm_90 answer is what the H200 did: the most num_stages it loaded, and Triton's Required for one more.
+    loaded, refused = most_that_loaded("fp16", (128, 256, 64))
+    assert out.splitlines()[0].startswith(f"num_stages {loaded} fits on sm_90")
+    assert out.splitlines()[0].endswith(f"{loaded + 1} would need {refused['shared']} B")
+    assert f"{len(H200['records'])} configs" in text
+
+
+def test_tritons_mma_per_architecture() -> None:
+    ccs = ((7, 5), (8, 0), (8, 6), (8, 9), (9, 0), (10, 0), (10, 3), (11, 0), (12, 0), (12, 1), None)
+    assert [triton_mma(cc) for cc in ccs] == [None, "mma.sync", "mma.sync", "mma.sync", "wgmma", "tcgen05",
+                                             "tcgen05", None, "mma.sync", "mma.sync", None]
+    assert [has_native_fp8_mma_sync(cc) for cc in ccs[1:-1]] == [False, False, True, False, False, False, False,
+                                                                 True, False]
