@@ -24,6 +24,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from bisect_smem.core.levels import is_reference_split  # noqa: E402 (the checkout's, after the path above)
+
 TARGET_S, TARGET_MB = 3.0, 300
 # merge as `python -m bisect_smem merge`, with orjson importable or not (its pool's workers inherit that)
 MERGE = "import sys; {block}from bisect_smem.app.cli.main import main; sys.exit(main(['merge', *sys.argv[1:]]))"
@@ -50,7 +52,11 @@ def write_fleet(folder: Path, base: dict, reports: int, devices: int, deviating:
                        elapsed_s=round(10 + (r * 8 + i) % 97 / 10, 1))
             if r in planted and i == devices - 1:
                 dev["measured"] = copy.deepcopy(dev0["measured"])
+                # The opt-in ceiling is the reference split's (one search gives both): plant it in both.
                 dev["measured"]["optin_dynamic_ceiling_bytes"] -= 1024
+                for split in dev["measured"]["static_splits"]:
+                    if is_reference_split(split["static_bytes"], split["threads"]):
+                        split["dynamic_ceiling_bytes"] -= 1024
                 labels.append(f"{folder / f'node-{r:04d}.json'}:{i}")
             doc["devices"].append(dev)
         (folder / f"node-{r:04d}.json").write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # The whole check on a GPU machine, in one go: install, the GPU tests, the runs a person would make, the
-# fit example, a signal, a baseline twice, the benchmark and, with two or more GPUs, one against all.
-#   bash bench/gpu_check.sh OUT_DIR [REPEAT]
+# fit example, a signal, a baseline twice, the benchmark, the trace cases and, with two or more GPUs, one
+# against all. With BEFORE_DIR (reports standard.json, full.json and all.json that an earlier version of
+# the tool wrote on this GPU), each run is compared with it quantity for quantity and row for row.
+#   bash bench/gpu_check.sh OUT_DIR [REPEAT] [BEFORE_DIR] [CUTLASS_DIR]
 # Every log lands in OUT_DIR; the last lines printed are the summary.
 set -u
-out=${1:?usage: bash bench/gpu_check.sh OUT_DIR [REPEAT]}
+out=${1:?usage: bash bench/gpu_check.sh OUT_DIR [REPEAT] [BEFORE_DIR] [CUTLASS_DIR]}
 repeat=${2:-3}
+before=${3:-}
+cutlass=${4:-.cutlass}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-deps --no-build-isolation -e . > "$out/install.log" 2>&1 || echo "install FAILED"
@@ -21,6 +25,13 @@ run --device 0 --quiet --strict > /dev/null 2>&1; echo "--strict exit $?"
 run --device 0 --quiet --format markdown > "$out/run.md" 2>&1; echo "--format markdown exit $?"
 run --device 0 --quiet --level full --json "$out/full.json" > "$out/full.txt" 2>&1; echo "--level full exit $?"
 run --device 0 --quiet --level quick > "$out/quick.txt" 2>&1; echo "--level quick exit $?"
+run --device 0 --quiet --backend all --json "$out/all.json" > "$out/all.txt" 2>&1; echo "--backend all exit $?"
+if [ -n "$before" ]; then
+  for name in standard:h200_report full:full all:all; do
+    python3 bench/compare_reports.py "$before/${name%%:*}.json" "$out/${name#*:}.json" > "$out/compare_${name%%:*}.txt" 2>&1
+    echo "before/after ${name%%:*}: $(tail -n 1 "$out/compare_${name%%:*}.txt")"
+  done
+fi
 run fit --tile 128x256x64 --dtype bf16 --stages auto --arch 9.0 --quiet > "$out/fit.txt" 2>&1; echo "fit exit $?"
 echo "widest line $(awk '{print length}' "$out/run.txt" | sort -n | tail -n 1), lines $(wc -l < "$out/run.txt")"
 
@@ -33,8 +44,13 @@ run --device 0 --quiet --save-baseline "$out/baselines" > /dev/null 2> "$out/bas
 echo "save-baseline again exit $? ($(head -c 120 "$out/baseline2.txt"))"
 run --device 0 --quiet --compare "$out/baselines" > "$out/compare.txt" 2>&1; echo "compare exit $?"
 
+if [ -d "$cutlass/include" ]; then
+  CUDA_VISIBLE_DEVICES=0 timeout 300 bash bench/trace_cases.sh "$out/trace" "$cutlass" > /dev/null 2>&1
+  echo "trace cases exit $?"; grep -h "^== case\|over by\|added by trace" "$out/trace/cases.log" | head -40
+fi
+
 CUDA_VISIBLE_DEVICES=0 timeout 420 python3 bench/bench.py --repeat "$repeat" --out "$out/bench.json" > "$out/bench.txt" 2>&1
-sed -n '/^target/,/^--help/p' "$out/bench.txt"
+sed -n '/^target/,$p' "$out/bench.txt"
 grep -h "probe latency\|device open\|first run" "$out/bench.txt"
 if [ "$gpus" -ge 2 ]; then
   run --quiet --json "$out/all_devices.json" > "$out/all_devices.txt" 2>&1; echo "every device exit $?"

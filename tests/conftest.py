@@ -113,3 +113,15 @@ def one_error(err: str) -> str:
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in err, err
     return lines[0]
+
+
+def set_optin(measured: dict[str, Any], value: int | None) -> dict[str, Any]:
+    """A report's ``measured`` with its opt-in ceiling set as a measurement sets it: the reference split's
+    ceiling with it (one search gives both, and every reader holds them equal)."""
+    from bisect_smem.core.levels import is_reference_split  # deferred: conftest imports the tool lazily
+
+    measured["optin_dynamic_ceiling_bytes"] = value
+    for split in measured.get("static_splits") or ():
+        if is_reference_split(split["static_bytes"], split["threads"]):
+            split["dynamic_ceiling_bytes"] = value
+    return measured

@@ -33,9 +33,9 @@ from typing import Any
 
 from bisect_smem.core import plausible
 from bisect_smem.core.errors import BaselineError
-from bisect_smem.core.levels import DEFAULT_LEVEL, at_level, level_rank
+from bisect_smem.core.levels import DEFAULT_LEVEL, level_rank
 from bisect_smem.core.model import REPORT_SCHEMA, DeviceReport, Report
-from bisect_smem.core.quantities import json_quantities
+from bisect_smem.core.quantities import at_level, json_quantities
 from bisect_smem.core.saved import read_bytes, read_json, schema_of
 from bisect_smem.core.schema import SchemaError, check
 

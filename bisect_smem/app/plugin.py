@@ -3,7 +3,9 @@
     pytest --smem-baseline DIR [--smem-simulate PROFILE ...] [--smem-allow-missing] --junitxml out.xml
 
 The devices are measured once, when the session collects; each quantity of each device becomes a test
-named ``smem-baseline::device<N>-<model>::<quantity>`` that fails with "baseline X, now Y". Without
+named ``smem-baseline::device<N>-<model>::<quantity>`` that fails with "baseline X, now Y". A device
+measured incompletely is one failed test (``::measured``), what it lacks is skipped, and the session exits
+4 when nothing else failed, as ``--compare`` does. Without
 ``--smem-baseline`` the plugin does nothing, and it never imports CuPy until asked to measure.
 """
 
@@ -14,6 +16,7 @@ from typing import Any
 
 import pytest
 
+INCOMPLETE_EXIT = 4  # the tool's own "a measurement could not be completed" (core/errors.py ExitCode.INCOMPLETE)
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     """The plugin's options: --smem-baseline, --smem-simulate, --smem-allow-missing."""
@@ -47,9 +50,10 @@ class QuantityItem(pytest.Item):
     """One quantity of one device against its baseline (or a setup failure that stands in for them)."""
 
     def __init__(self, *, regression: Any = None, problem: str | None = None, skip: str | None = None,
-                 **kwargs: Any) -> None:
+                 incomplete: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.regression, self.problem, self.skip_reason = regression, problem, skip
+        self.incomplete = incomplete  # the failure that stands for a measurement that did not complete
 
     def runtest(self) -> None:
         """Fail with 'baseline X, now Y' when the quantity regressed; skip or fail for setup problems."""
@@ -83,37 +87,43 @@ class BaselineSuite(pytest.Collector):
     def collect(self) -> list[pytest.Item]:
         """Measure the devices once and yield a test per device and quantity."""
         # Deferred: pytest loads this plugin in every session; the tool is imported only when asked to measure.
-        from bisect_smem.analysis.baseline import comparable, find_baseline, incomplete_reason, model_slug
         from bisect_smem.core.errors import BisectSmemError
-        from bisect_smem.core.quantities import compare_quantities
 
         try:
             devices = measure(self.simulate)
         except BisectSmemError as exc:
             return [QuantityItem.from_parent(self, name="measure", problem=f"could not measure: {exc}")]
-        items: list[pytest.Item] = []
-        for dev in devices:
-            prefix = f"device{dev.index}-{model_slug(dev.name)}"
-            if dev.error:
-                items.append(QuantityItem.from_parent(self, name=f"{prefix}::measured", problem=dev.error))
-            try:
-                found = find_baseline(self.directory, dev)
-            except BisectSmemError as exc:
-                items.append(QuantityItem.from_parent(self, name=f"{prefix}::baseline", problem=str(exc)))
-                continue
-            if found is None:
-                note = f"no baseline for {model_slug(dev.name)} cc {dev.compute_capability} in {self.directory}"
-                items.append(QuantityItem.from_parent(self, name=f"{prefix}::baseline",
-                                                      skip=note if self.allow_missing else None,
-                                                      problem=None if self.allow_missing else note))
-                continue
-            problem = incomplete_reason(found[0].device)
-            if problem:
-                items.append(QuantityItem.from_parent(self, name=f"{prefix}::baseline", problem=(
-                    f"the baseline {found[0].path} was saved from an incomplete measurement ({problem})")))
-            current, saved, _ = comparable(dev, found[0])
-            for regression in compare_quantities(current, saved):
-                items.append(QuantityItem.from_parent(self, name=f"{prefix}::{regression.name}", regression=regression))
+        return [item for dev in devices for item in self._device_items(dev)]
+
+    def _device_items(self, dev: Any) -> list[pytest.Item]:
+        """One device's tests, judged as --compare judges it (analysis/baseline.py compare_device): what an
+        incomplete measurement lacks is skipped, not failed, and the measurement itself is one failure."""
+        # Deferred, as in collect(): the tool is imported only when asked to measure.
+        from bisect_smem.analysis.baseline import comparable, compare_device, incomplete_reason, model_slug
+        from bisect_smem.core.errors import BisectSmemError
+        from bisect_smem.core.quantities import compare_quantities
+
+        prefix = f"device{dev.index}-{model_slug(dev.name)}"
+
+        def item(name: str, **kwargs: Any) -> pytest.Item:
+            return QuantityItem.from_parent(self, name=f"{prefix}::{name}", **kwargs)
+
+        try:
+            result = compare_device(self.directory, dev)
+        except BisectSmemError as exc:
+            return [item("baseline", problem=str(exc))]
+        items = [item("measured", incomplete=True, problem=(
+            f"not measured completely ({incomplete_reason(dev)}); what it lacks ({len(result.unmeasured)} "
+            "quantities) is not compared"))] if dev.incomplete else []
+        if result.baseline is None:
+            allowed = self.allow_missing
+            return [*items, item("baseline", skip=result.note if allowed else None, problem=None if allowed else result.note)]
+        if result.baseline_problem:
+            items.append(item("baseline", problem=result.baseline_problem))
+        lost = {r.name for r in result.unmeasured}
+        for regression in compare_quantities(*comparable(dev, result.baseline)[:2]):
+            skip = "not measured now (the measurement was incomplete): not a regression" if regression.name in lost else None
+            items.append(item(regression.name, regression=regression, skip=skip))
         return items
 
 
@@ -134,3 +144,11 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
                                       simulate=config.getoption("smem_simulate") or [],
                                       allow_missing=config.getoption("smem_allow_missing"))
     items.extend(suite.collect())
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Exit 4, as --compare does, when the only failures are devices not measured completely: the run is to
+    be repeated, nothing regressed."""
+    incomplete = [i for i in session.items if isinstance(i, QuantityItem) and i.incomplete]
+    if incomplete and exitstatus == pytest.ExitCode.TESTS_FAILED and session.testsfailed == len(incomplete):
+        session.exitstatus = INCOMPLETE_EXIT

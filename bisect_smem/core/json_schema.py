@@ -88,7 +88,7 @@ class _Generator:
             schema = self.of(tp)
             if f.name.endswith("_bytes") and f.name not in SIGNED_BYTES:
                 schema = at_least_zero(schema)
-            schema = {**schema, **self.fields.get(f"{cls.__name__}.{f.name}", {})}
+            schema = merged(schema, self.fields.get(f"{cls.__name__}.{f.name}", {}))
             properties[f.name] = schema
             has_default = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
             nullable = tp is Any or (_is_union(tp) and type(None) in typing.get_args(tp))
@@ -101,6 +101,22 @@ class _Generator:
         if doc and not doc.startswith(f"{cls.__name__}("):  # a dataclass without a docstring gets its signature
             out["description"] = " ".join(doc.split())
         return out
+
+
+_NUMERIC = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"})
+
+
+def merged(schema: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    """``schema`` with the keywords of ``extra``; bounds on a number go into the numeric branches of an
+    anyOf (a nullable count), since Ajv's strict mode refuses ``minimum`` beside a branch that is null."""
+    numeric = {k: v for k, v in extra.items() if k in _NUMERIC}
+    rest = {k: v for k, v in extra.items() if k not in _NUMERIC}
+    if numeric and "anyOf" in schema:
+        schema = {**schema, "anyOf": [{**s, **numeric} if s.get("type") in ("integer", "number") else s
+                                      for s in schema["anyOf"]]}
+    elif numeric:
+        schema = {**schema, **numeric}
+    return {**schema, **rest}
 
 
 def at_least_zero(schema: dict[str, Any]) -> dict[str, Any]:

@@ -3,7 +3,8 @@
 quick: the limits only (default, attribute-accept and opt-in ceilings, reserved bytes, granularity),
 for a boot-time check. standard: every ceiling, residency, carveout and clusters. full: standard plus
 the shared memory itself (every SM, every byte; every granule; nothing left behind).
-A quantity belongs to the lowest level that measures it; two runs compare at the lower of their levels.
+A quantity belongs to the lowest level that measures it (its declaration in core/quantities.py says
+which); two runs compare at the lower of their levels.
 
 The reference split (no static data, REFERENCE_THREADS threads) is the opt-in ceiling: quick measures
 it, and residency, carveout, clusters and validation build on it. Its names are built here, once, as is
@@ -12,16 +13,11 @@ the block size of the residency staircase, which a replayed report's staircase i
 
 from __future__ import annotations
 
-from typing import Any
-
 LEVELS = ("quick", "standard", "full")
 DEFAULT_LEVEL = "standard"
 REFERENCE_STATIC_BYTES = 0
 REFERENCE_THREADS = 128  # the block size of the reference opt-in ceiling that later steps build on
 STAIRCASE_THREADS = 32  # small blocks, so that the block limit and shared memory bind, not threads
-QUICK_MEASURED = frozenset({
-    "measured.default_dynamic_ceiling_bytes", "measured.optin_dynamic_ceiling_bytes",
-    "measured.attribute_accept_ceiling_bytes", "measured.reserved_bytes", "measured.allocation_granularity_bytes"})
 FULL_PREFIX = "measured.validation."
 
 
@@ -53,18 +49,3 @@ def level_rank(level: str) -> int:
 def common_level(a: str, b: str) -> str:
     """The level both runs reached: the lower of the two."""
     return a if level_rank(a) <= level_rank(b) else b
-
-
-def quantity_level(name: str) -> str:
-    """The lowest level that measures the quantity ``name`` (a key of quantities.quantities)."""
-    if name.startswith("reported.") or name in QUICK_MEASURED or name.startswith(REFERENCE_SPLIT_PREFIX):
-        return "quick"
-    if name.startswith(FULL_PREFIX):
-        return "full"
-    return "standard"
-
-
-def at_level(values: dict[str, Any], level: str) -> dict[str, Any]:
-    """The quantities a run at ``level`` measures: a missing one of these is still a difference."""
-    rank = level_rank(level)
-    return {name: value for name, value in values.items() if level_rank(quantity_level(name)) <= rank}

@@ -132,6 +132,8 @@ class Measured:
     march: MarchResult | None = None
     granule_sweep: GranuleSweep | None = None
     leftovers: Leftovers | None = None
+    # Quantities declared (core/quantities.py) without a field of their own, by name; None: not measured.
+    quantities: dict[str, int | None] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -16,30 +16,16 @@ from typing import Any
 
 from bisect_smem.core.errors import UsageError
 from bisect_smem.core.hardware import MAX_THREADS_PER_BLOCK, NONPORTABLE_CLUSTER_SIZE, STATIC_SMEM_COMPILE_CAP_BYTES
-from bisect_smem.core.levels import LEVELS
+from bisect_smem.core.levels import LEVELS, REFERENCE_THREADS, is_reference_split
 from bisect_smem.core.profiles import parse_cc
+from bisect_smem.core.quantities import BYTES, MAX_SMS, OPTIN_CEILING, SOME_BYTES, Bounds, declared
 from bisect_smem.core.schema import SchemaError
 
-MAX_SMEM_BYTES = 1 << 24  # 16 MiB: 70 times the largest per-SM capacity published so far (228 KiB)
-MAX_SMS = 4096  # %smid is below this on every GPU so far
 MAX_COUNT = 1 << 24  # blocks, clusters, probes, launches
 MAX_WORDS = 1 << 40  # words read over every SM
-Bounds = tuple[int, int]
-BYTES, SOME_BYTES, COUNT = (0, MAX_SMEM_BYTES), (1, MAX_SMEM_BYTES), (0, MAX_COUNT)
+COUNT = (0, MAX_COUNT)
 THREADS = (1, MAX_THREADS_PER_BLOCK)
 SM_ID = (0, MAX_SMS - 1)
-_REPORTED: dict[str, Bounds] = {
-    "max_shared_memory_per_block_bytes": SOME_BYTES, "max_shared_memory_per_block_optin_bytes": SOME_BYTES,
-    "max_shared_memory_per_multiprocessor_bytes": SOME_BYTES, "reserved_shared_memory_per_block_bytes": BYTES,
-    "max_oversized_shared_memory_per_block_bytes": (0, 1 << 48), "multiprocessor_count": (1, MAX_SMS),
-    "max_threads_per_multiprocessor": (1, 1 << 16), "max_blocks_per_multiprocessor": (1, 1 << 16),
-    "compute_capability_major": (1, 99), "compute_capability_minor": (0, 99), "cluster_launch": (0, 1),
-}
-_MEASURED: dict[str, Bounds] = {
-    "default_dynamic_ceiling_bytes": BYTES, "default_api_available_dynamic_bytes": BYTES,
-    "optin_dynamic_ceiling_bytes": BYTES, "attribute_accept_ceiling_bytes": BYTES, "reserved_bytes": BYTES,
-    "allocation_granularity_bytes": SOME_BYTES, "smem_per_sm_bytes": SOME_BYTES,
-}
 _SPLIT = {"static_bytes": (0, STATIC_SMEM_COMPILE_CAP_BYTES), "threads": THREADS, "dynamic_ceiling_bytes": BYTES,
           "probes": COUNT, "static_footprint_bytes": BYTES, "api_available_dynamic_bytes": BYTES}
 _RESIDENCY = {"dynamic_bytes": BYTES, "threads": THREADS, "blocks_per_sm_min": COUNT, "blocks_per_sm_max": COUNT,
@@ -57,6 +43,7 @@ _SWEEP = {"granule_bytes": SOME_BYTES, "ceiling_bytes": BYTES, "sizes_tested": C
 _LEFTOVERS = {"dynamic_bytes": BYTES, "writer_sms": (0, MAX_SMS), "reader_sms": (0, MAX_SMS),
               **{f"{w}_words_{k}": (0, MAX_WORDS) for w in ("within_process", "across_processes")
                  for k in ("read", "matching")}}
+MAX_DRIVER_VERSION_CHARS = 64
 _CLUSTER_SIZE = re.compile(r"[1-9][0-9]?")
 # When a report can have been written: the metrics, the node labels' expiry (a week at most later) and the
 # check's age are computed from it, and a time outside these years overflows or reads as never stale.
@@ -83,6 +70,14 @@ def _each(where: str, items: Any, table: dict[str, Bounds]) -> Iterable[tuple[st
         yield f"{where}[{i}]", item
 
 
+def check_driver_version(where: str, version: Any) -> None:
+    """A driver version is short text (``580.159.04``): a longer one is no version, and its digits would be
+    read as integers when baselines are ordered by driver (Python refuses more than 4300 digits)."""
+    if isinstance(version, str) and len(version) > MAX_DRIVER_VERSION_CHARS:
+        raise SchemaError(f"field {where} must be at most {MAX_DRIVER_VERSION_CHARS} characters "
+                          f"(got {len(version)}: {version[:20]!r}...)")
+
+
 def check_level(where: str, level: Any) -> None:
     """A level must be one of LEVELS."""
     if level is not None and level not in LEVELS:
@@ -98,15 +93,45 @@ def check_device(dev: dict[str, Any], where: str) -> None:
             parse_cc(cc)
         except UsageError:
             raise SchemaError(f"field {where}.compute_capability must be MAJOR.MINOR, like 9.0 (got {cc!r})") from None
+    context = dev.get("context")
+    if isinstance(context, dict):
+        check_driver_version(f"{where}.context.nvml_driver_version", context.get("nvml_driver_version"))
     for source, view in (dev.get("reported") or {}).items():
-        _fields(f"{where}.reported.{source}", view, _REPORTED)
+        _fields(f"{where}.reported.{source}", view, {q.name: q.bounds for q in declared("reported")})
     if isinstance(dev.get("measured"), dict):
         check_measured(dev["measured"], f"{where}.measured")
 
 
+def check_quantities(m: dict[str, Any], where: str) -> None:
+    """Every declared measured quantity of ``m`` (a Measured's JSON form) against its declaration."""
+    for q in declared("measured"):
+        value = q.of(m)
+        at = f"{where}.{q.name}" if q.name in m or value is None else f"{where}.quantities.{q.name}"
+        _in(at, value, q.bounds)
+        floor = next((f for f in declared("measured") if f.name == q.at_least), None)
+        low = floor.of(m) if floor is not None else None
+        if type(value) is int and type(low) is int and value < low:
+            raise SchemaError(f"field {at} must be at least {floor.name if floor else ''} ({low}) (got {value})")
+
+
+def check_reference_split(m: dict[str, Any], where: str) -> None:
+    """The opt-in ceiling is the reference split's ceiling (one search gives both): a file where they differ,
+    or where one is null, was edited or cut."""
+    splits = m.get("static_splits")
+    for split in splits if isinstance(splits, list) else ():
+        if isinstance(split, dict) and is_reference_split(split.get("static_bytes"), split.get("threads")):
+            optin, ceiling = OPTIN_CEILING.of(m), split.get("dynamic_ceiling_bytes")
+            if optin != ceiling:
+                raise SchemaError(f"field {where}.optin_dynamic_ceiling_bytes must be the ceiling of the reference "
+                                  f"split, static_splits with 0 B static and {REFERENCE_THREADS} threads ({ceiling}) "
+                                  f"(got {optin})")
+
+
 def check_measured(m: dict[str, Any], where: str) -> None:
-    """The measured part of a device's JSON."""
-    _fields(where, m, _MEASURED)
+    """The measured part of a device's JSON: each declared quantity within its bounds and above the one it
+    can never be below, the opt-in ceiling as its reference split says, then the records."""
+    check_quantities(m, where)
+    check_reference_split(m, where)
     check_level(f"{where}.level", m.get("level"))
     for _ in _each(f"{where}.static_splits", m.get("static_splits"), _SPLIT):
         pass

@@ -106,6 +106,7 @@ def _baseline(path: Path, data: dict[str, Any], name: str) -> Baseline:
     try:
         check(prov, dict[str, Any], "provenance")
         plausible.check_level("provenance.level", prov.get("level"))
+        plausible.check_driver_version("provenance.driver_version", prov["driver_version"])
     except SchemaError as exc:
         raise SchemaError(f"{name}: {exc}") from None
     device = build(data["device"], DeviceReport, name, "device", values=lambda d: plausible.check_device(d, "device"))

@@ -4,5 +4,6 @@ One module per experiment (ceilings, residency, clusters, validation), each hold
 runs with a StepContext (context) and reads outcomes with expect; rounds (the one probe scheduler:
 searches that share rounds, each round one batch of launches); steps (the step protocol, groups of steps
 run together, and assemble), config, plan (the steps per level) and measure (the step loop). Experiments talk to a
-device only through the DeviceSession protocol of devices.backends.base.
+device only through the protocols of devices.backends: base's DeviceSession and the probe families of
+families.py, one of which each step names (``Step.family``) for the plan to ask of a backend.
 """

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from bisect_smem.core.hardware import NONPORTABLE_CLUSTER_SIZE, PORTABLE_CLUSTER_SIZE, ceil_div
 from bisect_smem.core.model import ClusterMeasurement
+from bisect_smem.core.quantities import CLUSTERS, CLUSTERS_SKIPPED, Filled
 from bisect_smem.devices.backends.base import DeviceSession
+from bisect_smem.devices.backends.families import Clusters
 from bisect_smem.devices.probes import TOO_BIG, Outcome
 from bisect_smem.experiments.context import StepContext
 from bisect_smem.experiments.expect import NOTHING_TOO_BIG, expect
@@ -99,6 +101,7 @@ class ClusterStep(Step):
     """Thread block clusters (cc 9.0+)."""
 
     kind: ClassVar[str] = "clusters"
+    family: ClassVar[type] = Clusters
 
     def run(self, ctx: StepContext) -> ClusterResult:
         """Thread block clusters, or why they cannot be measured here."""
@@ -114,6 +117,6 @@ class ClusterStep(Step):
         finally:
             ctx.probes[PROBES] = runs.probes
 
-    def contribute(self, value: ClusterResult) -> dict[str, Any]:
+    def contribute(self, value: ClusterResult) -> tuple[Filled, ...]:
         """The cluster measurements, or why they were skipped."""
-        return {"clusters": value.measurements, "clusters_skipped": value.skipped}
+        return CLUSTERS.filled(value.measurements), CLUSTERS_SKIPPED.filled(value.skipped)

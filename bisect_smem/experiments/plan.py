@@ -6,6 +6,7 @@ is given up with an error, and the rest run in the new process.
 
 from __future__ import annotations
 
+from bisect_smem.devices.backends.families import supports
 from bisect_smem.experiments.ceilings import AttributeAcceptCeiling, BlockRegistersStep, DefaultCeiling, StaticSplitStep
 from bisect_smem.experiments.clusters import ClusterStep
 from bisect_smem.experiments.config import MeasureConfig
@@ -14,9 +15,9 @@ from bisect_smem.experiments.steps import Step
 from bisect_smem.experiments.validation import VALIDATION_STEPS
 
 
-def plan_steps(config: MeasureConfig, supported: tuple[str, ...] | None = None) -> list[Step]:
-    """The steps of the config's level, in order; ``supported`` (a backend's step kinds, None for all)
-    drops what it cannot do."""
+def plan_steps(config: MeasureConfig, session_type: type | None = None) -> list[Step]:
+    """The steps of the config's level, in order; with ``session_type`` (a backend's session class, None:
+    every step), those of a probe family it does not implement are left out."""
     steps: list[Step] = [DefaultCeiling(), AttributeAcceptCeiling()]
     steps += [StaticSplitStep(s, t) for s in config.static_sizes for t in config.threads]
     steps.append(BlockRegistersStep())
@@ -26,8 +27,8 @@ def plan_steps(config: MeasureConfig, supported: tuple[str, ...] | None = None) 
         steps = [s for s in steps if is_quick(s)]
     elif config.level == "full":
         steps += VALIDATION_STEPS
-    if supported is not None:
-        steps = [s for s in steps if s.kind in supported]
+    if session_type is not None:
+        steps = [s for s in steps if supports(session_type, s.family)]
     return steps
 
 

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from bisect_smem.core.errors import MeasurementError
 from bisect_smem.core.levels import STAIRCASE_THREADS
 from bisect_smem.core.model import CarveoutPoint, ResidencyStep
+from bisect_smem.core.quantities import CARVEOUT, PER_SM, RESIDENCY, Filled
 from bisect_smem.core.search import search_together
 from bisect_smem.devices.backends.base import DeviceSession
+from bisect_smem.devices.backends.families import Carveout, Residency
 from bisect_smem.devices.probes import ResidencyOutcome, ResidencyProbe
 from bisect_smem.experiments.context import Limits, StepContext
 from bisect_smem.experiments.expect import NOTHING_TOO_BIG, expect
@@ -202,6 +204,7 @@ class ResidencyStaircase(Step):
     """Blocks resident per SM from 0 B to the opt-in ceiling, and the per-SM capacity."""
 
     kind: ClassVar[str] = "residency"
+    family: ClassVar[type] = Residency
 
     def run(self, ctx: StepContext) -> ResidencyResult:
         """The blocks-per-SM staircase up to the opt-in ceiling, and the per-SM capacity it proves."""
@@ -213,9 +216,9 @@ class ResidencyStaircase(Step):
             ctx.probes[PROBES] = runs.probes
         return ResidencyResult(tuple(steps), ResidencyMeasurement.smem_per_sm(steps, limits))
 
-    def contribute(self, value: ResidencyResult) -> dict[str, Any]:
+    def contribute(self, value: ResidencyResult) -> tuple[Filled, ...]:
         """The staircase and the per-SM capacity."""
-        return {"residency": value.steps, "smem_per_sm_bytes": value.smem_per_sm_bytes}
+        return RESIDENCY.filled(value.steps), PER_SM.filled(value.smem_per_sm_bytes)
 
 
 @dataclass(frozen=True)
@@ -223,6 +226,7 @@ class CarveoutSweep(Step):
     """Residency under every carveout preference."""
 
     kind: ClassVar[str] = "carveout"
+    family: ClassVar[type] = Carveout
 
     def run(self, ctx: StepContext) -> CarveoutResult:
         """Residency under every carveout preference, and the carveout each gives."""
@@ -234,6 +238,6 @@ class CarveoutSweep(Step):
         finally:
             ctx.probes[PROBES] = runs.probes
 
-    def contribute(self, value: CarveoutResult) -> dict[str, Any]:
+    def contribute(self, value: CarveoutResult) -> tuple[Filled, ...]:
         """The carveout points."""
-        return {"carveout": value.points}
+        return (CARVEOUT.filled(value.points),)

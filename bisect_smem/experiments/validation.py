@@ -11,11 +11,13 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from bisect_smem.core.errors import MeasurementError, ProbeFault
 from bisect_smem.core.integrity import GranuleSweep, Leftovers, MarchResult, SmMarch
+from bisect_smem.core.quantities import GRANULE_SWEEP, LEFTOVERS, MARCH, Filled
 from bisect_smem.devices.backends.base import DeviceSession
+from bisect_smem.devices.backends.families import Integrity
 from bisect_smem.devices.probes import TOO_BIG, Launch, ProbeKernel
 from bisect_smem.experiments.config import PlantedFaults
 from bisect_smem.experiments.context import StepContext, WriteElsewhere
@@ -142,14 +144,15 @@ class SmMarchStep(Step):
     """The march test on every SM at the opt-in ceiling."""
 
     kind: ClassVar[str] = "sm_march"
+    family: ClassVar[type] = Integrity
 
     def run(self, ctx: StepContext) -> MarchResult:
         """March over every SM's whole dynamic shared memory."""
         return _validation(ctx).march(ctx.prior.require_optin())
 
-    def contribute(self, value: MarchResult) -> dict[str, Any]:
+    def contribute(self, value: MarchResult) -> tuple[Filled, ...]:
         """The march result."""
-        return {"march": value}
+        return (MARCH.filled(value),)
 
 
 @dataclass(frozen=True)
@@ -157,14 +160,15 @@ class GranuleSweepStep(Step):
     """A launch at every allocation-granule multiple up to the opt-in ceiling, and one byte over."""
 
     kind: ClassVar[str] = "granule_sweep"
+    family: ClassVar[type] = Integrity
 
     def run(self, ctx: StepContext) -> GranuleSweep:
         """Sweep with the measured granularity (the published one below cc 8.0)."""
         return _validation(ctx).granule_sweep(ctx.prior.require_optin(), ctx.prior.granule_bytes)
 
-    def contribute(self, value: GranuleSweep) -> dict[str, Any]:
+    def contribute(self, value: GranuleSweep) -> tuple[Filled, ...]:
         """The sweep."""
-        return {"granule_sweep": value}
+        return (GRANULE_SWEEP.filled(value),)
 
 
 @dataclass(frozen=True)
@@ -172,14 +176,15 @@ class LeftoversStep(Step):
     """What an earlier process and an earlier kernel left in shared memory."""
 
     kind: ClassVar[str] = "leftovers"
+    family: ClassVar[type] = Integrity
 
     def run(self, ctx: StepContext) -> Leftovers:
         """Another process writes and exits; this one reads without writing."""
         return _validation(ctx).leftovers(ctx.prior.require_optin())
 
-    def contribute(self, value: Leftovers) -> dict[str, Any]:
+    def contribute(self, value: Leftovers) -> tuple[Filled, ...]:
         """The leftovers."""
-        return {"leftovers": value}
+        return (LEFTOVERS.filled(value),)
 
 
 VALIDATION_STEPS: tuple[Step, ...] = (SmMarchStep(), GranuleSweepStep(), LeftoversStep())

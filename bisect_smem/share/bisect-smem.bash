@@ -5,11 +5,12 @@
 #    source ~/.local/share/bash_completion/bisect-smem
 # See also: https://github.com/scop/bash-completion/blob/main/doc/configuration.md
 
-_shtab_bisect_smem_subparsers=(profiles merge fit check export schema completion man)
+_shtab_bisect_smem_subparsers=(profiles merge fit trace check export schema completion man)
 
 _shtab_bisect_smem_profiles_option_strings=(-h --help)
 _shtab_bisect_smem_merge_option_strings=(-h --help)
 _shtab_bisect_smem_fit_option_strings=(-h --help --dynamic --static --threads --cubin --ptx --kernel --tile --rule --stages --warps --dtype --dtype-a --dtype-b --c-dtype --d-dtype --schedule --grouped --epilogue --verbose --explain --arch --target --simulate --no-local --json --quiet)
+_shtab_bisect_smem_trace_option_strings=(-h --help --out --from --report --arch --target --simulate --no-measure --strict --json)
 _shtab_bisect_smem_check_option_strings=(-h --help --max-age)
 _shtab_bisect_smem_export_option_strings=(-h --help --output --nfd-expiry)
 _shtab_bisect_smem_schema_option_strings=(-h --help)
@@ -22,6 +23,11 @@ _shtab_bisect_smem_fit___cubin_COMPGEN=_shtab_compgen_files
 _shtab_bisect_smem_fit___ptx_COMPGEN=_shtab_compgen_files
 _shtab_bisect_smem_fit___target_COMPGEN=_shtab_compgen_files
 _shtab_bisect_smem_fit___json_COMPGEN=_shtab_compgen_files
+_shtab_bisect_smem_trace___out_COMPGEN=_shtab_compgen_dirs
+_shtab_bisect_smem_trace___from_COMPGEN=_shtab_compgen_dirs
+_shtab_bisect_smem_trace___report_COMPGEN=_shtab_compgen_files
+_shtab_bisect_smem_trace___target_COMPGEN=_shtab_compgen_files
+_shtab_bisect_smem_trace___json_COMPGEN=_shtab_compgen_files
 _shtab_bisect_smem_check_pos_0_COMPGEN=_shtab_compgen_files
 _shtab_bisect_smem_export_pos_1_COMPGEN=_shtab_compgen_files
 _shtab_bisect_smem_export___output_COMPGEN=_shtab_compgen_files
@@ -42,10 +48,12 @@ _shtab_bisect_smem_fit___d_dtype_choices=(bf16 e4m3 e5m2 fp16 fp32 int8)
 _shtab_bisect_smem_fit___schedule_choices=(auto cooperative pingpong 1sm 2sm)
 _shtab_bisect_smem_fit___arch_choices=(sm_70 7.0 v100 volta sm_75 7.5 t4 turing sm_80 8.0 a100 ampere sm_86 8.6 a10 a40 rtx-3090 sm_87 8.7 orin sm_89 8.9 l4 l40s ada sm_90 9.0 h100 h200 gh200 hopper sm_100 10.0 b200 gb200 blackwell sm_103 10.3 b300 sm_110 11.0 thor sm_120 12.0 rtx-pro-6000 rtx-5090 sm_121 12.1 gb10 dgx-spark)
 _shtab_bisect_smem_fit___simulate_choices=(sm_70 7.0 v100 volta sm_75 7.5 t4 turing sm_80 8.0 a100 ampere sm_86 8.6 a10 a40 rtx-3090 sm_87 8.7 orin sm_89 8.9 l4 l40s ada sm_90 9.0 h100 h200 gh200 hopper sm_100 10.0 b200 gb200 blackwell sm_103 10.3 b300 sm_110 11.0 thor sm_120 12.0 rtx-pro-6000 rtx-5090 sm_121 12.1 gb10 dgx-spark)
+_shtab_bisect_smem_trace___arch_choices=(sm_70 7.0 v100 volta sm_75 7.5 t4 turing sm_80 8.0 a100 ampere sm_86 8.6 a10 a40 rtx-3090 sm_87 8.7 orin sm_89 8.9 l4 l40s ada sm_90 9.0 h100 h200 gh200 hopper sm_100 10.0 b200 gb200 blackwell sm_103 10.3 b300 sm_110 11.0 thor sm_120 12.0 rtx-pro-6000 rtx-5090 sm_121 12.1 gb10 dgx-spark)
+_shtab_bisect_smem_trace___simulate_choices=(sm_70 7.0 v100 volta sm_75 7.5 t4 turing sm_80 8.0 a100 ampere sm_86 8.6 a10 a40 rtx-3090 sm_87 8.7 orin sm_89 8.9 l4 l40s ada sm_90 9.0 h100 h200 gh200 hopper sm_100 10.0 b200 gb200 blackwell sm_103 10.3 b300 sm_110 11.0 thor sm_120 12.0 rtx-pro-6000 rtx-5090 sm_121 12.1 gb10 dgx-spark)
 _shtab_bisect_smem_export_pos_0_choices=(prom nfd)
 _shtab_bisect_smem_schema_pos_0_choices=(report fit baseline)
 _shtab_bisect_smem_completion_pos_0_choices=(bash zsh)
-_shtab_bisect_smem_pos_0_choices=(profiles merge fit check export schema completion man)
+_shtab_bisect_smem_pos_0_choices=(profiles merge fit trace check export schema completion man)
 _shtab_bisect_smem___simulate_choices=(sm_70 7.0 v100 volta sm_75 7.5 t4 turing sm_80 8.0 a100 ampere sm_86 8.6 a10 a40 rtx-3090 sm_87 8.7 orin sm_89 8.9 l4 l40s ada sm_90 9.0 h100 h200 gh200 hopper sm_100 10.0 b200 gb200 blackwell sm_103 10.3 b300 sm_110 11.0 thor sm_120 12.0 rtx-pro-6000 rtx-5090 sm_121 12.1 gb10 dgx-spark)
 _shtab_bisect_smem___backend_choices=(cupy numba sim all)
 _shtab_bisect_smem___format_choices=(text markdown json)
@@ -62,6 +70,11 @@ _shtab_bisect_smem_fit___grouped_nargs=0
 _shtab_bisect_smem_fit___verbose_nargs=0
 _shtab_bisect_smem_fit___no_local_nargs=0
 _shtab_bisect_smem_fit___quiet_nargs=0
+_shtab_bisect_smem_trace_pos_0_nargs=...
+_shtab_bisect_smem_trace__h_nargs=0
+_shtab_bisect_smem_trace___help_nargs=0
+_shtab_bisect_smem_trace___no_measure_nargs=0
+_shtab_bisect_smem_trace___strict_nargs=0
 _shtab_bisect_smem_check__h_nargs=0
 _shtab_bisect_smem_check___help_nargs=0
 _shtab_bisect_smem_export__h_nargs=0

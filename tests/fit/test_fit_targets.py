@@ -14,6 +14,7 @@ from bisect_smem.analysis.fit.cutlass.sm90 import build as sm90_build
 from bisect_smem.analysis.fit.cutlass.sm120 import build as sm120_build
 from bisect_smem.analysis.fit.triton.rule import TritonKernel, shared_of
 from bisect_smem.app.cli import main as cli
+from tests.conftest import set_optin
 
 LOW_OPTIN = 180000
 
@@ -116,7 +117,7 @@ def both_backends(fleet: Path, tmp_path: Path, numba_optin: int | None = None) -
     cupy = {**data["devices"][0], "backend": "cupy"}
     numba = json.loads(json.dumps({**cupy, "backend": "numba"}))
     if numba_optin is not None:
-        numba["measured"]["optin_dynamic_ceiling_bytes"] = numba_optin
+        set_optin(numba["measured"], numba_optin)
     data.update(backend="all", devices=[cupy, numba])
     path = tmp_path / "all.json"
     path.write_text(json.dumps(data))

@@ -15,6 +15,7 @@ import pytest
 
 from bisect_smem.app.cli.main import main
 from tests.conftest import run_main as run
+from tests.conftest import set_optin
 from tests.paths import ROOT
 
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
@@ -114,8 +115,8 @@ def test_merge_of_full_and_standard_has_no_ties(levels: dict[str, Path], capsys:
 def test_merge_still_finds_a_difference_at_the_lower_level(levels: dict[str, Path], tmp_path: Path,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
     doc = json.loads(levels["standard0"].read_text())
-    doc["devices"][0]["measured"]["optin_dynamic_ceiling_bytes"] = 1024
+    set_optin(doc["devices"][0]["measured"], 101376)
     odd = tmp_path / "odd.json"
     odd.write_text(json.dumps(doc))
     code, out, _ = run(["merge", str(levels["quick0"]), str(levels["quick1"]), str(odd)], capsys)
-    assert code == 1 and f"{odd}:0: measured.optin_dynamic_ceiling_bytes: 1024" in out
+    assert code == 1 and f"{odd}:0: measured.optin_dynamic_ceiling_bytes: 101376" in out

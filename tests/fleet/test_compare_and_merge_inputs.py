@@ -14,6 +14,7 @@ import pytest
 from bisect_smem.app.cli.main import main
 from bisect_smem.app.render.baselines import regression_line
 from bisect_smem.core.quantities import Regression, compare_quantities
+from tests.conftest import set_optin
 from tests.paths import ROOT
 
 
@@ -84,14 +85,14 @@ def write(path: Path, doc: dict) -> str:
 
 def with_optin(doc: dict, optin: int) -> dict:
     doc = copy.deepcopy(doc)
-    doc["devices"][0]["measured"]["optin_dynamic_ceiling_bytes"] = optin
+    set_optin(doc["devices"][0]["measured"], optin)
     return doc
 
 
 def test_merge_labels_by_path_so_same_names_do_not_collide(h200_report: dict, tmp_path: Path,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
     paths = [write(tmp_path / "a" / "x.json", h200_report), write(tmp_path / "b" / "x.json", h200_report),
-             write(tmp_path / "c" / "x.json", with_optin(h200_report, 1024))]
+             write(tmp_path / "c" / "x.json", with_optin(h200_report, 101376))]
     code = main(["merge", *paths])
     out = capsys.readouterr().out
     assert code == 1
@@ -112,7 +113,7 @@ def test_merge_refuses_the_same_file_twice(h200_report: dict, tmp_path: Path, mo
 def test_merge_reports_a_one_to_one_tie_without_blame(h200_report: dict, tmp_path: Path,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     a = write(tmp_path / "a.json", h200_report)
-    b = write(tmp_path / "b.json", with_optin(h200_report, 1024))
+    b = write(tmp_path / "b.json", with_optin(h200_report, 101376))
     for order in ([a, b], [b, a]):
         code = main(["merge", *order])
         out = capsys.readouterr().out
@@ -152,7 +153,7 @@ def test_merge_of_a_node_that_saw_no_gpu_is_incomplete_and_names_it(h200_report:
     named = [line for line in out.splitlines() if line.startswith(empty)]
     assert code == 4 and named == [f"{empty}: no device measured: no usable GPU: no NVIDIA driver found"]
     # A deviation still decides the exit, as a mismatch beside an incomplete measurement does.
-    code = main(["merge", *good, write(tmp_path / "low.json", with_optin(h200_report, 1024)), empty])
+    code = main(["merge", *good, write(tmp_path / "low.json", with_optin(h200_report, 101376)), empty])
     assert code == 1 and f"{empty}: no device measured" in capsys.readouterr().out
 
 
@@ -177,7 +178,7 @@ def both_backends(h200_report: dict, numba_optin: int | None = None) -> dict:
     numba["backend"] = "numba"
     numba["measured"].update(carveout=[], clusters=[])
     if numba_optin is not None:
-        numba["measured"]["optin_dynamic_ceiling_bytes"] = numba_optin
+        set_optin(numba["measured"], numba_optin)
     doc["devices"].append(numba)
     return doc
 
@@ -189,7 +190,7 @@ def test_merge_names_the_backend_of_a_gpu_measured_by_two(h200_report: dict, tmp
     out = capsys.readouterr().out
     # Each backend is compared with the same backend elsewhere: numba's unmeasured carveout is no tie.
     assert code == 0 and "tie" not in out, out
-    low = write(tmp_path / "low.json", both_backends(h200_report, numba_optin=1024))
+    low = write(tmp_path / "low.json", both_backends(h200_report, numba_optin=101376))
     code = main(["merge", *paths, low])
     out = capsys.readouterr().out
     blamed = {line.split(": measured.")[0] for line in out.splitlines() if line.startswith(str(tmp_path))}
@@ -197,7 +198,7 @@ def test_merge_names_the_backend_of_a_gpu_measured_by_two(h200_report: dict, tmp
     # One table row per backend, each counting the GPU once, and a single-backend report unlabelled.
     rows = [re.split(r"\s{2,}", line) for line in out.splitlines()[2:] if line.startswith("Simulated")]
     assert [(row[2], row[3]) for row in rows] == [("cupy", "3"), ("numba", "3")], out
-    single = [write(tmp_path / "one.json", h200_report), write(tmp_path / "low1.json", with_optin(h200_report, 1024)),
+    single = [write(tmp_path / "one.json", h200_report), write(tmp_path / "low1.json", with_optin(h200_report, 101376)),
               write(tmp_path / "two.json", h200_report)]
     assert main(["merge", *single]) == 1
-    assert f"{single[1]}:0: measured.optin_dynamic_ceiling_bytes: 1024" in capsys.readouterr().out
+    assert f"{single[1]}:0: measured.optin_dynamic_ceiling_bytes: 101376" in capsys.readouterr().out

@@ -21,6 +21,7 @@ from bisect_smem.core.profiles import PROFILES
 from bisect_smem.core.quantities import json_quantities, quantities
 from bisect_smem.core.saved import load_saved
 from bisect_smem.core.schema import construct
+from tests.conftest import set_optin
 from tests.paths import H200_REPORT, ROOT
 
 
@@ -202,8 +203,8 @@ def test_merge_leaves_the_verdicts_and_run_to_run_figures_unread(h200: dict, tmp
 
 
 @pytest.mark.parametrize(("optins", "majority", "tie"), [
-    ([1024, 2048, 4096, 1024, 2048, 1024, 4096], 1024, None),
-    ([2048, 1024, 1024, 4096, 2048], None, [2048, 1024]),
+    ([101376, 166912, 200704, 101376, 166912, 101376, 200704], 101376, None),
+    ([166912, 101376, 101376, 200704, 166912], None, [166912, 101376]),
 ])
 def test_majority_and_ties_are_weighed_device_by_device(h200: dict, tmp_path: Path, optins: list[int],
                                                         majority: int | None, tie: list[int] | None,
@@ -211,7 +212,7 @@ def test_majority_and_ties_are_weighed_device_by_device(h200: dict, tmp_path: Pa
     paths = []
     for n, optin in enumerate(optins):
         doc = copy.deepcopy(h200)
-        doc["devices"][0]["measured"]["optin_dynamic_ceiling_bytes"] = optin
+        set_optin(doc["devices"][0]["measured"], optin)
         paths.append(write(tmp_path / f"n{n}.json", doc))
     code, out, _ = run_merge(paths, capsys)
     blamed = {line.split(": measured.")[0] for line in out.splitlines() if line.startswith(f"{tmp_path}")}

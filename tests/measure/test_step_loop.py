@@ -13,13 +13,12 @@ from bisect_smem.app.cli import main as cli
 from bisect_smem.core.hardware import DEFAULT_GRANULE_BYTES
 from bisect_smem.core.levels import (
     REFERENCE_THREADS,
-    quantity_level,
     split_quantity_prefix,
     split_search_name,
 )
 from bisect_smem.core.model import Measured
 from bisect_smem.core.profiles import find_profile
-from bisect_smem.core.quantities import quantities
+from bisect_smem.core.quantities import quantities, quantity_level
 from bisect_smem.devices.backends.sim import SimBackend
 from bisect_smem.devices.backends.sim_spec import SimSpec
 from bisect_smem.experiments.context import DeviceFacts, Prior

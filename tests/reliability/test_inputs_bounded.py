@@ -174,7 +174,7 @@ IMPOSSIBLE = [
     ("reported.driver.max_shared_memory_per_block_optin_bytes", 2**70,
      f"must be an integer in 1..16777216 (got {2**70})"),
     ("reported.driver.max_shared_memory_per_block_optin_bytes", 2**40, f"must be an integer in 1..16777216 (got {2**40})"),
-    ("measured.optin_dynamic_ceiling_bytes", -1, "must be an integer in 0..16777216 (got -1)"),
+    ("measured.optin_dynamic_ceiling_bytes", -1, "must be an integer in 1024..16777216 (got -1)"),
     ("measured.allocation_granularity_bytes", 0, "must be an integer in 1..16777216 (got 0)"),
     ("measured.allocation_granularity_bytes", -128, "must be an integer in 1..16777216 (got -128)"),
     ("measured.level", "bogus", "must be one of quick, standard, full (got 'bogus')"),

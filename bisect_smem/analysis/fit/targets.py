@@ -19,8 +19,10 @@ from bisect_smem.core.hardware import (
     default_reserved_bytes,
     static_footprint,
 )
-from bisect_smem.core.model import DeviceReport
+from bisect_smem.core.model import DeviceReport, to_jsonable
+from bisect_smem.core.plausible import check_quantities
 from bisect_smem.core.profiles import ArchProfile, cc_text, parse_cc
+from bisect_smem.core.schema import SchemaError
 
 # Far above any GPU's shared memory, and small enough that every byte count printed is an ordinary integer.
 MAX_FIT_BYTES = 1 << 32
@@ -136,11 +138,11 @@ class Target:
         driver_version = driver_version or dev.context.get("nvml_driver_version")
         cc = None if dev.compute_capability is None else parse_cc(dev.compute_capability, f"{where} compute capability")
         if m is not None:
-            check_limits(where, {"optin_dynamic_ceiling_bytes": m.optin_dynamic_ceiling_bytes,
-                                 "default_dynamic_ceiling_bytes": m.default_dynamic_ceiling_bytes,
-                                 "smem_per_sm_bytes": m.smem_per_sm_bytes or None,
-                                 "allocation_granularity_bytes": m.allocation_granularity_bytes or None},
-                         {"reserved_bytes": m.reserved_bytes})
+            # The one rule per quantity that every reader of a report applies, for a device measured now too.
+            try:
+                check_quantities(to_jsonable(m), f"{where} measured")
+            except SchemaError as exc:
+                raise UsageError(str(exc)) from None
         return cls(
             name or f"device {dev.index}: {dev.name} (cc {dev.compute_capability})", "measured",
             m.default_dynamic_ceiling_bytes if m else None, optin,

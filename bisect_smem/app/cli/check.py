@@ -3,7 +3,8 @@ most 80 bytes whether the node is fine. It measures nothing, imports no CUDA and
 fits a node-health agent's timeout (node-problem-detector: 5 s; Slurm's HealthCheckProgram: 60 s).
 
 Exit codes: 0 ok; 1 a problem (a mismatch, a regression); 2 unknown: the report is missing, unreadable,
-older than --max-age, or could not measure or compare (no GPU, incomplete, no baseline).
+older than --max-age, contradicts itself (analysis/consistency.py), or could not measure or compare (no
+GPU, incomplete, no baseline).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import os
 import time
 from pathlib import Path
 
+from bisect_smem.analysis.consistency import contradiction
 from bisect_smem.app.cli.argtypes import positive_float
 from bisect_smem.app.cli.commands import SUBCOMMANDS
 from bisect_smem.app.render.check import CheckLine, report_line, stale_line, unknown_line
@@ -54,6 +56,9 @@ def check(path: Path, max_age_s: float | None, now: float | None = None) -> Chec
     # A report dated ahead of this clock by more than the age allowed is no fresher than one that old.
     if max_age_s is not None and abs(age) > max_age_s:
         return stale_line(age, max_age_s)
+    why = contradiction(report)
+    if why is not None:
+        return unknown_line(f"inconsistent report: {why}")
     return report_line(report)
 
 

@@ -15,6 +15,7 @@ SUBCOMMANDS: dict[str, str] = {
     "profiles": "list the published per-architecture profiles",
     "merge": "one table from many hosts' JSON reports; exit 1 when any deviates",
     "fit": "would a kernel's shared memory fit? per architecture and local device",
+    "trace": "run a command and explain every shared-memory request its CUDA processes make",
     "check": "one line (<= 80 bytes) from the last report, for node-health agents",
     "export": "a saved report as Prometheus metrics (prom) or an NFD feature file (nfd)",
     "schema": "print the JSON Schema (draft 2020-12) of a report, fit result or baseline",

@@ -16,6 +16,7 @@ from bisect_smem.analysis.fit.targets import FitRequest, FitResult
 from bisect_smem.core.json_schema import definition_of, document, generate
 from bisect_smem.core.levels import LEVELS
 from bisect_smem.core.model import BASELINE_SCHEMA, REPORT_SCHEMA, DeviceReport, Report
+from bisect_smem.core.quantities import declared
 from bisect_smem.core.rows import VERDICT_KINDS, VERDICTS
 from bisect_smem.core.status import RESULTS, STATUSES
 
@@ -32,6 +33,9 @@ FIELDS: dict[str, dict[str, Any]] = {
     "Verdict.kind": {"enum": list(VERDICT_KINDS)},
     "DeviceSummary.status": {"enum": list(STATUSES)},
     "Report.created_utc": {"format": "date-time"},
+    # The values a device can have, as every reader refuses the others (core/quantities.py declares them).
+    **{f"{cls}.{q.name}": {"minimum": q.bounds[0], "maximum": q.bounds[1]}
+       for q in declared() for cls in (("Measured",) if q.part == "measured" else ("DeviceAttributes", "DriverAttributes"))},
 }
 _NULLABLE_INT = {"anyOf": [{"type": "integer"}, {"type": "null"}]}
 _NULLABLE_STR = {"anyOf": [{"type": "string"}, {"type": "null"}]}

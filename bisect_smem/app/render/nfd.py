@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from bisect_smem.analysis.summary import summarize
 from bisect_smem.app.render.prom import by_gpu, timestamp_seconds
 from bisect_smem.core.model import DeviceReport, Report
+from bisect_smem.core.quantities import Quantity, declared
 from bisect_smem.core.status import NFD_DEFAULT_EXPIRY_S
 
 NAMESPACE = "bisect-smem.feature.node.kubernetes.io"
@@ -66,8 +67,8 @@ def verdict(report: Report) -> str:
     return "pass" if complete else "incomplete"
 
 
-def _measured(devices: tuple[DeviceReport, ...], field: str) -> int | None:
-    return _minimum(getattr(d.measured, field) if d.measured is not None else None for d in devices)
+def _measured(devices: tuple[DeviceReport, ...], quantity: Quantity) -> int | None:
+    return _minimum(quantity.of(d.measured) for d in devices)
 
 
 def labels(report: Report) -> dict[str, str]:
@@ -78,9 +79,8 @@ def labels(report: Report) -> dict[str, str]:
     found: dict[str, object] = {
         "gpu.count": len(by_gpu(report)),
         "gpu.product": (names.pop() if len(names) == 1 else "mixed") if names else None,
-        "smem.optin-bytes": _measured(devices, "optin_dynamic_ceiling_bytes"),
-        "smem.default-bytes": _measured(devices, "default_dynamic_ceiling_bytes"),
-        "smem.per-sm-bytes": _measured(devices, "smem_per_sm_bytes"),
+        # Each declared quantity with a node label: the minimum over the node's GPUs.
+        **{q.nfd: _measured(devices, q) for q in declared("measured") if q.nfd is not None},
         "verdict": verdict(report),
         "driver": drivers[0] if drivers else None,
         "timestamp": timestamp_seconds(report.created_utc),

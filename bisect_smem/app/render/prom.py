@@ -19,23 +19,11 @@ from dataclasses import dataclass
 from bisect_smem import __version__
 from bisect_smem.analysis.summary import summarize
 from bisect_smem.core.model import DeviceReport, Report
+from bisect_smem.core.quantities import declared
 from bisect_smem.core.status import DeviceSummary, VerdictCounts
 
 PREFIX = "bisect_smem_"
 Labels = tuple[tuple[str, str], ...]
-# Measured quantities exported as they are named in the report.
-MEASURED = (
-    ("optin_dynamic_ceiling_bytes", "Largest dynamic shared memory per block that launched and verified after "
-                                    "opt-in (0 B static, 128 threads)."),
-    ("default_dynamic_ceiling_bytes", "Largest dynamic shared memory per block that launched and verified "
-                                      "without opt-in."),
-    ("attribute_accept_ceiling_bytes", "Largest value cudaFuncSetAttribute(MaxDynamicSharedMemorySize) accepted."),
-    ("smem_per_sm_bytes", "Shared memory per SM, from the residency staircase."),
-    ("reserved_bytes", "Shared memory the system reserves per block, read from the PTX registers."),
-    ("allocation_granularity_bytes", "Unit in which shared memory is allocated to a block."),
-)
-
-
 @dataclass(frozen=True)
 class Family:
     """One metric family: its name (without the prefix), help text and samples."""
@@ -91,10 +79,11 @@ def _device_families(report: Report) -> Iterator[Family]:
     yield Family("verdict_rows", "Verdict rows of the device by verdict (match, mismatch, differs, info, error).",
                  tuple(((*device_labels(g[0]), ("verdict", name)), float(sum(getattr(_summary(d).counts, name) for d in g)))
                        for g in gpus for name in VerdictCounts.__dataclass_fields__))
-    for field_name, help_text in MEASURED:
-        yield Family(field_name, help_text,
-                     tuple((device_labels(d), float(getattr(d.measured, field_name))) for d in devices
-                           if d.measured is not None and getattr(d.measured, field_name) is not None))
+    # Every declared quantity with a help text, named as in the report.
+    for q in declared("measured"):
+        if q.help is not None:
+            yield Family(q.name, q.help, tuple((device_labels(d), float(q.of(d.measured))) for d in devices
+                                               if q.of(d.measured) is not None))
     yield Family("reported_optin_bytes", "Opt-in shared memory per block as a source reports it (attribute 97).",
                  tuple(((*device_labels(d), ("source", source)), float(view.max_shared_memory_per_block_optin_bytes))
                        for d in devices for source, view in sorted(d.reported.sources().items())

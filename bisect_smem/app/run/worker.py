@@ -27,6 +27,7 @@ from bisect_smem.app.run.messages import (
 from bisect_smem.app.run.requests import RunRequest
 from bisect_smem.app.run.timeline import mark
 from bisect_smem.core.errors import BisectSmemError, ProbeFault
+from bisect_smem.devices.backends.families import inject_illegal_access
 from bisect_smem.devices.device_info import open_device
 from bisect_smem.experiments.measure import DeviceMeasurement
 from bisect_smem.experiments.plan import plan_steps
@@ -58,7 +59,7 @@ def serve(job: WorkerJob, out: Channel) -> None:
         started.append(step)
         out.put(StepStarted(index, step))
         if step.key == job.inject:
-            session.inject_illegal_access()
+            inject_illegal_access(session, request.backend.name)
 
     try:
         for _step, result in measurement.each_step(job.steps, dict(job.done), starting,
@@ -109,7 +110,7 @@ class CoalescedProgress:
 
 def planned_steps(request: RunRequest) -> list[Step]:
     """The steps to run, in order, for what the request's backend can measure."""
-    return plan_steps(request.config, request.backend.supported_steps)
+    return plan_steps(request.config, request.backend.session_type)
 
 
 def leave(out: Channel, code: int) -> NoReturn:

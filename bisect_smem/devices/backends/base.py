@@ -1,9 +1,10 @@
-"""The Backend protocol and the DeviceSession every experiment talks to: the seam below the experiments."""
+"""The Backend protocol, the DeviceSession core every session implements (its probe families are in
+families.py), and the one funnel of CUDA errors: the seam below the experiments."""
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,20 +14,7 @@ from bisect_smem.core.attributes import DeviceContext, NvmlInfo
 from bisect_smem.core.errors import BisectSmemError
 from bisect_smem.devices.attributes import read_nvml_all
 from bisect_smem.devices.backends.libcuda import libcuda
-from bisect_smem.devices.probes import (
-    ClusterOutcome,
-    ClusterResidencyOutcome,
-    Launch,
-    LaunchOutcome,
-    LeftoverOutcome,
-    MarchFault,
-    MarchOutcome,
-    Outcome,
-    ProbeKernel,
-    ResidencyOutcome,
-    ResidencyProbe,
-    classify_cuda_error,
-)
+from bisect_smem.devices.probes import Outcome, classify_cuda_error
 
 
 def driver_failure(err: Any) -> str | None:
@@ -107,7 +95,8 @@ class DeviceAddress:
 
 
 class DeviceSession(Protocol):
-    """One opened device with every probe kernel compiled and loaded."""
+    """One opened device with the probe kernels of its steps compiled and loaded: who it is and what it
+    reports. What it can measure are the probe families it implements beside this (families.py)."""
 
     def identity(self) -> DeviceIdentity:
         """Name, compute capability and PCI bus id."""
@@ -125,88 +114,8 @@ class DeviceSession(Protocol):
         """NVML's view: driver version, UUID, virtualization and MIG mode; None for what failed."""
         ...
 
-    def set_max_dynamic(self, kernel: ProbeKernel, nbytes: int) -> LaunchOutcome:
-        """cudaFuncSetAttribute(MaxDynamicSharedMemorySize, nbytes) on an opt-in kernel."""
-        ...
-
-    def launch(self, kernel: ProbeKernel, dynamic_bytes: int, threads: int) -> LaunchOutcome:
-        """Launch one block, write a pattern over every shared byte, read it back."""
-        ...
-
-    def available_dynamic_smem(self, kernel: ProbeKernel, threads: int) -> int | None:
-        """cuOccupancyAvailableDynamicSMemPerBlock at one block per SM, capped by the function's current
-        MaxDynamicSharedMemorySize attribute; None where this backend cannot ask."""
-        ...
-
-    def residency(self, dynamic_bytes: int, threads: int, hold_ns: int,
-                  carveout_percent: int | None = None) -> ResidencyOutcome:
-        """Fill every SM with blocks of ``dynamic_bytes`` and count how many really co-reside.
-
-        With ``carveout_percent`` the carveout-sweep function is used and its preference set first.
-        """
-        ...
-
-    def carveout_sweep(self, dynamic_bytes: int, threads: int, hold_ns: int,
-                       percents: tuple[int, ...]) -> list[ResidencyOutcome]:
-        """``residency`` under each carveout preference, launched back to back and read once at the end."""
-        ...
-
-    def cluster_support(self) -> str | None:
-        """None when clusters can be measured here, else why not (cc, attribute 120, bindings)."""
-        ...
-
-    def cluster_launches(self, dynamic_bytes: int, sizes: tuple[int, ...], nonportable: bool,
-                         threads: int) -> list[ClusterOutcome]:
-        """Launch one cluster of each size in order, each checking distributed shared memory; stop after
-        the first size that does not launch (its outcome is the last in the list)."""
-        ...
-
-    def cluster_residency(self, dynamic_bytes: int, cluster_size: int, nonportable: bool, threads: int,
-                          hold_ns: int, clusters: int) -> ClusterResidencyOutcome:
-        """Launch ``clusters`` clusters and count how many were resident at once."""
-        ...
-
-    def cluster_api_max_size(self, dynamic_bytes: int, threads: int) -> int | None:
-        """cuOccupancyMaxPotentialClusterSize for the non-portable function."""
-        ...
-
-    def inject_illegal_access(self) -> None:
-        """Test only: make the context unusable, as a real out-of-window store does."""
-        ...
-
     def close(self) -> None:
         """Release the module and buffers."""
-        ...
-
-    def launch_batch(self, launches: Sequence[Launch]) -> list[LaunchOutcome]:
-        """``launch`` of each probe, of any kernels and block sizes, each into its own result words, all read
-        after one synchronisation; a probe's refused attribute or refused launch is its own outcome, a
-        fault at the synchronisation every unanswered probe's."""
-        ...
-
-    def residency_batch(self, probes: Sequence[ResidencyProbe]) -> list[ResidencyOutcome]:
-        """``residency`` of each probe, one after another on one stream (each fills the device alone), each
-        counting into its own words, all read after one synchronisation."""
-        ...
-
-    # Validation (cupy and sim): one block per SM, each with its own result slot.
-
-    def march(self, dynamic_bytes: int, threads: int, blocks: int, seed: int,
-              fault: MarchFault | None = None) -> MarchOutcome:
-        """``blocks`` blocks, each running the march test over its whole dynamic shared memory (``fault``,
-        test only: with that word of that SM corrupted between the write and the read)."""
-        ...
-
-    def leftover_write(self, dynamic_bytes: int, threads: int, blocks: int, nonce: int) -> LeftoverOutcome:
-        """Fill every block's dynamic shared memory with the pattern of ``nonce``."""
-        ...
-
-    def leftover_read(self, dynamic_bytes: int, threads: int, blocks: int, nonce: int) -> LeftoverOutcome:
-        """Read every block's dynamic shared memory without writing it; count words of ``nonce``'s pattern."""
-        ...
-
-    def address(self) -> DeviceAddress:
-        """How another process opens this device."""
         ...
 
 
@@ -215,7 +124,6 @@ class RealDevices:
     ``device_count``, which raises BackendUnavailable with the reason. A real device's faults can end
     its process, so it is always measured in a worker of its own."""
 
-    supported_steps: tuple[str, ...] | None = None
     needs_isolation = True
     nvml_from_host = True
     primary_context = True
@@ -266,7 +174,8 @@ class RealDevices:
 class Backend(Protocol):
     """A way to reach devices: cupy, numba or sim. ``is_available`` never raises.
 
-    ``supported_steps`` names the step kinds it can measure (None: all); ``needs_isolation`` says
+    ``session_type`` is the class of its sessions: the probe families it implements are what the backend
+    can measure (families.supports), known before any device is opened; ``needs_isolation`` says
     whether its devices must be measured in worker processes (faults that end a process, hangs);
     ``nvml_from_host`` whether NVML's view of a device is the host's, read once by the supervisor
     (``host_nvml``) rather than by each device's session (a simulated device's is its own);
@@ -275,7 +184,7 @@ class Backend(Protocol):
     """
 
     name: str
-    supported_steps: tuple[str, ...] | None
+    session_type: type[DeviceSession]
     needs_isolation: bool
     nvml_from_host: bool
     primary_context: bool
@@ -319,18 +228,3 @@ class Backend(Protocol):
         """Load a cubin or PTX file and ask the driver for the kernel's static shared memory (bytes);
         None where this backend cannot load compiled files."""
         ...
-
-
-def launch_each(session: DeviceSession, launches: Sequence[Launch]) -> list[LaunchOutcome]:
-    """``launch_batch`` one probe at a time: for backends that synchronise every launch."""
-    outcomes = []
-    for probe in launches:
-        limit = session.set_max_dynamic(probe.kernel, probe.dynamic_bytes) if probe.raise_limit else None
-        outcomes.append(limit if limit is not None and not limit.ok
-                        else session.launch(probe.kernel, probe.dynamic_bytes, probe.threads))
-    return outcomes
-
-
-def residency_each(session: DeviceSession, probes: Sequence[ResidencyProbe]) -> list[ResidencyOutcome]:
-    """``residency_batch`` one probe at a time: for backends that synchronise every launch."""
-    return [session.residency(p.dynamic_bytes, p.threads, p.hold_ns, p.carveout_percent) for p in probes]

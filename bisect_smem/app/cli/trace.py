@@ -1,0 +1,214 @@
+"""The ``trace`` subcommand: run a command with the CUPTI collector in every CUDA process it starts, then
+explain each shared-memory request it made against the GPU's measured limits and the targets asked for.
+``--from DIR`` explains a trace recorded before, without running anything."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from bisect_smem.analysis.fit.targets import Target
+from bisect_smem.analysis.trace import Explained, explain, fit_advice
+from bisect_smem.app.cli.commands import SUBCOMMANDS
+from bisect_smem.app.outputs import writer as output
+from bisect_smem.app.render.trace import render_json, render_text
+from bisect_smem.app.run import fit_targets
+from bisect_smem.app.run.traced import INJECTION, CommandNotStarted, run_traced
+from bisect_smem.core.errors import BisectSmemError, ExitCode, UsageError
+from bisect_smem.core.profiles import find_profile, profile_names
+from bisect_smem.core.trace_events import read_trace
+from bisect_smem.devices.collector import build, libcupti
+from bisect_smem.devices.collector.demangle import demangle_all
+
+HELP = SUBCOMMANDS["trace"]
+DEFAULT_OUT = "bisect-smem-trace"
+COLLECTOR_CHOICE = "BISECT_SMEM_COLLECTOR"  # "python": the ctypes collector even where cc builds the C one
+EXIT_HELP = """exit codes:
+  N    the command's own exit code (128+N when signal N ended it); the trace is kept under --out
+  1    with --strict: the command succeeded but a shared-memory request was refused
+  2    bad usage: no command, --out already holds a trace, CUDA_INJECTION64_PATH already set (another tool,
+       such as nsys or ncu, injects itself: trace refuses rather than run the command untraced)
+  3    no libcupti (install nvidia-cuda-cupti), or no C compiler to build the collector for a command
+       that is not Python (a Python command is traced by the ctypes collector then)
+  126  the command was found but cannot be run; 127 the command was not found
+A process in which another CUPTI subscriber was first runs untraced: the summary says which.
+"""
+
+
+class TraceUnavailable(BisectSmemError):
+    """The collector cannot run here: no libcupti, or it cannot be built (exit 3)."""
+
+    exit_code = ExitCode.NO_GPU
+
+
+@dataclass(frozen=True)
+class TraceQuery:
+    """What ``trace`` is asked, parsed once."""
+
+    command: tuple[str, ...]
+    out: Path
+    replay: bool  # --from: explain a trace recorded before
+    report: str | None
+    arch: tuple[str, ...]
+    targets: tuple[str, ...]
+    simulate: tuple[str, ...]
+    measure: bool
+    strict: bool
+    json: str | None
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """The subcommand's options."""
+    p = sub.add_parser("trace", help=HELP, description=HELP + ".", epilog=EXIT_HELP,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", metavar="DIR", help=f"where the per-process JSON lines go (default ./{DEFAULT_OUT}; "
+                                                "it must hold no trace yet)")
+    p.add_argument("--from", dest="replay", metavar="DIR", help="explain the trace in DIR; run nothing")
+    p.add_argument("--report", metavar="REPORT.json", help="the measured limits of the GPU the command runs on "
+                                                           "(a report of bisect-smem --json)")
+    p.add_argument("--arch", action="append", metavar="PROFILE", help="also say which requests would not fit on "
+                                                                     "this architecture (repeatable: 12.0, sm_120)")
+    p.add_argument("--target", action="append", metavar="REPORT.json|BASELINE.json|DIR",
+                   help="also say which requests would not fit on these measured devices (repeatable)")
+    p.add_argument("--simulate", action="append", metavar="PROFILE", help="limits of a simulated device, for here")
+    p.add_argument("--no-measure", action="store_true", help="without --report, do not measure the local GPU "
+                                                             "before the command (a quick measurement otherwise)")
+    p.add_argument("--strict", action="store_true", help="exit 1 when the command succeeded but a request was refused")
+    p.add_argument("--json", metavar="PATH", help="write the summary as JSON ('-' for stdout, instead of the text)")
+    p.add_argument("traced", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARGS...]")
+
+
+def parse(args: argparse.Namespace) -> TraceQuery:
+    """The query; a UsageError for a command line that cannot be run."""
+    command = list(args.traced)
+    if command and command[0] == "--":
+        command = command[1:]
+    if args.replay and command:
+        raise UsageError("give either --from DIR or a command, not both")
+    if not args.replay and not command:
+        raise UsageError("trace needs a command: bisect-smem trace [options] -- COMMAND [ARGS...]")
+    for name in args.arch or ():
+        if find_profile(name) is None:
+            raise UsageError(f"unknown profile {name!r}; valid: {', '.join(profile_names())}")
+    out = Path(args.replay or args.out or DEFAULT_OUT)
+    return TraceQuery(tuple(command), out, bool(args.replay), args.report, tuple(args.arch or ()),
+                      tuple(args.target or ()), tuple(args.simulate or ()), not args.no_measure, args.strict, args.json)
+
+
+def run(args: argparse.Namespace) -> tuple[str, int]:
+    """Run the command traced (or read --from), explain, and return the summary and the exit code."""
+    q = parse(args)
+    json_path = output.output_path(q.json, "the trace summary")
+    others = other_targets(q)
+    env = None if q.replay else prepare(q)  # what would refuse the command is said before anything is measured
+    here, note = here_target(q)
+    code = 0 if env is None else run_command(q, env)
+    explained = explain_folder(q.out, here, others)
+    text = render_json(explained) if q.json == "-" else render_text(explained)
+    if note and q.json != "-":
+        text += f"  ({note})\n"
+    if json_path is not None:
+        output.write_atomic(json_path, render_json(explained), what="the trace summary")
+    if q.strict and code == 0 and explained.refusals:
+        code = ExitCode.MISMATCH
+    return text, code
+
+
+def here_target(q: TraceQuery) -> tuple[Target | None, str | None]:
+    """The limits of the GPU the command runs on: --report, --simulate, or measured now, before the command."""
+    if q.report:
+        try:
+            found = fit_targets.file_targets(q.report)
+        except UsageError as exc:
+            raise UsageError(str(exc).replace(f"--target {q.report}", f"--report {q.report}")) from None
+        here = found[0]  # the GPU the command runs on is the report's first
+        model = (here.short or "").replace(here.driver_version or "\0", "").strip()
+        return replace(here, short=model or here.short), None
+    if not q.simulate and not q.measure:
+        return None, None
+    devices, note = fit_targets.local_devices(q.simulate, True)
+    if not devices:
+        return None, note
+    return replace(Target.from_report(devices[0]), short=devices[0].name), note
+
+
+def other_targets(q: TraceQuery) -> list[Target]:
+    """The targets of --arch and --target."""
+    found = [Target.from_profile(p) for name in q.arch if (p := find_profile(name)) is not None]
+    for text in q.targets:
+        found += fit_targets.file_targets(text)
+    return found
+
+
+def environment(out: Path, command: tuple[str, ...]) -> dict[str, str]:
+    """The command's environment: the tool's, with the collector, the trace folder and libcupti named. The C
+    collector goes in through CUDA_INJECTION64_PATH; where none can be built (no compiler, or
+    BISECT_SMEM_COLLECTOR=python), a Python command gets the ctypes one through PYTHONPATH."""
+    if os.environ.get(INJECTION):
+        raise UsageError(f"{INJECTION} is already set ({os.environ[INJECTION]}): another tool injects itself into "
+                         "CUDA processes; trace does not run the command untraced: unset it, or run without trace")
+    cupti = libcupti.find()
+    if cupti is None:
+        raise TraceUnavailable(f"no libcupti found; {libcupti.INSTALL_HINT}")
+    env = {**os.environ, "BISECT_SMEM_TRACE_DIR": str(out.resolve()), libcupti.OVERRIDE: cupti.path}
+    try:
+        if os.environ.get(COLLECTOR_CHOICE) == "python":
+            raise build.CollectorBuildError(f"{COLLECTOR_CHOICE}=python")
+        return {**env, INJECTION: str(build.collector_library())}
+    except build.CollectorBuildError as exc:
+        if not _is_python(command):
+            raise TraceUnavailable(f"the collector cannot be built ({exc}): install a C compiler (cc); without one "
+                                   "only Python commands are traced") from None
+    fallback = str(build.SOURCE_DIR / "fallback")
+    return {**env, "PYTHONPATH": os.pathsep.join(filter(None, [fallback, os.environ.get("PYTHONPATH")]))}
+
+
+def _is_python(command: tuple[str, ...]) -> bool:
+    """A Python interpreter, or a script whose first line names one."""
+    if "python" in Path(command[0]).name:
+        return True
+    found = shutil.which(command[0])
+    try:
+        with open(found or command[0], "rb") as script:
+            return script.read(2) == b"#!" and b"python" in script.readline()
+    except OSError:
+        return False
+
+
+def prepare(q: TraceQuery) -> dict[str, str]:
+    """A new --out folder, and the command's environment with the collector in it."""
+    if q.out.is_dir() and any(q.out.glob("*.jsonl")):
+        raise UsageError(f"--out {q.out} already holds a trace: name another folder, or explain it with --from")
+    env = environment(q.out, q.command)
+    try:
+        q.out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot make --out {q.out}: {exc.strerror or exc}") from None
+    return env
+
+
+def run_command(q: TraceQuery, env: dict[str, str]) -> int:
+    """Run the command traced into the --out folder; its exit code."""
+    try:
+        return run_traced(q.command, env)
+    except CommandNotStarted as exc:
+        raise _NotStarted(str(exc), exc.code) from None
+
+
+class _NotStarted(UsageError):
+    """The command could not be started (126 or 127, as the shells say it)."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.exit_code = code  # type: ignore[misc]
+
+
+def explain_folder(folder: Path, here: Target | None, others: list[Target]) -> Explained:
+    """The trace under ``folder``, read, demangled and explained."""
+    trace = read_trace(folder)
+    names = demangle_all([a.kernel for a in trace.attribute_sets if a.kernel] +
+                         [lnch.kernel for lnch in trace.launches if lnch.kernel])
+    return explain(trace, here, others, lambda n: names.get(n, n), fit_advice)

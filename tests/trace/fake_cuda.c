@@ -1,0 +1,83 @@
+/* A fake libcupti and driver for tests/trace, built by the tests with cc. Compiled with -DFAKE_CUPTI it is
+ * libcupti (soname libcupti.so.13): cuptiSubscribe keeps the callback, cuptiEnableCallback records what was
+ * enabled, and fake_call() plays one driver or runtime call: the callback at enter and at exit, as CUPTI calls
+ * it, only for ids that were enabled. Compiled with -DFAKE_DRIVER it is the few driver calls the collector
+ * makes: a kernel handle points at a fake_kernel, a stream at its capture status. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct { const char *name; int static_bytes; int is_kernel; } fake_kernel;
+
+#ifdef FAKE_DRIVER
+int cuFuncGetName(const char **name, void *f) {
+    const fake_kernel *k = f;
+    if (!k || k->is_kernel) return 400; /* CUDA_ERROR_INVALID_HANDLE: a CUkernel is no CUfunction */
+    *name = k->name;
+    return 0;
+}
+int cuKernelGetName(const char **name, void *f) {
+    const fake_kernel *k = f;
+    if (!k || !k->is_kernel) return 400;
+    *name = k->name;
+    return 0;
+}
+int cuFuncGetAttribute(int *value, int attrib, void *f) {
+    const fake_kernel *k = f;
+    if (!k || k->is_kernel || attrib != 1) return 400;
+    *value = k->static_bytes;
+    return 0;
+}
+int cuKernelGetAttribute(int *value, int attrib, void *f, int dev) {
+    const fake_kernel *k = f;
+    if (!k || !k->is_kernel || attrib != 1 || dev != 0) return 400;
+    *value = k->static_bytes;
+    return 0;
+}
+int cuCtxGetDevice(int *dev) { *dev = 0; return 0; }
+int cuStreamIsCapturing(void *stream, int *status) { *status = *(int *)stream; return 0; }
+#endif
+
+#ifdef FAKE_CUPTI
+typedef struct {
+    int callbackSite;
+    const char *functionName;
+    const void *functionParams;
+    void *functionReturnValue;
+    const char *symbolName;
+    void *context;
+    uint32_t contextUid;
+    uint64_t *correlationData;
+    uint32_t correlationId;
+} CUpti_CallbackData; /* cupti_callbacks.h, CUDA 13.0 */
+typedef void (*callback_fn)(void *, int, uint32_t, const void *);
+
+static callback_fn subscribed;
+static void *subscribed_data;
+static unsigned char enabled[8][1024];
+
+int cuptiSubscribe(void **subscriber, callback_fn callback, void *userdata) {
+    const char *busy = getenv("FAKE_CUPTI_BUSY");
+    if (busy && *busy) return 39; /* CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED */
+    subscribed = callback, subscribed_data = userdata;
+    *subscriber = (void *)&subscribed;
+    return 0;
+}
+int cuptiEnableCallback(uint32_t enable, void *subscriber, int domain, uint32_t cbid) {
+    if (subscriber != (void *)&subscribed || domain < 0 || domain >= 8 || cbid >= 1024) return 1;
+    enabled[domain][cbid] = (unsigned char)enable;
+    return 0;
+}
+/* One call: enter, then exit with `result`; 0 when the id was not enabled (nothing was called). */
+int fake_call(int domain, uint32_t cbid, const char *function, const void *params, int result, const char *symbol,
+              uint32_t correlation) {
+    if (!subscribed || !enabled[domain][cbid]) return 0;
+    int garbage = 0x7eadbeef; /* the return value is not known at enter */
+    CUpti_CallbackData data = {0, function, params, &garbage, symbol, NULL, 1, NULL, correlation};
+    subscribed(subscribed_data, domain, cbid, &data);
+    data.callbackSite = 1;
+    data.functionReturnValue = &result;
+    subscribed(subscribed_data, domain, cbid, &data);
+    return 1;
+}
+#endif

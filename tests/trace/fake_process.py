@@ -1,0 +1,132 @@
+"""A process that plays CUDA calls through the fake libcupti into the collector, as a traced program would:
+``python fake_process.py FAKE_DIR COLLECTOR SCENARIO``, with BISECT_SMEM_TRACE_DIR set. The parameter
+structs are written here from CUDA 13.0's generated_cuda_meta.h, generated_cuda_runtime_api_meta.h and cuda.h,
+independently of the collector's own declarations."""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+P, U, Int = ctypes.c_void_p, ctypes.c_uint, ctypes.c_int
+
+
+class FakeKernel(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("static_bytes", Int), ("is_kernel", Int)]
+
+
+class Dim3(ctypes.Structure):
+    _fields_ = [("x", U), ("y", U), ("z", U)]
+
+
+class LaunchAttribute(ctypes.Structure):  # CUlaunchAttribute: id, pad to 8, a 64-byte union
+    _fields_ = [("id", Int), ("pad", ctypes.c_char * 4), ("x", U), ("y", U), ("z", U), ("rest", ctypes.c_char * 52)]
+
+
+class LaunchConfig(ctypes.Structure):  # CUlaunchConfig
+    _fields_ = [("gridDimX", U), ("gridDimY", U), ("gridDimZ", U), ("blockDimX", U), ("blockDimY", U),
+                ("blockDimZ", U), ("sharedMemBytes", U), ("hStream", P), ("attrs", ctypes.POINTER(LaunchAttribute)),
+                ("numAttrs", U)]
+
+
+class FuncSetAttribute(ctypes.Structure):  # cuFuncSetAttribute_params
+    _fields_ = [("hfunc", P), ("attrib", Int), ("value", Int)]
+
+
+class KernelSetAttribute(ctypes.Structure):  # cuKernelSetAttribute_params
+    _fields_ = [("attrib", Int), ("val", Int), ("kernel", P), ("dev", Int)]
+
+
+class RuntimeSetAttribute(ctypes.Structure):  # cudaFuncSetAttribute_v9000_params
+    _fields_ = [("func", P), ("attr", Int), ("value", Int)]
+
+
+class LaunchKernel(ctypes.Structure):  # cuLaunchKernel_params
+    _fields_ = [("f", P), ("gridDimX", U), ("gridDimY", U), ("gridDimZ", U), ("blockDimX", U), ("blockDimY", U),
+                ("blockDimZ", U), ("sharedMemBytes", U), ("hStream", P), ("kernelParams", P), ("extra", P)]
+
+
+class LaunchKernelEx(ctypes.Structure):  # cuLaunchKernelEx_params
+    _fields_ = [("config", ctypes.POINTER(LaunchConfig)), ("f", P), ("kernelParams", P), ("extra", P)]
+
+
+class RuntimeLaunch(ctypes.Structure):  # cudaLaunchKernel_v7000_params
+    _fields_ = [("func", P), ("gridDim", Dim3), ("blockDim", Dim3), ("args", P), ("sharedMem", ctypes.c_size_t),
+                ("stream", P)]
+
+
+class KernelNodeParams(ctypes.Structure):  # CUDA_KERNEL_NODE_PARAMS_v2
+    _fields_ = [("func", P), ("gridDimX", U), ("gridDimY", U), ("gridDimZ", U), ("blockDimX", U), ("blockDimY", U),
+                ("blockDimZ", U), ("sharedMemBytes", U), ("kernelParams", P), ("extra", P), ("kern", P), ("ctx", P)]
+
+
+class AddKernelNode(ctypes.Structure):  # cuGraphAddKernelNode_v2_params
+    _fields_ = [("phGraphNode", P), ("hGraph", P), ("dependencies", P), ("numDependencies", ctypes.c_size_t),
+                ("nodeParams", ctypes.POINTER(KernelNodeParams))]
+
+
+DRIVER, RUNTIME = 1, 2
+# cupti_driver_cbid.h and cupti_runtime_cbid.h, CUDA 13.0
+CU_FUNC_SET_ATTRIBUTE, CU_KERNEL_SET_ATTRIBUTE, CU_LAUNCH_KERNEL, CU_LAUNCH_KERNEL_EX = 481, 687, 307, 652
+CU_GRAPH_ADD_KERNEL_NODE_V2, CUDA_FUNC_SET_ATTRIBUTE, CUDA_LAUNCH_KERNEL = 689, 273, 211
+
+# A real kernel's name: CUTLASS 4.7.0's sm90 GEMM (bf16, 128x256x64, cooperative, StageCount<5>) built by nvcc 13.0.
+CUTLASS = (Path(__file__).with_name("cutlass_kernel_name.txt")).read_bytes().strip()
+
+
+def main() -> int:
+    fake_dir, collector, scenario = sys.argv[1], sys.argv[2], sys.argv[3]
+    mode = os.RTLD_GLOBAL | os.RTLD_NOW
+    ctypes.CDLL(os.path.join(fake_dir, "libfakecuda.so"), mode=mode)
+    if scenario != "cupti-by-path":  # else the collector loads it from BISECT_SMEM_CUPTI_LIBRARY
+        ctypes.CDLL(os.path.join(fake_dir, "libcupti.so.13"), mode=mode)
+    if scenario == "python":  # the ctypes fallback, as its sitecustomize starts in a traced Python
+        spec = importlib.util.spec_from_file_location("fallback", collector)
+        assert spec is not None and spec.loader is not None
+        spec.loader.exec_module(importlib.util.module_from_spec(spec))
+        started = 1
+    else:
+        started = ctypes.CDLL(collector).InitializeInjection()
+    cupti = ctypes.CDLL(os.path.join(fake_dir, "libcupti.so.13"), mode=mode)
+    cupti.fake_call.argtypes = [Int, U, ctypes.c_char_p, P, Int, ctypes.c_char_p, U]
+    kernels = {"plain": FakeKernel(b"_Z6kernelPf", 0, 0), "cutlass": FakeKernel(CUTLASS, 0, 1),
+               "clustered": FakeKernel(b"_Z9clusteredv", 1000, 0)}
+    idle, capturing = Int(0), Int(1)
+
+    def call(domain: int, cbid: int, name: str, params: ctypes.Structure, result: int, corr: int,
+             symbol: bytes | None = None) -> None:
+        cupti.fake_call(domain, cbid, name.encode(), ctypes.addressof(params), result, symbol, corr)
+
+    plain, cutlass, clustered = (ctypes.addressof(kernels[k]) for k in ("plain", "cutlass", "clustered"))
+    host_stub = P(0x1234)
+    # CUTLASS's initialize(): the runtime call and the driver call it makes, one correlation id, refused.
+    call(RUNTIME, CUDA_FUNC_SET_ATTRIBUTE, "cudaFuncSetAttribute", RuntimeSetAttribute(host_stub, 8, 279552), 1, 7)
+    call(DRIVER, CU_KERNEL_SET_ATTRIBUTE, "cuKernelSetAttribute", KernelSetAttribute(8, 279552, cutlass, 0), 1, 7)
+    # CuPy: the driver call alone, one byte over; a carveout; an attribute that is no shared memory's.
+    call(DRIVER, CU_FUNC_SET_ATTRIBUTE, "cuFuncSetAttribute", FuncSetAttribute(plain, 8, 232449), 1, 8)
+    call(DRIVER, CU_FUNC_SET_ATTRIBUTE, "cuFuncSetAttribute", FuncSetAttribute(plain, 9, 100), 0, 9)
+    call(DRIVER, CU_FUNC_SET_ATTRIBUTE, "cuFuncSetAttribute", FuncSetAttribute(plain, 3, 1), 0, 10)
+    for corr in range(11, 16):  # five launches of one configuration: one line, counted
+        call(DRIVER, CU_LAUNCH_KERNEL, "cuLaunchKernel", LaunchKernel(plain, 4, 1, 1, 128, 1, 1, 1000, None), 0, corr)
+    call(DRIVER, CU_LAUNCH_KERNEL, "cuLaunchKernel", LaunchKernel(plain, 4, 1, 1, 128, 1, 1, 300000, None), 1, 16)
+    attrs = (LaunchAttribute * 2)(LaunchAttribute(1), LaunchAttribute(4, b"", 2, 1, 1))
+    config = LaunchConfig(8, 1, 1, 256, 1, 1, 200000, ctypes.addressof(capturing), attrs, 2)
+    call(DRIVER, CU_LAUNCH_KERNEL_EX, "cuLaunchKernelEx", LaunchKernelEx(ctypes.pointer(config), clustered), 0, 17)
+    # cudaLaunchKernel and the cuLaunchKernel it makes: one record, named after the runtime call.
+    call(RUNTIME, CUDA_LAUNCH_KERNEL, "cudaLaunchKernel",
+         RuntimeLaunch(host_stub, Dim3(2, 1, 1), Dim3(64, 1, 1), None, 2048, None), 0, 18, b"kernel(float*)")
+    call(DRIVER, CU_LAUNCH_KERNEL, "cuLaunchKernel", LaunchKernel(plain, 2, 1, 1, 64, 1, 1, 2048, ctypes.addressof(idle)),
+         0, 18)
+    node = KernelNodeParams(None, 1, 1, 1, 384, 1, 1, 4096, None, None, cutlass, None)
+    call(DRIVER, CU_GRAPH_ADD_KERNEL_NODE_V2, "cuGraphAddKernelNode_v2",
+         AddKernelNode(None, None, None, 0, ctypes.pointer(node)), 0, 19)
+    if scenario == "killed":
+        os.kill(os.getpid(), 9)
+    return 0 if started == 1 else 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,45 @@
+"""The fake libcupti and driver, built with cc, and a process that plays CUDA calls through them into the
+collector (fake_process.py): what the trace tests run instead of a GPU."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+
+
+def need_cc() -> str:
+    """The C compiler, or skip: the collector and the fakes are C."""
+    cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler (cc): the collector and the fake libcupti cannot be built")
+    return cc
+
+
+def build_fakes(folder: Path) -> Path:
+    """libfakecuda.so and libcupti.so.13 (the fake, with that soname) in ``folder``."""
+    cc = need_cc()
+    folder.mkdir(parents=True, exist_ok=True)
+    source = str(HERE / "fake_cuda.c")
+    # With libcuda's soname, a lookup of the loaded driver by name ("libcuda.so.1") finds the fake.
+    subprocess.run([cc, "-shared", "-fPIC", "-DFAKE_DRIVER", "-Wl,-soname,libcuda.so.1", "-o",
+                    str(folder / "libfakecuda.so"), source], check=True)
+    subprocess.run([cc, "-shared", "-fPIC", "-DFAKE_CUPTI", "-Wl,-soname,libcupti.so.13", "-o",
+                    str(folder / "libcupti.so.13"), source], check=True)
+    return folder
+
+
+def play(fakes: Path, collector: Path, out: Path, scenario: str = "all",
+         env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run fake_process.py: the collector records into ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    environ = {k: v for k, v in os.environ.items() if k not in ("FAKE_CUPTI_BUSY", "BISECT_SMEM_CUPTI_LIBRARY")}
+    environ.update({"BISECT_SMEM_TRACE_DIR": str(out), **(env or {})})
+    return subprocess.run([sys.executable, str(HERE / "fake_process.py"), str(fakes), str(collector), scenario],
+                          env=environ, capture_output=True, text=True, timeout=60, check=False)

@@ -1,0 +1,165 @@
+"""bisect-smem trace through the real entry point: the command's output and exit code pass through, every
+process it starts inherits the collector, an injection already set or a missing command is one line and a
+documented code, signals reach the command, and a recorded trace is explained (text and schema-valid JSON)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bisect_smem.app.render.trace import WIDTH
+from tests.conftest import assert_valid, one_error, run_main
+from tests.trace.fakes import need_cc
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    need_cc()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "xdg"))
+    monkeypatch.delenv("CUDA_INJECTION64_PATH", raising=False)
+
+
+@pytest.fixture
+def cupti(fakes: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A libcupti to find (the fake): trace needs one before it runs anything."""
+    monkeypatch.setenv("BISECT_SMEM_CUPTI_LIBRARY", str(fakes / "libcupti.so.13"))
+
+
+def test_exit_code_and_output_pass_through(tmp_path: Path, cupti: None, capfd: pytest.CaptureFixture[str]) -> None:
+    from bisect_smem.app.cli.main import main
+
+    code = main(["trace", "--no-measure", "--out", str(tmp_path / "t"), "--", "sh", "-c", "echo from-the-command; exit 7"])
+    out = capfd.readouterr().out
+    assert code == 7 and out.startswith("from-the-command\n") and "bisect-smem trace: 0 processes" in out
+
+
+def test_every_process_inherits_the_collector(tmp_path: Path, cupti: None, capfd: pytest.CaptureFixture[str]) -> None:
+    from bisect_smem.app.cli.main import main
+
+    show = "import os; print(os.environ['CUDA_INJECTION64_PATH'], os.environ['BISECT_SMEM_TRACE_DIR'])"
+    child = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {show!r}], check=True)"
+    code = main(["trace", "--no-measure", "--out", str(tmp_path / "t"), "--", sys.executable, "-c", child])
+    lines = capfd.readouterr().out.splitlines()
+    assert code == 0
+    injected, folder = lines[0].split(" ")
+    assert Path(injected).name.startswith("collector-") and Path(injected).is_file()
+    assert folder == str((tmp_path / "t").resolve())
+
+
+def test_an_injection_already_set_is_refused(tmp_path: Path, cupti: None, capsys: pytest.CaptureFixture[str],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CUDA_INJECTION64_PATH", "/opt/nsight/libToolsInjection64.so")
+    code, out, err = run_main(["trace", "--no-measure", "--out", str(tmp_path / "t"), "--", "true"], capsys)
+    assert code == 2 and "CUDA_INJECTION64_PATH is already set" in one_error(err) and not (tmp_path / "t").exists()
+
+
+def test_a_command_not_found(tmp_path: Path, cupti: None, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_main(["trace", "--no-measure", "--out", str(tmp_path / "t"), "--", "no-such-command-x"], capsys)
+    assert code == 127 and one_error(err) == "error: no-such-command-x: command not found"
+
+
+def test_no_libcupti_says_what_to_install(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from bisect_smem.devices.collector import libcupti
+
+    monkeypatch.setattr(libcupti, "candidates", lambda *a, **k: [])
+    code, _, err = run_main(["trace", "--no-measure", "--out", str(tmp_path / "t"), "--", "true"], capsys)
+    assert code == 3 and "pip install nvidia-cuda-cupti" in one_error(err)
+
+
+def test_no_command(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_main(["trace", "--no-measure"], capsys)
+    assert code == 2 and "trace needs a command" in one_error(err)
+
+
+def test_an_out_folder_that_holds_a_trace_is_never_overwritten(recorded: Path, cupti: None,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    before = {p.name: p.read_bytes() for p in recorded.iterdir()}
+    code, _, err = run_main(["trace", "--no-measure", "--out", str(recorded), "--", "true"], capsys)
+    assert code == 2 and "already holds a trace" in one_error(err)
+    assert {p.name: p.read_bytes() for p in recorded.iterdir()} == before
+
+
+def test_sigterm_goes_to_the_command(tmp_path: Path, fakes: Path) -> None:
+    waits = ("import signal, sys, time\n"
+             "signal.signal(signal.SIGTERM, lambda *a: (print('command got SIGTERM', flush=True), sys.exit(5)))\n"
+             "print('ready', flush=True)\ntime.sleep(60)\n")
+    env = {**os.environ, "BISECT_SMEM_CUPTI_LIBRARY": str(fakes / "libcupti.so.13")}
+    tool = subprocess.Popen([sys.executable, "-m", "bisect_smem", "trace", "--no-measure", "--out", str(tmp_path / "t"),
+                             "--", sys.executable, "-c", waits], stdout=subprocess.PIPE, text=True, env=env,
+                            stdin=subprocess.DEVNULL)
+    assert tool.stdout is not None
+    assert tool.stdout.readline() == "ready\n"
+    time.sleep(0.2)
+    tool.send_signal(signal.SIGTERM)
+    rest = tool.stdout.read()
+    assert tool.wait(timeout=30) == 5 and "command got SIGTERM" in rest
+
+
+def test_a_recorded_trace_explained_on_a_simulated_h200_and_sm_120(recorded: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_main(["trace", "--from", str(recorded), "--simulate", "h200", "--arch", "12.0"], capsys)
+    assert code == 0 and all(len(line) <= WIDTH for line in out.splitlines())
+    assert "232449 B (cuFuncSetAttribute: invalid value)" in out and "over by 1 B" in out
+    assert "on sm_120: 4 request(s) would not fit" in out
+    assert out.index("over by 67552 B") < out.index("over by 47104 B") < out.index("over by 1 B")
+
+
+def test_strict_and_the_json_summary(recorded: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    summary = tmp_path / "s.json"
+    code, _, _ = run_main(["trace", "--from", str(recorded), "--simulate", "rtx-pro-6000", "--strict", "--json",
+                           str(summary)], capsys)
+    document = json.loads(summary.read_text())
+    assert code == 1
+    assert_valid(document, "trace")
+    assert {r["requested_bytes"] for r in document["requests"] if r["here"]["fits"] is False} == \
+        {300000, 279552, 232449, 200000}
+
+
+def test_python_commands_get_the_ctypes_collector_without_a_compiler(tmp_path: Path, cupti: None,
+                                                                     monkeypatch: pytest.MonkeyPatch,
+                                                                     capfd: pytest.CaptureFixture[str]) -> None:
+    from bisect_smem.app.cli.main import main
+    from bisect_smem.devices.collector import build
+
+    def no_compiler(*_: object) -> Path:
+        raise build.CollectorBuildError("no C compiler (cc, gcc or clang) to build the collector")
+
+    monkeypatch.setattr(build, "collector_library", no_compiler)
+    show = "import os, sitecustomize; print(os.environ.get('CUDA_INJECTION64_PATH'), sitecustomize.__file__)"
+    code = main(["trace", "--no-measure", "--out", str(tmp_path / "t"), "--", sys.executable, "-c", show])
+    injected, site = capfd.readouterr().out.splitlines()[0].split(" ")
+    assert code == 0 and injected == "None" and site == str(build.SOURCE_DIR / "fallback" / "sitecustomize.py")
+    code = main(["trace", "--no-measure", "--out", str(tmp_path / "u"), "--", "sh", "-c", "true"])
+    err = capfd.readouterr().err
+    assert code == 3 and "only Python commands are traced" in one_error(err)
+
+
+def test_the_summary_names_the_cutlass_kernel_and_what_fit_says(recorded: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    from bisect_smem.devices.collector.demangle import demangler
+
+    if demangler() is None:
+        pytest.skip("no c++filt to demangle with")
+    report = Path(__file__).parent.parent / "data" / "h200_report.json"  # measured on the H200
+    code, out, _ = run_main(["trace", "--from", str(recorded), "--report", str(report), "--arch", "12.0"], capsys)
+    assert code == 0 and "limits of the GPU it ran on: NVIDIA H200" in out
+    block = out[out.index("void cutlass::device_kernel<…MainloopSm90TmaGmmaWarpSpecialized<5,…>…>(…)"):]
+    assert "asked MaxDynamicSharedMemorySize = 279552 B (cudaFuncSetAttribute: invalid value)" in block
+    assert "over by 47104 B" in block and "5 stages make SharedStorageSize 279552 B, the same as asked" in block
+
+
+def test_a_killed_command_keeps_its_trace(tmp_path: Path, fakes: Path, collector: Path, cupti: None,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    # The command plays CUDA calls through the fakes, then kills itself: 128+9, and every line it wrote stays.
+    play = f"{sys.executable} {Path(__file__).with_name('fake_process.py')} {fakes} {collector} killed"
+    code, out, _ = run_main(["trace", "--no-measure", "--out", str(tmp_path / "t"), "--", "sh", "-c", play], capsys)
+    assert code == 128 + 9
+    assert "1 process, 3 kernels, 3 attribute set(s), 3 refusal(s)" in out
