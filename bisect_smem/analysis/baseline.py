@@ -7,6 +7,7 @@ writes anything in DIR.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -108,23 +109,45 @@ def refuse_existing(paths: Iterable[Path], force: bool) -> None:
 
 def find_baseline(directory: Path, dev: DeviceReport) -> tuple[Baseline, str] | None:
     """The baseline for this GPU model and cc: the same driver version if saved, else the newest older one.
-    Returns it with a line saying which was used, or None when there is none."""
+    Returns it with a line saying which was used, or None when there is none. Files are read one at a
+    time, the one named after this driver first, then newest name first, until one answers: a folder of a
+    thousand drivers costs one or two reads, not a thousand."""
     folder = Path(directory) / model_slug(dev.name)
     if not folder.is_dir():
         return None
-    same_cc = [b for b in (load_baseline(p) for p in sorted(folder.glob("*.json")))
-               if b.device.compute_capability == dev.compute_capability]
     current = driver_version(dev)
-    for b in same_cc:
-        if b.provenance.get("driver_version") == current:
-            return b, f"baseline {b.path} (same driver {current})"
-    older = [b for b in same_cc
-             if _version_key(str(b.provenance.get("driver_version"))) < _version_key(current)]
-    if not older:
+    older: Baseline | None = None
+    for baseline in _candidates(folder, current):
+        if baseline.device.compute_capability != dev.compute_capability:
+            continue
+        saved = str(baseline.provenance.get("driver_version"))
+        if saved == current:
+            return baseline, f"baseline {baseline.path} (same driver {current})"
+        if older is None and _version_key(saved) < _version_key(current):
+            older = baseline  # the newest older by its name; a same-driver file named otherwise may follow
+    if older is None:
         return None
-    newest = max(older, key=lambda b: _version_key(str(b.provenance.get("driver_version"))))
-    return newest, (f"baseline {newest.path} (driver {newest.provenance.get('driver_version')}, "
-                    f"the newest older than {current})")
+    return older, (f"baseline {older.path} (driver {older.provenance.get('driver_version')}, "
+                   f"the newest older than {current})")
+
+
+def _candidates(folder: Path, current: str) -> Iterable[Baseline]:
+    """The folder's baselines, read lazily: the one named after ``current`` first, then by the driver
+    version in their names, newest first. A file named after a newer driver is not read, and once one
+    older than ``current`` was read, only files whose name says ``current`` could still answer better."""
+    own = folder / f"{safe_name(current, 'unknown-driver')}.json"
+    paths = sorted((p for p in folder.glob("*.json") if p != own), key=lambda p: (_version_key(p.stem), p.name),
+                   reverse=True)
+    if os.path.lexists(own):  # anything there is read, and what is no baseline (a FIFO, a folder) refused
+        yield load_baseline(own)
+    found_older, now = False, _version_key(current)
+    for path in paths:
+        named = _version_key(path.stem)
+        if (named and named > now) or (found_older and named != now):
+            continue  # filed under a newer driver, or no better than the older one found
+        baseline = load_baseline(path)
+        found_older = found_older or _version_key(str(baseline.provenance.get("driver_version"))) < now
+        yield baseline
 
 
 @dataclass(frozen=True)

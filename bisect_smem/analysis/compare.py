@@ -57,6 +57,11 @@ def compare(quantity: str, reported: Any, source: str | None, measured: Any, sea
         problem = search_problem(search)
         if problem:
             return row(quantity, reported, source, measured, "ERROR", [problem], **about)
+        if search.at_cap and isinstance(measured, int) and isinstance(reported, int) and reported > measured:
+            # Every probe up to the cap launched: the ceiling is at least the cap, so a larger reported
+            # value is neither confirmed nor contradicted. Not measured, never a MISMATCH.
+            return row(quantity, reported, source, None, "ERROR",
+                       [f"at the {measured} B search cap, not measured: at least {measured} B launched"], **about)
         if search.at_cap:
             notes.append(Note("reached the search cap: the real ceiling may be higher"))
         notes.append(Note(f"{search.probes} probes (bound {search.probe_bound})", NoteKind.PROBES))

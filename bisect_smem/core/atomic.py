@@ -21,6 +21,21 @@ def umask_mode() -> int:
     return 0o666 & ~mask
 
 
+_TEMPORARY_EXTRA_BYTES = len(".") + len(".") + 8 + len(".tmp")  # mkstemp's 8 random letters between
+
+
+def _temporary_stem(path: Path) -> str:
+    """The final name, cut (in bytes, as the file system counts) so that the temporary name beside it is
+    no longer than the longest name the folder allows: a legal 242-255-byte name must not fail only
+    because of the temporary file."""
+    try:
+        name_max = os.pathconf(path.parent if str(path.parent) else ".", "PC_NAME_MAX")
+    except (OSError, ValueError):
+        name_max = 255
+    raw = os.fsencode(path.name)
+    return os.fsdecode(raw[:max(1, name_max - _TEMPORARY_EXTRA_BYTES)])
+
+
 def replace_atomically(path: Path, data: bytes, exclusive: bool = False) -> None:
     """Write ``data`` to a temporary file beside ``path``, flush it to disk, and move it into place,
     keeping an existing file's mode (else the umask's). ``exclusive`` refuses with FileExistsError when
@@ -31,7 +46,7 @@ def replace_atomically(path: Path, data: bytes, exclusive: bool = False) -> None
         mode = stat.S_IMODE(os.stat(path).st_mode)
     except FileNotFoundError:
         mode = umask_mode()
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{_temporary_stem(path)}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             os.fchmod(handle.fileno(), mode)

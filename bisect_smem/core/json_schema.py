@@ -132,6 +132,21 @@ def at_least_zero(schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
+def without_type_lists(schema: Any) -> Any:
+    """``schema`` with every union ``type`` list (``["integer", "null"]``, written by hand beside the
+    generated parts) as an ``anyOf`` of one type each, which Ajv's strict mode takes; the keywords of a
+    type go into its own branch."""
+    if isinstance(schema, list):
+        return [without_type_lists(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: without_type_lists(v) for k, v in schema.items()}
+    if isinstance(out.get("type"), list):
+        types, shared = out.pop("type"), {k: out.pop(k) for k in ("description", "title") if k in out}
+        return {**shared, "anyOf": [{"type": t, **(out if t != "null" else {})} for t in types]}
+    return out
+
+
 def absolute_id(name: str) -> str:
     """The absolute ``$id`` of the schema of files marked ``name`` (``bisect_smem/report/v1`` ->
     ``urn:bisect-smem:report:v1``): a URN names the document without claiming a host that serves it."""
@@ -163,9 +178,10 @@ def document(schema_id: str, title: str, description: str, properties: Mapping[s
     gen = _Generator(fields or {})
     props = {name: dict(value) if isinstance(value, Mapping) else gen.of(value) for name, value in properties.items()}
     defs = {name: gen.defs[name] for name in sorted(gen.defs)}
-    return {"$schema": DRAFT, "$id": absolute_id(schema_id), "title": title, "description": description,
-            "type": "object", "properties": props, "required": list(required), "additionalProperties": False,
-            **({"$defs": defs} if defs else {})}
+    return without_type_lists({"$schema": DRAFT, "$id": absolute_id(schema_id), "title": title,
+                               "description": description, "type": "object", "properties": props,
+                               "required": list(required), "additionalProperties": False,
+                               **({"$defs": defs} if defs else {})})
 
 
 def definition_of(cls: type, fields: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:

@@ -1,5 +1,6 @@
 """Human sizes: ``110592``, ``108KiB``, ``99K``, ``1.5MiB``. K, KB and KiB all mean 1024 bytes here, as in
-NVIDIA's tables. Digits are ASCII digits only, at most MAX_DIGITS of them before and after the point: no
+NVIDIA's tables. A decimal point only writes a part of a K or an M (``1.5KiB``), never a byte count
+(``1.0``), a whole unit (``227.0K``) or less than one unit (``0.5K``: that is 512). Digits are ASCII digits only, at most MAX_DIGITS of them before and after the point: no
 hexadecimal, no ``1_0``, no ``inf``, no superscript or other scripts' digits, and nothing long enough
 to make int() refuse."""
 
@@ -32,7 +33,20 @@ def parse_size(text: str, what: str = "size") -> int:
     value = Fraction(match.group(1)) * _UNITS[match.group(2).lower()]
     if value.denominator != 1:
         raise UsageError(f"{what} must be a whole number of bytes (got {shown(text)} = {float(value)} B)")
+    _refuse_needless_point(match.group(1), match.group(2), int(value), what, text)
     return int(value)
+
+
+def _refuse_needless_point(number: str, unit: str, value: int, what: str, text: str) -> None:
+    """A decimal point is for a part of a unit: ``1.0``, ``227.0K`` and ``0.5K`` say what ``1``, ``227K``
+    and ``512`` say, and are refused with that spelling, as every other byte count is ASCII digits."""
+    if "." not in number:
+        return
+    whole, fraction = number.split(".")
+    scale = _UNITS[unit.lower()]
+    if scale == 1 or int(fraction) == 0 or int(whole) == 0:
+        plain = f"{value // scale}{unit}" if value % scale == 0 and int(whole) else str(value)
+        raise UsageError(f"{what} must be written without a decimal point: {plain} (got {shown(text)})")
 
 
 def parse_count(text: str, what: str) -> int:

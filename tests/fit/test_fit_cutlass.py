@@ -24,7 +24,7 @@ README = ROOT / "docs" / "fit.md"  # the worked examples live on the fit page
 def model(row: dict):
     m, n, k = row["tile"]
     kernel = GemmKernel(m, n, k, row["a"], row["b"], row["c"], row["d"], row["schedule"], row["grouped"],
-                        row["stages"] or None)
+                        row["stages"] or None, cluster=tuple(row["cluster"]))
     return FAMILIES[row["arch"]](kernel)
 
 
@@ -110,9 +110,11 @@ def test_readme_worked_example_is_this_output(capsys: pytest.CaptureFixture[str]
 def test_five_stages_of_the_128_tile_are_the_error_internal(capsys: pytest.CaptureFixture[str]) -> None:
     code, out = fit(["--tile", "128x128x128", "--dtype", "nvfp4", "--stages", "5", "--arch", "12.0"], capsys)
     row = next(r for r in ROWS if r["name"] == "sm120_nvfp4_128x128x128_auto_cbf16_dbf16_stages5")
+    auto = next(r for r in ROWS if r["name"] == "sm120_nvfp4_128x128x128_auto_cbf16_dbf16")
+    assert auto["stages"] == 4
     assert code == 1 and out.splitlines()[0] == (
         f"5 stages do not fit on sm_120: {row['shared_storage_bytes']} B against 101376 B, over by "
-        f"{row['shared_storage_bytes'] - 101376} B")
+        f"{row['shared_storage_bytes'] - 101376} B. 4 stages fit (StageCount<4>: {auto['shared_storage_bytes']} B).")
     code, out = fit(["--tile", "128x128x128", "--dtype", "nvfp4", "--arch", "12.0"], capsys)
     assert code == 0 and out.startswith("4 stages fit on sm_120: 88064 of 101376 B")
 

@@ -78,7 +78,7 @@ def test_many_tiles_with_fixed_stages(capsys: pytest.CaptureFixture[str]) -> Non
     (["--tile", "8x8x8", "--stages", "most"], "expected a whole number or 'auto'"),
     (["--tile", "8x8x8", "--dtype-b", "fp5"], "unknown --dtype-b 'fp5'"),
     (["--tile", "8x8x8", "--epilogue", "12XB"], "--epilogue must be a byte count"),
-    (["--tile", "8x8x8", "--warps", "8"], "--warps is Triton's num_warps: add --rule triton"),
+    (["--tile", "8x8x8", "--warps", "8"], "--warps is Triton's: add --rule triton"),
     (["100", "--rule", "triton"], "--rule applies only to --tile MxNxK"),
 ])
 def test_bad_stage_options_are_exit_2(args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -51,7 +51,7 @@ def test_sizes_are_plain_decimal(option: str, text: str, capsys: pytest.CaptureF
 
 
 @pytest.mark.parametrize("message, named", [
-    ("Required: 0, Hardware limit: 0", "Hardware limit must be >= 1 B"),
+    ("Required: 0, Hardware limit: 0", "Hardware limit must be >= 49152 B"),
     ("Required: 5, Hardware limit: 101376", "Required (5 B) must be more than the Hardware limit"),
     ("Required: 99999999999999999999, Hardware limit: 101376", "--explain's Required must be <= 4294967296 B"),
     ("Required: 131072, Hardware limit: 99999999999999999999", "--explain's Hardware limit must be <= 4294967296 B"),

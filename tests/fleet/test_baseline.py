@@ -89,7 +89,7 @@ def test_compare_missing_is_exit_2_unless_allowed(saved: Path, capsys: pytest.Ca
 ])
 def test_a_bad_file_is_exit_2_naming_it(saved: Path, content: str, message: str,
                                         capsys: pytest.CaptureFixture[str]) -> None:
-    bad = saved / H200_DIR / "999.0.json"
+    bad = saved / H200_DIR / "simulated.json"  # the one this run is compared with (the others are not read)
     bad.write_text(content)
     before = tree(saved)
     code, _, err = main(["--simulate", "h200", "--compare", str(saved)], capsys)
@@ -166,3 +166,26 @@ def test_plugin_passes_on_an_equal_device_and_reports_missing(saved: Path, pytes
     result = pytester.runpytest_subprocess("--smem-baseline", str(saved), "--smem-simulate", "a100",
                                            "--smem-allow-missing", "-p", "no:cacheprovider")
     assert result.ret == 0 and result.parseoutcomes()["skipped"] == 1
+
+
+@pytest.mark.parametrize(("current", "expected"), [
+    ("580.159.04", "550.54.15.json"), ("550.54.15", "550.54.15.json"), ("100.0", None), ("999.9", "600.1.json"),
+])
+def test_compare_reads_only_the_baselines_it_needs(saved: Path, current: str, expected: str | None,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from bisect_smem.analysis import baseline as module
+    from bisect_smem.core.saved import load_baseline
+
+    original = json.loads((saved / H200_DIR / "simulated.json").read_text())
+    versions = [f"{major}.{minor}" for major in range(300, 400) for minor in range(10)]  # 1000 old drivers
+    for version in [*versions, "535.1", "550.54.15", "600.1"]:
+        original["provenance"]["driver_version"] = version
+        (saved / H200_DIR / f"{version}.json").write_text(json.dumps(original))
+    (saved / H200_DIR / "simulated.json").unlink()
+    dev = load_baseline(saved / H200_DIR / "600.1.json").device
+    dev = dataclasses.replace(dev, context=dataclasses.replace(dev.context, nvml_driver_version=current))
+    read: list[str] = []
+    monkeypatch.setattr(module, "load_baseline", lambda path: read.append(path.name) or load_baseline(path))
+    found = module.find_baseline(saved, dev)
+    assert (found[0].path.name if found else None) == expected
+    assert len(read) <= 3, read

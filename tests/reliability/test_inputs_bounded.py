@@ -51,10 +51,11 @@ def test_a_fifo_as_input_is_refused_without_waiting(tmp_path: Path, baseline_fol
     fifo = tmp_path / "r.json"
     os.mkfifo(fifo)
     (model,) = baseline_folder.iterdir()
-    os.mkfifo(model / "fifo.json")
+    (model / "simulated.json").unlink()  # the baseline this run is compared with (the others are not read)
+    os.mkfifo(model / "simulated.json")
     for args, name in ((["merge", str(fifo)], str(fifo)), (["--simulate", str(fifo)], f"--simulate {fifo}"),
                        (["fit", "1000", "--target", str(fifo)], f"--target {fifo}"),
-                       (["--simulate", "h200", "--compare", str(baseline_folder)], str(model / "fifo.json"))):
+                       (["--simulate", "h200", "--compare", str(baseline_folder)], str(model / "simulated.json"))):
         code, _, err = within(30, lambda args=args: run(args, capsys))
         assert code == 2 and one_error(err).startswith(f"error: {name}: not a readable "), args
         assert "(a FIFO, not a regular file)" in err

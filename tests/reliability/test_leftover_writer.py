@@ -24,7 +24,7 @@ def session(text: str = "h200"):
 
 
 def test_the_writer_request_and_answer_travel_as_json() -> None:
-    request = WriteRequest(DeviceAddress("sim", 0, "h200,leak=yes"), (0, 1024), 4096, 512, 132, 1 << 63, "/x/y.json")
+    request = WriteRequest(DeviceAddress("sim", 0, "h200,leak=yes"), (0, 1024), 4096, 512, 132, 1 << 63)
     assert WriteRequest.from_json(request.to_json()) == request
     answer = WriteAnswer.of(LeftoverOutcome(Outcome.OK, "", (0, 1, 2), 1024))
     assert json.loads(answer.to_json()) == {"outcome": "ok", "detail": "", "sm_ids": [0, 1, 2], "words": 1024}

@@ -4,6 +4,7 @@ CUTLASS kernel named in the trace."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -123,3 +124,17 @@ def test_a_set_of_exactly_this_gpus_ceiling_says_nothing_of_another_gpu(recorded
     assert [r.requested_bytes for r in e.at_ceiling] == [232448]
     assert all(r.requested_bytes != 232448 for r in e.would_not_fit("sm_120"))
     assert {r.requested_bytes for r in e.would_not_fit("sm_120")} == {300000, 279552, 232449, 200000}
+
+
+def test_fit_reads_a_trace_and_names_what_would_not_fit(recorded: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from bisect_smem.app.cli import main as cli
+
+    assert cli.main(["fit", "--trace", str(recorded), "--arch", "12.0"]) == 1
+    out = capsys.readouterr().out
+    assert "on sm_120: " in out and "over by 178176 B" in out and "over by 131073 B" in out
+    # sm_90's own limit refuses what the traced GPU refused (300000, 279552 and 232449 B), and says so in JSON.
+    assert cli.main(["fit", "--trace", str(recorded), "--arch", "9.0", "--json", "-"]) == 1
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["targets"] == ["sm_90"] and summary["limits"] is None
+    assert cli.main(["fit", "--trace", str(recorded), "--tile", "128x128x64"]) == 2
+    assert "--trace reads the kernels from the trace: drop --tile" in capsys.readouterr().err

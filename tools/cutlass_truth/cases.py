@@ -91,7 +91,10 @@ def _sm100() -> list[Case]:
             Case(100, "mxfp4", "mxfp4", (128, 128, 256), "1sm", grouped=True),
             Case(100, "bf16", "bf16", (128, 256, 64), "1sm", grouped=True, stages=4),
             Case(100, "bf16", "bf16", (128, 256, 64), "1sm", stages=4),
-            Case(100, "nvfp4", "nvfp4", (128, 256, 128), "1sm", stages=6)]
+            Case(100, "nvfp4", "nvfp4", (128, 256, 128), "1sm", stages=6),
+            # KernelScheduleAuto takes the 2-SM kernel for a cluster even along M; mxfp4 through MXF8F6F4.
+            Case(100, "bf16", "bf16", (256, 128, 64), "auto", cluster=(2, 1, 1)),
+            Case(100, "mxfp4-f8f6f4", "mxfp4-f8f6f4", (128, 128, 256), "1sm")]
     return out
 
 
@@ -135,6 +138,15 @@ def _sm120() -> list[Case]:
 REFUSED = [Case(120, "bf16", "bf16", (128, 128, 64), "auto"),
            Case(90, "bf16", "bf16", (256, 256, 128), "cooperative"),
            Case(120, "e4m3", "e4m3", (256, 256, 128), "auto"),
-           Case(120, "e3m2", "e3m2", (128, 128, 64), "auto")]
+           Case(120, "e3m2", "e3m2", (128, 128, 64), "auto"),
+           # The builders' and kernels' own static_asserts: a grouped sm_90 kernel's schedule, sm_100's
+           # 1-SM M, sm_120's block-scaled N, tiles no MMA divides, cooperative's M.
+           Case(90, "bf16", "bf16", (128, 128, 64), "auto", grouped=True),
+           Case(100, "bf16", "bf16", (256, 128, 64), "auto"),
+           Case(100, "bf16", "bf16", (256, 128, 64), "2sm"),
+           Case(120, "nvfp4", "nvfp4", (128, 192, 128), "auto"),
+           Case(90, "fp16", "fp16", (1, 1, 1), "auto"),
+           Case(90, "fp16", "fp16", (128, 128, 8), "cooperative"),
+           Case(90, "bf16", "bf16", (64, 256, 64), "cooperative")]
 
 CASES = _sm90() + _sm100() + _sm120()

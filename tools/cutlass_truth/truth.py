@@ -33,10 +33,11 @@ ELEMENTS = {"bf16": "cutlass::bfloat16_t", "fp16": "cutlass::half_t", "fp32": "f
             "nvfp4": "cutlass::nv_float4_t<cutlass::float_e2m1_t>",
             "mxfp4": "cutlass::mx_float4_t<cutlass::float_e2m1_t>",
             "mxfp6": "cutlass::mx_float6_t<cutlass::float_e3m2_t>",
-            "mxfp8": "cutlass::mx_float8_t<cutlass::float_e4m3_t>"}
+            "mxfp8": "cutlass::mx_float8_t<cutlass::float_e4m3_t>",
+            "mxfp4-f8f6f4": "cutlass::mx_float4_t<cutlass::float_e2m1_t>"}
 BITS = {"bf16": 16, "fp16": 16, "fp32": 32, "e4m3": 8, "e5m2": 8, "e2m1": 4, "e3m2": 6, "e2m3": 6,
-        "nvfp4": 4, "mxfp4": 4, "mxfp6": 6, "mxfp8": 8}
-BLOCK_SCALED = {"nvfp4", "mxfp4", "mxfp6", "mxfp8"}
+        "nvfp4": 4, "mxfp4": 4, "mxfp6": 6, "mxfp8": 8, "mxfp4-f8f6f4": 4}
+BLOCK_SCALED = {"nvfp4", "mxfp4", "mxfp6", "mxfp8", "mxfp4-f8f6f4"}
 
 HEADER = r"""
 #include <cstdio>

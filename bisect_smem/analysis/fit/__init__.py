@@ -3,4 +3,3 @@ library's kernel counted in that library's own bytes (cutlass/, triton), and the
 of a compiled kernel read from its cubin or PTX (compiled)."""
 
 FIT_SCHEMA = "bisect_smem/fit/v1"  # the schema id of what ``fit --json`` writes
-RULES = ("cutlass", "triton")  # the libraries whose kernels fit counts in their own bytes

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from bisect_smem.analysis.fit.cutlass import CUTLASS_VERSION, sm90, sm100, sm120
-from bisect_smem.analysis.fit.cutlass.gemm import Build, GemmKernel
-from bisect_smem.analysis.fit.targets import DOES_NOT_FIT, FitRequest, FitResult, Target, evaluate
-from bisect_smem.core.hardware import gemm_family
+from bisect_smem.analysis.fit.cutlass import launchers, sm90, sm100, sm120
+from bisect_smem.analysis.fit.cutlass.gemm import MIN_STAGES, Build, GemmKernel
+from bisect_smem.analysis.fit.targets import DOES_NOT_FIT, UNKNOWN, FitRequest, FitResult, Target, evaluate
+from bisect_smem.core.hardware import block_request_bytes, gemm_family
 
 FAMILIES = {"sm90": sm90.build, "sm100": sm100.build, "sm120": sm120.build}
+# Each family's smem capacity as its builders know it (detail::sm90_smem_capacity_bytes, ...): a kernel
+# the automatic stage count makes larger than this is the builder's own overflow.
+CAPACITY = {"sm90": sm90.CAPACITY_BYTES, "sm100": sm100.CAPACITY_BYTES, "sm120": sm120.CAPACITY_BYTES}
 DOES_NOT_BUILD = "does not build"
 
 
@@ -21,27 +24,56 @@ def cutlass_build(kernel: GemmKernel, target: Target) -> Build:
     if family is None:
         return Build("none", False, "no CUTLASS 3.x/4.x collective builder before sm_90 (or the architecture is "
                                     "unknown)")
+    if kernel.launcher is not None and (reason := launchers.not_modelled(family)):
+        return Build(family, False, reason, modelled=False)
     return FAMILIES[family](kernel)
 
 
 def evaluate_cutlass(kernel: GemmKernel, static_bytes: int, threads: int, target: Target) -> FitResult:
     """``kernel`` built for ``target``: stages, every storage's bytes, and the launch against its limits."""
     built = cutlass_build(kernel, target)
+    family = gemm_family(target.compute_capability)
     about = {"tile": f"{kernel.m}x{kernel.n}x{kernel.k}", "stages_requested": kernel.stages or "auto",
-             "stage_rule": f"cutlass {CUTLASS_VERSION} {built.family}", "cutlass_version": CUTLASS_VERSION,
-             "builds": built.builds, "build_reason": built.reason, "stages": built.stages,
-             "stage_bytes": built.stage_bytes, "capacity_bytes": built.capacity_bytes,
+             "stage_rule": f"cutlass {kernel.cutlass_version} {built.family}", "cutlass_version": kernel.cutlass_version,
+             "builds": built.builds if built.modelled else None, "build_reason": built.reason,
+             "stages": built.stages, "stage_bytes": built.stage_bytes, "capacity_bytes": built.capacity_bytes,
              "mainloop_bytes": built.mainloop_bytes, "epilogue_bytes": built.epilogue_bytes,
              "kernel_bytes": built.kernel_bytes, "shared_storage_bytes": built.shared_storage_bytes,
-             "parts": [list(p) for p in built.parts]}
+             "parts": [list(p) for p in built.parts],
+             "auto_rule_overflows": (built.overflows(CAPACITY[family]) if family and kernel.stages is None
+                                     and built.modelled else None)}
     total = built.shared_storage_bytes
     if total is None:
         result = evaluate(FitRequest(0, static_bytes, threads), target)
-        return replace(result, verdict=DOES_NOT_BUILD, over_bytes=None, blocks_per_sm=None, **about)
+        verdict = DOES_NOT_BUILD if built.modelled else UNKNOWN
+        return replace(result, verdict=verdict, over_bytes=None, blocks_per_sm=None,
+                       error=result.error if built.modelled else built.reason, **about)
     result = replace(evaluate(FitRequest(total, static_bytes, threads), target), **about)
     if not built.builds:
-        result = replace(result, verdict=DOES_NOT_BUILD, blocks_per_sm=None)
-    elif result.verdict != DOES_NOT_FIT and result.optin_limit_bytes is not None:
-        more = FAMILIES[gemm_family(target.compute_capability)](replace(kernel, stages=built.stages + 1))
+        return replace(result, verdict=DOES_NOT_BUILD, blocks_per_sm=None)
+    if result.verdict == DOES_NOT_FIT and result.optin_limit_bytes is not None:
+        return replace(result, **_instead(kernel, built, static_bytes, result.optin_limit_bytes, family))
+    if result.optin_limit_bytes is not None:
+        more = FAMILIES[family](replace(kernel, stages=built.stages + 1))
         result = replace(result, next_stage_bytes=more.shared_storage_bytes)
     return result
+
+
+def _instead(kernel: GemmKernel, built: Build, static_bytes: int, limit: int, family: str) -> dict[str, int | None]:
+    """What would fit where ``built`` does not: the most stages (StageCount<S>, at least 2) under ``limit``,
+    and for a launcher's kernel without swap_ab, the swap_ab build when it fits."""
+    def fitting(other: GemmKernel) -> int | None:
+        """The other build's SharedStorageSize where it builds and fits beside the static bytes, else None."""
+        b = FAMILIES[family](other)
+        fits = b.builds and b.shared_storage_bytes is not None and \
+            block_request_bytes(b.shared_storage_bytes, static_bytes) <= limit
+        return b.shared_storage_bytes if fits else None
+
+    found: dict[str, int | None] = {}
+    for stages in range((built.stages or MIN_STAGES) - 1, MIN_STAGES - 1, -1):
+        if (size := fitting(replace(kernel, stages=stages))) is not None:
+            found.update(fitting_stages=stages, fitting_bytes=size)
+            break
+    if kernel.launcher is not None and not kernel.swap_ab:
+        found["swap_ab_bytes"] = fitting(replace(kernel, swap_ab=True))
+    return found

@@ -189,6 +189,10 @@ class FitResult:
     triton_version: str | None = None
     triton_shared_bytes: int | None = None  # Triton's kernel.metadata.shared, what its launch asks for
     warps: int | None = None  # Triton's num_warps
+    auto_rule_overflows: bool | None = None  # the library's automatic stage count gave more than its own capacity
+    fitting_stages: int | None = None  # where the build does not fit: the most stages that do (StageCount<S>)
+    fitting_bytes: int | None = None  # what those stages ask for
+    swap_ab_bytes: int | None = None  # where it does not fit: the launcher's swap_ab build, when that fits
 
 
 def evaluate(request: FitRequest, target: Target) -> FitResult:

@@ -9,8 +9,10 @@ import re
 from collections.abc import Callable
 
 from bisect_smem.core.numbers import MAX_DIGITS
+from bisect_smem.core.sizes import shown
 
 MAX_SECONDS = 7 * 24 * 3600.0  # a timeout longer than a week is no timeout
+WEEK = f"{MAX_SECONDS:g} s, a week"  # how --help states the bound of every option that takes seconds
 _SIGNED = re.compile(r"-?[0-9]+")
 _SECONDS = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
 
@@ -75,5 +77,20 @@ def positive_float(text: str) -> float:
     if not seconds > 0:
         raise argparse.ArgumentTypeError(f"must be > 0 (got {text})")
     if seconds > MAX_SECONDS:
-        raise argparse.ArgumentTypeError(f"must be at most {MAX_SECONDS:g} s, a week (got {text})")
+        raise argparse.ArgumentTypeError(f"must be at most {WEEK} (got {text})")
     return seconds
+
+
+class Once(argparse.Action):
+    """An option that names one file or folder: given twice, it is refused, since argparse would keep the
+    last and silently drop the file asked for first."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        """Keep ``values``, or refuse (exit 2) when the option was given before."""
+        given = getattr(namespace, "_given_once", set())
+        if self.dest in given:
+            parser.error(f"{'/'.join(self.option_strings)} was given twice ({shown(str(getattr(namespace, self.dest)))} "
+                         f"and {shown(str(values))}); it names one path: give it once")
+        namespace._given_once = given | {self.dest}
+        setattr(namespace, self.dest, values)

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from bisect_smem.analysis.consistency import contradiction
-from bisect_smem.app.cli.argtypes import positive_float
+from bisect_smem.app.cli.argtypes import WEEK, positive_float
 from bisect_smem.app.cli.commands import SUBCOMMANDS
 from bisect_smem.app.render.check import CheckLine, report_line, stale_line, unknown_line
 from bisect_smem.app.render.prom import timestamp_seconds
@@ -35,7 +35,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     check.add_argument("report", nargs="?", metavar="REPORT.json",
                        help=f"the report to read (default: ${REPORT_ENV}, else {DEFAULT_REPORT})")
     check.add_argument("--max-age", type=positive_float, metavar="S",
-                       help="a report measured more than S seconds ago (or dated more than S seconds ahead) is stale (exit 2)")
+                       help="a report measured more than S seconds ago (or dated more than S seconds ahead) is stale (exit 2); "
+                            f"at most {WEEK}")
 
 
 def report_path(given: str | None) -> Path:

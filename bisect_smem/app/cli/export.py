@@ -8,7 +8,7 @@ import datetime as dt
 import time
 from pathlib import Path
 
-from bisect_smem.app.cli.argtypes import positive_float
+from bisect_smem.app.cli.argtypes import WEEK, Once, positive_float
 from bisect_smem.app.cli.commands import SUBCOMMANDS
 from bisect_smem.app.outputs import stderr, writer
 from bisect_smem.app.render import nfd, prom
@@ -25,9 +25,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                             epilog="exit codes: 0 written; 2 the report cannot be read or the output written")
     export.add_argument("format", choices=FORMATS, help="prom: textfile-collector metrics; nfd: features.d labels")
     export.add_argument("report", metavar="REPORT.json", help="a report written by --json")
-    export.add_argument("--output", metavar="PATH", help="write PATH atomically instead of printing")
+    export.add_argument("--output", action=Once, metavar="PATH", help="write PATH atomically instead of printing")
     export.add_argument("--nfd-expiry", type=positive_float, metavar="S",
-                        help=f"nfd: labels expire S seconds after the measurement (default {NFD_DEFAULT_EXPIRY_S})")
+                        help=f"nfd: labels expire S seconds after the measurement (default {NFD_DEFAULT_EXPIRY_S}; at most {WEEK})")
 
 
 def render(kind: str, report_file: Path, expiry_s: float) -> str:

@@ -11,18 +11,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bisect_smem.analysis.fit import FIT_SCHEMA, RULES
+from bisect_smem.analysis.fit import FIT_SCHEMA
 from bisect_smem.analysis.fit.compiled import cubin_static_smem, ptx_static
-from bisect_smem.analysis.fit.cutlass import CUTLASS_VERSION
-from bisect_smem.analysis.fit.cutlass.gemm import SCHEDULES, GemmKernel
-from bisect_smem.analysis.fit.cutlass.types import operand
 from bisect_smem.analysis.fit.explain import Explained
-from bisect_smem.analysis.fit.gemm import DOES_NOT_BUILD, evaluate_cutlass
+from bisect_smem.analysis.fit.gemm import DOES_NOT_BUILD
+from bisect_smem.analysis.fit.rule import GemmRule
+from bisect_smem.analysis.fit.rules import DEFAULT_RULE, RULES
 from bisect_smem.analysis.fit.targets import DOES_NOT_FIT, UNKNOWN, FitRequest, FitResult, Target, check_bound, evaluate
 from bisect_smem.analysis.fit.tiles import Tile
-from bisect_smem.analysis.fit.triton import TRITON_VERSION
-from bisect_smem.analysis.fit.triton.rule import MAX_STAGES, TritonKernel, evaluate_triton, stages_giving, triton_dtype
-from bisect_smem.app.cli.argtypes import parse_stages
+from bisect_smem.app.cli.argtypes import Once, parse_stages
 from bisect_smem.app.cli.commands import SUBCOMMANDS
 from bisect_smem.app.outputs import writer
 from bisect_smem.app.render.fit import render, render_explain, render_gemm
@@ -34,18 +31,17 @@ from bisect_smem.core.profiles import PROFILES, ArchProfile, find_profile, profi
 from bisect_smem.core.sizes import parse_count, parse_size, shown
 
 EXIT_FITS, EXIT_DOES_NOT_FIT, EXIT_INCOMPLETE = 0, 1, 4
-# Triton's OutOfResources text. Numbers are ASCII digits; more than MAX_DIGITS is refused by parse_count.
-TRITON_MESSAGE = re.compile(r"Required:\s*(\S+?)\s*,\s*Hardware limit:\s*(\S+?)(?=[\s.,;)]|$)", re.IGNORECASE)
-CUTLASS_ONLY = ("--dtype-a", "--dtype-b", "--c-dtype", "--d-dtype", "--schedule", "--grouped", "--epilogue")
+DEFAULT_THREADS = "128"
+ARCH_SUFFIX = re.compile(r"(?<=\d)[af]$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
 class Kernels:
-    """The GEMM kernels asked about: CUTLASS's (one per tile) or Triton's, and the stages (None: auto)."""
+    """The GEMM kernels asked about (one per tile), the library rule that counts them, and the stages
+    (None: the library's automatic count)."""
 
-    rule: str
-    cutlass: tuple[GemmKernel, ...]
-    triton: tuple[TritonKernel, ...]
+    rule: GemmRule
+    items: tuple[Any, ...]
     stages: int | None
 
 
@@ -90,7 +86,10 @@ def parse_query(args: argparse.Namespace) -> FitQuery:
     text = args.bytes if args.bytes is not None else args.dynamic
     dynamic = parse_size(text, "dynamic size") if text is not None else None
     static = parse_size(args.static, "static size") if args.static is not None else None
-    threads = parse_count(args.threads, "--threads")
+    if args.tile and args.threads is not None:
+        raise UsageError("--threads applies to a size, not to --tile: a library's GEMM kernel sets its own block "
+                         "size; drop --threads")
+    threads = parse_count(args.threads or DEFAULT_THREADS, "--threads")
     return FitQuery(dynamic, static, threads, Path(compiled) if compiled else None, bool(args.ptx), args.kernel,
                     kernels, explained, tuple(published(args.arch, bool(args.target))), tuple(args.target or ()),
                     tuple(args.simulate or ()), not (args.no_local or args.target or args.simulate), args.json,
@@ -98,12 +97,20 @@ def parse_query(args: argparse.Namespace) -> FitQuery:
 
 
 def _given(args: argparse.Namespace) -> list[str]:
-    """The GEMM options given, by name."""
-    values = (("--stages", args.stages), ("--dtype", args.dtype), ("--dtype-a", args.dtype_a),
-              ("--dtype-b", args.dtype_b), ("--epilogue", args.epilogue), ("--c-dtype", args.c_dtype),
-              ("--d-dtype", args.d_dtype), ("--schedule", args.schedule), ("--grouped", args.grouped or None),
-              ("--rule", args.rule), ("--warps", args.warps))
-    return [name for name, value in values if value is not None]
+    """The GEMM options given, by name: the shared ones, then each library's own."""
+    values = (("--stages", args.stages), ("--dtype", args.dtype), ("--rule", args.rule))
+    return [name for name, value in values if value is not None] + [o for r in RULES.values() for o in r.given(args)]
+
+
+def _wrong_library(rule: GemmRule, args: argparse.Namespace) -> None:
+    """Another library's own options beside ``rule``'s tile: a UsageError naming them and their library."""
+    for other in RULES.values():
+        wrong = other.given(args) if other is not rule else []
+        if wrong:
+            one = len(wrong) == 1
+            fix = (f"drop {'it' if one else 'them'} with --rule {rule.name}" if args.rule else
+                   f"add --rule {other.name} or drop {'it' if one else 'them'}")
+            raise UsageError(f"{', '.join(wrong)} {'is' if one else 'are'} {other.library}'s: {fix}")
 
 
 def parse_kernels(args: argparse.Namespace, explained: Explained | None) -> Kernels | None:
@@ -120,50 +127,30 @@ def parse_kernels(args: argparse.Namespace, explained: Explained | None) -> Kern
         raise UsageError("--dtype is empty: name a type (bf16, fp16, fp32, e4m3, nvfp4, ...)")
     stages = None if explained is not None or args.stages in (None, "auto") else args.stages
     tiles = list(dict.fromkeys(Tile.parse(text) for text in args.tile))
-    # Triton's message is about a Triton kernel: its tiles are Triton's unless --rule says otherwise.
-    rule = args.rule or ("triton" if explained is not None and explained.kind == "triton" else "cutlass")
-    if rule == "triton":
-        wrong = [name for name in given if name in CUTLASS_ONLY]
-        if wrong:
-            raise UsageError(f"{', '.join(wrong)} {'is' if len(wrong) == 1 else 'are'} CUTLASS's: drop "
-                             f"{'it' if len(wrong) == 1 else 'them'} with --rule triton")
-        dtype = triton_dtype(args.dtype or "fp16")
-        warps = parse_count(args.warps, "--warps") if args.warps is not None else 4
-        found = tuple(TritonKernel(t.m, t.n, t.k, dtype, stages, warps) for t in tiles)
-        return Kernels(rule, (), found, stages)
-    if args.warps is not None:
-        raise UsageError("--warps is Triton's num_warps: add --rule triton or drop it")
-    if args.dtype is not None:
-        operand(args.dtype, "--dtype")
-    dtype = args.dtype or "fp16"
-    epilogue = check_bound(parse_size(args.epilogue, "--epilogue"), "--epilogue") if args.epilogue else None
-    found_c = tuple(GemmKernel(t.m, t.n, t.k, args.dtype_a or dtype, args.dtype_b or dtype, args.c_dtype or "bf16",
-                               args.d_dtype or "bf16", args.schedule or "auto", args.grouped, stages, epilogue)
-                    for t in tiles)
-    return Kernels(rule, found_c, (), stages)
+    # A library's own message is about that library's kernel: its tiles are that library's unless --rule
+    # says otherwise.
+    rule = RULES[args.rule or (explained.kind if explained is not None and explained.kind in RULES else DEFAULT_RULE)]
+    _wrong_library(rule, args)
+    return Kernels(rule, rule.kernels(args, tiles, args.dtype, stages), stages)
 
 
 def parse_explain(text: str) -> Explained:
-    """Triton's "out of resource: shared memory, Required: X, Hardware limit: Y", or a byte count (CUTLASS)."""
-    match = TRITON_MESSAGE.search(text)
-    if match:
-        required = check_bound(parse_count(match.group(1), "--explain's Required"), "--explain's Required")
-        limit = check_bound(parse_count(match.group(2), "--explain's Hardware limit"), "--explain's Hardware limit")
-        if limit < 1:
-            raise UsageError(f"--explain's Hardware limit must be >= 1 B: no GPU allows {limit} B of shared memory")
-        if required <= limit:
-            raise UsageError(f"--explain's Required ({required} B) must be more than the Hardware limit ({limit} B): "
-                             "Triton raises OutOfResources only when the kernel needs more than the GPU allows")
-        kind = "triton"
-    else:
-        try:
-            required, limit, kind = check_bound(parse_size(text, "--explain"), "--explain"), None, "bytes"
-        except UsageError:
-            raise UsageError("--explain takes Triton's message (\"out of resource: shared memory, Required: X, "
-                             "Hardware limit: Y\") or the kernel's shared memory in bytes, e.g. CUTLASS's "
-                             f"sizeof(GemmKernel::SharedStorage), with --arch (got {shown(text)})") from None
-    matches = tuple(p.key for p in PROFILES if limit is not None and p.max_smem_per_block_optin_bytes == limit)
-    return Explained(kind, required, limit, matches)
+    """A library's own message (Triton's "out of resource: shared memory, Required: X, Hardware limit: Y"),
+    or a byte count (CUTLASS's sizeof(SharedStorage))."""
+    for rule in RULES.values():
+        found = rule.parse_message(text)
+        if found is not None:
+            return found
+    try:
+        required = check_bound(parse_size(text, "--explain"), "--explain")
+    except UsageError:
+        raise UsageError("--explain takes Triton's message (\"out of resource: shared memory, Required: X, "
+                         "Hardware limit: Y\") or the kernel's shared memory in bytes, e.g. CUTLASS's "
+                         f"sizeof(GemmKernel::SharedStorage), with --arch (got {shown(text)})") from None
+    if required < 1:
+        raise UsageError("--explain 0: a kernel that needs no shared memory never fails for lack of it; give the "
+                         "size the failing kernel asked for")
+    return Explained("bytes", required, None, ())
 
 
 def published(names: list[str] | None, targets: bool) -> list[ArchProfile]:
@@ -172,7 +159,8 @@ def published(names: list[str] | None, targets: bool) -> list[ArchProfile]:
         return [] if targets else list(PROFILES)
     profiles: dict[str, ArchProfile] = {}
     for name in names:
-        p = find_profile(name)
+        # CUTLASS builds name the architecture-specific target (sm_90a, sm_100a, sm_120f): the same limits.
+        p = find_profile(name) or find_profile(ARCH_SUFFIX.sub("", name.strip()))
         if p is None:
             raise UsageError(f"unknown profile {name!r}; valid: {', '.join(profile_names())}")
         profiles.setdefault(p.key, p)
@@ -186,7 +174,7 @@ def kernel_request(query: FitQuery) -> tuple[FitRequest, str]:
         dynamic = query.explained.required_bytes
     elif query.kernels is not None:
         dynamic = 0
-        notes.append(_kernels_note(query.kernels))
+        notes.append(query.kernels.rule.describe(query.kernels.items, query.kernels.stages))
     else:
         dynamic = query.dynamic or 0
     static = query.static or 0
@@ -194,21 +182,6 @@ def kernel_request(query: FitQuery) -> tuple[FitRequest, str]:
         name, static, how = read_static(query.compiled, query.kernel, query.ptx, ask_driver=query.local)
         notes.append(f"static {static} B of {name}, {how}")
     return FitRequest(dynamic, static, query.threads), "; ".join(notes)
-
-
-def _kernels_note(kernels: Kernels) -> str:
-    if kernels.rule == "triton":
-        t = kernels.triton[0]
-        tile = f"tile {t.m}x{t.n}x{t.k}, " if len(kernels.triton) == 1 else ""
-        stages = "num_stages auto (the most that load)" if kernels.stages is None else f"num_stages {kernels.stages}"
-        return f"{tile}{t.dtype}, num_warps {t.warps}, {stages}: Triton {TRITON_VERSION}'s matmul"
-    k = kernels.cutlass[0]
-    tile = f"tile {k.m}x{k.n}x{k.k}, " if len(kernels.cutlass) == 1 else ""
-    types = k.a if k.a == k.b else f"A {k.a}, B {k.b}"
-    stages = "stages auto (StageCountAutoCarveout)" if kernels.stages is None else f"{kernels.stages} stages (StageCount)"
-    epilogue = f"epilogue {k.epilogue_bytes} B (given)" if k.epilogue_bytes is not None else f"C {k.c}, D {k.d}"
-    return (f"{tile}{types}, {epilogue}, schedule {k.schedule}{', grouped' if k.grouped else ''}, {stages}: "
-            f"CUTLASS {CUTLASS_VERSION}'s builders")
 
 
 def read_static(path: Path, kernel: str | None, ptx: bool, ask_driver: bool = True) -> tuple[str, int, str]:
@@ -247,32 +220,26 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     fit.add_argument("bytes", nargs="?", help="dynamic shared memory per block")
     fit.add_argument("--dynamic", metavar="BYTES", help="dynamic shared memory (with --cubin or --ptx)")
     fit.add_argument("--static", metavar="BYTES", help="static shared memory (default 0)")
-    fit.add_argument("--threads", default="128", metavar="N", help="threads per block (default 128)")
-    fit.add_argument("--cubin", metavar="FILE", help="read the kernel's static shared memory from a cubin")
-    fit.add_argument("--ptx", metavar="FILE", help="read the kernel's static shared memory from PTX")
+    fit.add_argument("--threads", metavar="N", help=f"threads per block (default {DEFAULT_THREADS}; not with --tile)")
+    fit.add_argument("--cubin", action=Once, metavar="FILE", help="read the kernel's static shared memory from a cubin")
+    fit.add_argument("--ptx", action=Once, metavar="FILE", help="read the kernel's static shared memory from PTX")
     fit.add_argument("--kernel", metavar="NAME", help="the kernel in --cubin/--ptx (a unique part of its name; "
                                                       "not needed when the file has one kernel)")
     fit.add_argument("--tile", action="append", metavar="MxNxK",
                      help="a GEMM's tile (repeatable): CUTLASS's MMA tile (the stages its builder picks and the "
-                          f"SharedStorageSize, as CUTLASS {CUTLASS_VERSION}) or, with --rule triton, BLOCK_M x "
-                          f"BLOCK_N x BLOCK_K (num_stages and metadata.shared, as Triton {TRITON_VERSION})")
-    fit.add_argument("--rule", choices=RULES, help="whose GEMM: cutlass (default) or triton (its tutorial matmul)")
+                          "SharedStorageSize) or, with --rule triton, BLOCK_M x BLOCK_N x BLOCK_K (num_stages and "
+                          "metadata.shared); the library's release is named in every answer")
+    fit.add_argument("--rule", choices=tuple(RULES), help="whose GEMM: " + ", ".join(
+        f"{r.name} ({r.library} {r.version}{', default' if r.name == DEFAULT_RULE else ''})" for r in RULES.values()))
     fit.add_argument("--stages", type=parse_stages, metavar="S|auto",
                      help="auto (default): CUTLASS's StageCountAutoCarveout, or the most num_stages Triton loads; "
-                          f"S: StageCount<S> or num_stages=S (1..{MAX_STAGES} for Triton), its exact size and margin")
-    fit.add_argument("--warps", metavar="N", help="Triton's num_warps: 4 (default) or 8")
+                          "S: StageCount<S> or num_stages=S, its exact size and margin")
     fit.add_argument("--dtype", help="the operands' type: bf16, fp16, tf32, fp32, e4m3, e5m2, int8, e3m2, e2m3, "
-                                     "e2m1 (fp8, fp6, fp4), or block-scaled nvfp4, mxfp4, mxfp6, mxfp8 (default fp16; "
+                                     "e2m1 (fp8, fp6, fp4), or block-scaled nvfp4, mxfp4, mxfp6, mxfp8, mxfp4-f8f6f4 (mxfp4 "
+                                     "through CUTLASS's MXF8F6F4 schedule, a byte an element) (default fp16; "
                                      "Triton: fp16, bf16, fp32, fp8)")
-    fit.add_argument("--dtype-a", metavar="DTYPE", help="A's type (overrides --dtype)")
-    fit.add_argument("--dtype-b", metavar="DTYPE", help="B's type (overrides --dtype)")
-    fit.add_argument("--c-dtype", metavar="DTYPE", help="the epilogue's C: bf16 (default), fp16, fp32, void (no C)")
-    fit.add_argument("--d-dtype", metavar="DTYPE", help="the epilogue's D: bf16 (default), fp16, fp32")
-    fit.add_argument("--schedule", choices=SCHEDULES, help="auto (default: KernelScheduleAuto, "
-                     "EpilogueScheduleAuto), cooperative, pingpong (sm_90, sm_120), 1sm, 2sm (sm_100)")
-    fit.add_argument("--grouped", action="store_true", help="the grouped (ptr-array) kernel")
-    fit.add_argument("--epilogue", metavar="BYTES", help="the epilogue's shared storage, instead of the default "
-                                                         "epilogue's from --c-dtype and --d-dtype")
+    for rule in RULES.values():
+        rule.add_options(fit.add_argument_group(f"{rule.library}'s kernel (with --tile)"))
     fit.add_argument("--verbose", action="store_true", help="the per-target table and every byte, for every target")
     fit.add_argument("--explain", metavar="TEXT",
                      help="Triton's 'out of resource: shared memory, Required: X, Hardware limit: Y' message, or "
@@ -285,15 +252,44 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                           "implies --no-local; published rows only with --arch)")
     fit.add_argument("--simulate", action="append", metavar="PROFILE", help="add a simulated local device")
     fit.add_argument("--no-local", action="store_true", help="do not measure local GPUs")
-    fit.add_argument("--json", metavar="PATH", help="write the result as JSON ('-' for stdout)")
+    fit.add_argument("--json", action=Once, metavar="PATH", help="write the result as JSON ('-' for stdout)")
     fit.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    fit.add_argument("--trace", action=Once, metavar="DIR", help="the requests a traced command made (bisect-smem trace --out DIR): "
+                                                    "which would not fit the targets (--arch, default every "
+                                                    "published one; --target)")
 
 
 def run(args: argparse.Namespace) -> tuple[str, int]:
     """The ``fit`` subcommand: the text for stdout and the exit code."""
     for value in (args.cubin, args.ptx):  # refused before anything opens them: fit never waits on a FIFO
         reader.refuse_waiting(value)
+    if args.trace is not None:
+        return traced_answer(args)
     return answer(parse_query(args))
+
+
+def traced_answer(args: argparse.Namespace) -> tuple[str, int]:
+    """``fit --trace DIR``: every request of a recorded trace against the targets; exit 1 when one would
+    not fit a target, as for one kernel."""
+    kernel = [name for name, value in (("BYTES", args.bytes), ("--dynamic", args.dynamic), ("--tile", args.tile),
+                                       ("--explain", args.explain), ("--cubin", args.cubin), ("--ptx", args.ptx))
+              if value is not None]
+    if kernel:
+        raise UsageError(f"--trace reads the kernels from the trace: drop {', '.join(kernel)}")
+    # Deferred: only --trace reads a trace; the rest of fit never loads the trace's reader.
+    from bisect_smem.app.cli.trace import explain_folder
+    from bisect_smem.app.render.trace import render_json, render_text
+
+    targets = [Target.from_profile(p) for p in published(args.arch, bool(args.target))]
+    for text in args.target or ():
+        targets += fit_targets.file_targets(text)
+    explained = explain_folder(Path(args.trace), None, targets)
+    json_path = writer.output_path(args.json, "the fit result") if args.json not in (None, "-") else None
+    if json_path is not None:
+        writer.write_atomic(json_path, render_json(explained), what="the fit result")
+    failing = any(explained.would_not_fit(t) for t in explained.targets)
+    return (render_json(explained) if args.json == "-" else render_text(explained),
+            EXIT_DOES_NOT_FIT if failing else EXIT_FITS)
 
 
 def exit_code(results: list[FitResult]) -> int:
@@ -311,9 +307,7 @@ def evaluate_all(query: FitQuery, request: FitRequest, found: list[Target]) -> t
     def gemm() -> list[FitResult]:
         if kernels is None:
             return []
-        if kernels.rule == "triton":
-            return [evaluate_triton(k, t) for k in kernels.triton for t in found]
-        return [evaluate_cutlass(k, request.static_bytes, request.threads, t) for k in kernels.cutlass for t in found]
+        return [kernels.rule.evaluate(k, request, t) for k in kernels.items for t in found]
 
     if kernels is not None and query.explained is None:
         return gemm(), []
@@ -349,23 +343,18 @@ def answer(query: FitQuery) -> tuple[str, int]:
 def _gemm_json(kernels: Kernels | None) -> dict[str, Any] | None:
     if kernels is None:
         return None
-    if kernels.rule == "triton":
-        t = kernels.triton[0]
-        return {"rule": "triton", "tiles": [f"{g.m}x{g.n}x{g.k}" for g in kernels.triton], "dtype": t.dtype,
-                "warps": t.warps, "triton_version": TRITON_VERSION,
-                "stages": "auto" if kernels.stages is None else kernels.stages}
-    k = kernels.cutlass[0]
-    return {"rule": "cutlass", "tiles": [f"{g.m}x{g.n}x{g.k}" for g in kernels.cutlass], "dtype_a": k.a,
-            "dtype_b": k.b, "c_dtype": k.c, "d_dtype": k.d, "schedule": k.schedule, "grouped": k.grouped,
-            "cutlass_version": CUTLASS_VERSION, "stages": "auto" if kernels.stages is None else kernels.stages,
-            "epilogue_bytes": k.epilogue_bytes}
+    rule = kernels.rule
+    return {"rule": rule.name, "tiles": [f"{k.m}x{k.n}x{k.k}" for k in kernels.items],
+            "stages": "auto" if kernels.stages is None else kernels.stages,
+            **rule.json_fields(kernels.items, kernels.stages)}
 
 
 def render_all(query: FitQuery, request: FitRequest, source: str, results: list[FitResult], note: str | None,
                alternatives: list[FitResult]) -> str:
     """The text a person reads: the answer first, then the table and the notes."""
     if query.explained is not None:
-        body = render_explain(request, query.explained, results, alternatives, explain_notes(query, results))
+        body = render_explain(request, query.explained, results, alternatives, explain_notes(query, results),
+                              _library(query))
     elif query.kernels is not None:
         body = render_gemm(source, results, query.verbose)
     else:
@@ -375,24 +364,15 @@ def render_all(query: FitQuery, request: FitRequest, source: str, results: list[
     return "\n".join([body, *dict.fromkeys(failures), *([note] if note else [])])
 
 
+def _library(query: FitQuery) -> str | None:
+    """Whose message (--explain) or tiles (--tile) these are, as a person names the library; None: neither."""
+    if query.explained is not None and query.explained.kind in RULES:
+        return RULES[query.explained.kind].library
+    return query.kernels.rule.library if query.kernels is not None else None
+
+
 def explain_notes(query: FitQuery, results: list[FitResult]) -> tuple[str, ...]:
-    """For Triton's message and Triton tiles: which num_stages of each tile needs exactly Required."""
-    explained, kernels = query.explained, query.kernels
-    if explained is None or kernels is None or explained.kind != "triton" or kernels.rule != "triton":
+    """With --explain and --tile: what the tiles' library says about the explained size."""
+    if query.explained is None or query.kernels is None:
         return ()
-    need, lines = explained.required_bytes, []
-    ccs = {r.target_short or r.target: r for r in results}
-    for k in kernels.triton:
-        what = f"{k.m}x{k.n}x{k.k} {k.dtype} (num_warps {k.warps})"
-        hits = [f"num_stages {', '.join(map(str, s))} on {name}" for name, r in ccs.items()
-                if (s := stages_giving(k, _cc(r), need))]
-        lines.append(f"Required: {need} B is {what} with {'; '.join(hits)}." if hits else
-                     f"Required: {need} B is no num_stages of {what} here: another tile, type or num_warps.")
-    return tuple(lines)
-
-
-def _cc(result: FitResult) -> tuple[int, int] | None:
-    if result.compute_capability is None:
-        return None
-    major, minor = result.compute_capability.split(".")
-    return int(major), int(minor)
+    return query.kernels.rule.explain_notes(query.kernels.items, query.explained, results)

@@ -17,13 +17,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from bisect_smem import __version__
-from bisect_smem.app.cli import commands, measure_options
+from bisect_smem.app.cli import commands, interrupts, measure_options
 from bisect_smem.app.outputs import stderr, writer
 from bisect_smem.app.outputs.delivery import NotAllDelivered
 from bisect_smem.app.run import head_start
 from bisect_smem.app.run.timeline import mark
 from bisect_smem.core import input as reader
-from bisect_smem.core.errors import INTERRUPTED, SIGNAL_EXIT_BASE, BisectSmemError, ExitCode, UsageError
+from bisect_smem.core.errors import BisectSmemError, ExitCode, UsageError
 from bisect_smem.core.text import printable_lines
 
 EXIT_CODES_HELP = """exit codes:
@@ -43,7 +43,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse that reports bad usage in one line and exit code 2, as every other bad input."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(ExitCode.USAGE, f"error: {message} (see {self.prog} --help)\n")
+        self.exit(ExitCode.USAGE, f"error: {stderr.bounded(message)} (see {self.prog} --help)\n")
 
     def _print_message(self, message: str, file: Any = None) -> None:
         # argparse drops a failed write; --help or --version into a full or closed stdout is exit 2, not 0.
@@ -87,17 +87,9 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-class Terminated(BaseException):
-    """SIGTERM or SIGHUP: raised where the program is, like KeyboardInterrupt, so that the runner's
-    cleanup ends every worker."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
-
-
-def _raise_terminated(signum: int, _frame: object) -> None:
-    raise Terminated(signum)
+# SIGTERM or SIGHUP: raised where the program is, like KeyboardInterrupt, so that the runner's cleanup ends
+# every worker. One class with the entry point's, so that a signal is one thing wherever it lands.
+Terminated = interrupts.Signalled
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -107,23 +99,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr = open(os.devnull, "w")  # noqa: SIM115
     if sys.stdout is None:
         return _fail(ExitCode.USAGE, "stdout is closed; nothing could be reported")
-    reader.forget_reads()
-    writer.forget()
-    previous = _install_signal_handlers()
+    previous: dict[int, object] = {}
     try:
+        reader.forget_reads()
+        writer.forget()
+        previous = _install_signal_handlers()
         code = _main(argv)
         sys.stdout.flush()
         mark("output written")
         return code
-    except KeyboardInterrupt:  # while the parser is built or parses; a command's own is caught in _main
-        return _fail(INTERRUPTED, "interrupted; no report was written")
-    except Terminated as exc:
-        written = writer.written()
-        what = f"written before it: {', '.join(written)}" if written else "no report was written"
-        return _fail(SIGNAL_EXIT_BASE + exc.signum, f"{signal.Signals(exc.signum).name} received; workers ended, {what}")
     except OSError as exc:  # stdout to a full device, a broken pipe
+        if interrupts.signal_of(exc) is not None:
+            return _signalled(exc)
         _silence_stdout()
         return _fail(ExitCode.USAGE, f"cannot write the output to stdout: {exc.strerror or exc}")
+    except BaseException as exc:  # Ctrl-C, SIGTERM, SIGHUP, or one of them wrapped (a class being created)
+        return _signalled(exc)
     finally:
         head_start.release()  # workers started for a run that never came (bad usage, --help)
         writer.forget()  # closes what was opened for outputs never written
@@ -131,11 +122,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             signal.signal(signum, handler)
 
 
+def _signalled(exc: BaseException) -> int:
+    """The one line and 128 + N for a signal, naming the files written whole before it; anything that is
+    no signal goes on up."""
+    signum = interrupts.signal_of(exc)
+    if signum is None:
+        raise exc
+    return _fail(interrupts.exit_code(signum), interrupts.ended_line(signum, writer.written()))
+
+
 def _install_signal_handlers() -> dict[int, object]:
     if threading.current_thread() is not threading.main_thread():
         return {}
     # A signal the caller ignores (nohup's SIGHUP) stays ignored.
-    return {signum: signal.signal(signum, _raise_terminated) for signum in (signal.SIGTERM, signal.SIGHUP)
+    return {signum: signal.signal(signum, interrupts.raise_signalled) for signum in (signal.SIGTERM, signal.SIGHUP)
             if signal.getsignal(signum) is not signal.SIG_IGN}
 
 
@@ -169,8 +169,6 @@ def _main(argv: Sequence[str] | None) -> int:
         return _fail(exc.exit_code, exc.describe())
     except BisectSmemError as exc:
         return _fail(exc.exit_code, exc.describe())
-    except KeyboardInterrupt:
-        return _fail(INTERRUPTED, "interrupted; no report was written")
     sys.stdout.write(printable_lines(text))  # a name read from a device or a file changes only itself
     return code
 

@@ -93,11 +93,23 @@ def parse(args: argparse.Namespace) -> MeasureRequest:
         if args.level == "quick":
             raise UsageError("--plot draws the residency staircase, which --level quick does not measure")
         plot_path = writer.output_path(args.plot, "the plot")
+    if args.json == "-" or args.format == "json":
+        _refuse_stdout_twice(args, {"--json": json_path, "--prom": fleet_paths.prom, "--nfd": fleet_paths.nfd})
     return MeasureRequest(tuple(runs), tuple(skipped), backend, args.level, "json" if args.json == "-" else args.format,
                           RenderOptions(args.verbose, args.strict), json_path, fleet_paths, plot_path,
                           Path(args.save_baseline) if args.save_baseline else None, args.force,
                           Path(args.compare) if args.compare else None, args.allow_missing,
                           not args.quiet and stderr.is_terminal())
+
+
+def _refuse_stdout_twice(args: argparse.Namespace, paths: dict[str, Path | None]) -> None:
+    """stdout carries the JSON report alone (``--json -``, ``--format json``): a file that is stdout too
+    would put a second format, or a second copy, into it."""
+    for option, path in paths.items():
+        if path is not None and writer.is_stdout(path):
+            shown = "--json -" if args.json == "-" else "--format json"
+            raise UsageError(f"{option} {path} is stdout, which {shown} gives to the JSON report alone; "
+                             f"write {option} to a file")
 
 
 def _fleet_paths(args: argparse.Namespace) -> FleetPaths:
@@ -205,7 +217,7 @@ def _baselines(report: Report, request: MeasureRequest, delivery: Delivery) -> B
         return exc
     for path, content in documents.items():
         delivery.file(path, "the baseline", content, exclusive=not request.force, folders=True,
-                      note=f"saved baseline {path}")
+                      note=f"saved baseline {path}", within=request.save_baseline)
     return None
 
 

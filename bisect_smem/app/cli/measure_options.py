@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 
 from bisect_smem.app import render
-from bisect_smem.app.cli.argtypes import int_in, non_negative_int, positive_float
+from bisect_smem.app.cli.argtypes import WEEK, Once, int_in, non_negative_int, positive_float
 from bisect_smem.core.levels import DEFAULT_LEVEL, LEVELS
 from bisect_smem.core.search import DEFAULT_CONFIRM, MAX_CONFIRM
 from bisect_smem.core.status import NFD_DEFAULT_EXPIRY_S
@@ -30,18 +30,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
              "not measure stays unmeasured)")
     add("--backend", default=None, metavar="NAME",
         help="cupy (default), numba, all (every available backend, cross-checked), or sim (implied by --simulate)")
-    add("--json", metavar="PATH", help="write the JSON report to PATH ('-' for stdout)")
+    add("--json", action=Once, metavar="PATH", help="write the JSON report to PATH ('-' for stdout)")
     add("--format", choices=render.FORMATS, default="text",
         help="what stdout shows: text (default), markdown (GitHub tables, for a bug report) or json (the same as "
              "--json -)")
     add("--verbose", action="store_true", help="show every row instead of the compact table")
     add("--strict", action="store_true",
         help="exit 1 also when the device does better than a prediction or hint (`differs`)")
-    add("--plot", metavar="PATH", help="draw the residency staircase to PATH (.png or .svg; needs the plot extra)")
-    add("--save-baseline", metavar="DIR",
+    add("--plot", action=Once, metavar="PATH", help="draw the residency staircase to PATH (.png or .svg; needs the plot extra)")
+    add("--save-baseline", action=Once, metavar="DIR",
         help="save DIR/<gpu-model>/<driver>.json per GPU model (refuses to overwrite without --force)")
     add("--force", action="store_true", help="let --save-baseline replace an existing baseline")
-    add("--compare", metavar="DIR", help="compare with the saved baseline for each GPU model; exit 1 on any regression")
+    add("--compare", action=Once, metavar="DIR", help="compare with the saved baseline for each GPU model; exit 1 on any regression")
     add("--allow-missing", action="store_true", help="with --compare: a missing baseline is reported, not an error")
     add("--level", choices=LEVELS, default=DEFAULT_LEVEL,
         help="quick: the limits only (default, attribute and opt-in ceilings, reserved, granularity); standard: "
@@ -50,9 +50,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--confirm", type=int_in(1, MAX_CONFIRM), default=DEFAULT_CONFIRM, metavar="N",
         help=f"times the ceiling and ceiling+1 are each seen, 1..{MAX_CONFIRM} (default {DEFAULT_CONFIRM})")
     add("--device-timeout", type=positive_float, default=None, metavar="S",
-        help="give up on a device after S seconds (default 300)")
+        help=f"give up on a device after S seconds (default 300; at most {WEEK})")
     add("--probe-timeout", type=positive_float, default=None, metavar="S",
-        help="a probe that takes longer ends its worker and counts as a timeout (default 5)")
+        help=f"a probe that takes longer ends its worker and counts as a timeout (default 5; at most {WEEK})")
     add("--max-restarts", type=int_in(0, MAX_RESTARTS), default=6, metavar="N",
         help=f"restarts of a device's worker after faults before the device is given up, 0..{MAX_RESTARTS} "
              "(default 6)")
@@ -64,9 +64,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _add_fleet_arguments(parser: argparse.ArgumentParser) -> None:
     """The fleet outputs: --prom, --nfd, --nfd-expiry."""
-    parser.add_argument("--prom", metavar="PATH",
+    parser.add_argument("--prom", action=Once, metavar="PATH",
                         help="write Prometheus metrics for node_exporter's textfile collector to PATH (atomically)")
-    parser.add_argument("--nfd", metavar="PATH",
+    parser.add_argument("--nfd", action=Once, metavar="PATH",
                         help="write a Node Feature Discovery feature file (features.d) to PATH (atomically)")
     parser.add_argument("--nfd-expiry", type=positive_float, metavar="S",
-                        help=f"the feature file's labels expire S seconds after the run (default {NFD_DEFAULT_EXPIRY_S})")
+                        help=f"the feature file's labels expire S seconds after the run (default {NFD_DEFAULT_EXPIRY_S}; at most {WEEK})")

@@ -43,6 +43,7 @@ class _File:
     exclusive: bool
     folders: bool
     note: str | None
+    within: Path | None = None  # a folder the file must stay in, through any link
 
 
 def _refuse_written(f: _File, done: dict[tuple[object, ...], _File]) -> None:
@@ -61,10 +62,11 @@ class Delivery:
         self.files: list[_File] = []
 
     def file(self, path: Path, what: str, content: Content, *, exclusive: bool = False, folders: bool = False,
-             note: str | None = None) -> None:
+             note: str | None = None, within: Path | None = None) -> None:
         """Write ``content`` (or what the callable returns) to ``path``; with ``folders`` its folders are made
-        first (and removed again if the write fails); ``note`` goes to stderr once it is written."""
-        self.files.append(_File(Path(path), what, content, exclusive, folders, note))
+        first (and removed again if the write fails); ``note`` goes to stderr once it is written; ``within``
+        refuses a path that a link leads out of that folder."""
+        self.files.append(_File(Path(path), what, content, exclusive, folders, note, within))
 
     def write(self, refused: BisectSmemError | None = None, text: str = "") -> None:
         """Write every file; then raise NotAllDelivered (with ``text``) for the first file that failed, or
@@ -75,6 +77,8 @@ class Delivery:
             made: list[Path] = []
             try:
                 _refuse_written(f, done)
+                if f.within is not None:
+                    writer.check_within(f.path, f.within, f.what)
                 content = f.content() if callable(f.content) else f.content
                 made = writer.make_folders(f.path, f.what) if f.folders else []
                 writer.write_atomic(f.path, content, exclusive=f.exclusive, what=f.what)

@@ -10,8 +10,9 @@ import json
 from importlib import resources
 from typing import Any
 
-from bisect_smem.analysis.fit import FIT_SCHEMA, RULES
+from bisect_smem.analysis.fit import FIT_SCHEMA
 from bisect_smem.analysis.fit.explain import Explained
+from bisect_smem.analysis.fit.rules import gemm_schema
 from bisect_smem.analysis.fit.targets import FitRequest, FitResult
 from bisect_smem.core.json_schema import definition_of, document, generate
 from bisect_smem.core.levels import LEVELS
@@ -57,23 +58,6 @@ PROVENANCE = {
     "required": ["driver_version"],
     "additionalProperties": False,
 }
-# What fit_command.py writes for --tile; None without one. CUTLASS's and Triton's kernels differ.
-GEMM = {
-    "type": "object",
-    "description": "The GEMM kernels asked about (--tile): CUTLASS's or, with --rule triton, Triton's; or null.",
-    "properties": {
-        "rule": {"enum": list(RULES)}, "tiles": {"type": "array", "items": {"type": "string"}},
-        "stages": {"anyOf": [{"type": "integer"}, {"const": "auto"}]},
-        "dtype_a": {"type": "string"}, "dtype_b": {"type": "string"}, "c_dtype": {"type": "string"},
-        "d_dtype": {"type": "string"}, "schedule": {"type": "string"}, "grouped": {"type": "boolean"},
-        "epilogue_bytes": _NULLABLE_INT, "cutlass_version": {"type": "string"},
-        "dtype": {"type": "string"}, "warps": {"type": "integer"}, "triton_version": {"type": "string"},
-    },
-    "required": ["rule", "tiles", "stages"],
-    "additionalProperties": False,
-}
-
-
 def report_schema() -> dict[str, Any]:
     """The report's schema: ``Report`` and everything in it."""
     return {**generate(Report, REPORT_SCHEMA, "bisect-smem report", FIELDS, required=("schema",)),
@@ -100,8 +84,7 @@ def fit_schema() -> dict[str, Any]:
     """The fit result's schema: the kernel, one result per target (and tile), the GEMM and --explain."""
     return document(FIT_SCHEMA, "bisect-smem fit result", "What `bisect-smem fit --json` writes.",
                     {"schema": {"const": FIT_SCHEMA}, "request": _fit_request(), "source": str,
-                     "results": tuple[FitResult, ...], "note": str | None,
-                     "gemm": {"anyOf": [GEMM, {"type": "null"}]},
+                     "results": tuple[FitResult, ...], "note": str | None, "gemm": gemm_schema(),
                      "explain": Explained | None, "alternatives": tuple[FitResult, ...]},
                     ("schema", "request", "source", "results", "note", "gemm", "explain", "alternatives"))
 

@@ -9,6 +9,22 @@ from typing import TextIO
 
 from bisect_smem.core.text import printable, printable_lines
 
+LONGEST_WORD = 120  # a path or value quoted longer than this is cut in its middle: its start and end stay
+_KEPT = 56  # characters kept at each end of a word that is cut
+
+
+def bounded(line: str) -> str:
+    """``line`` with every word longer than LONGEST_WORD cut in its middle, saying how long it was: a
+    4096-character path or a quoted file no longer makes the line a screenful, and the numbers the
+    message is about (short words) stay whole."""
+    return " ".join(_cut(word) if len(word) > LONGEST_WORD else word for word in line.split(" "))
+
+
+def _cut(word: str) -> str:
+    stem = word.rstrip(":;,.)'\"")
+    tail = word[len(stem):]  # the punctuation that ends the word stays after the note of its length
+    return f"{stem[:_KEPT]}...{stem[-_KEPT:]} ({len(stem)} characters){tail}"
+
 
 def stream() -> TextIO:
     """Where the lines go: the process's stderr now (tests and callers may replace it)."""
@@ -19,7 +35,7 @@ def say(message: str, kind: str | None = None, end: str = "\n") -> None:
     """One line ``kind: message`` (error, hint, warning; its own line breaks escaped), or without a kind a
     text printed whole (its line breaks kept), flushed at once."""
     try:
-        print(f"{kind}: {printable(message)}" if kind else printable_lines(message), end=end, file=stream(),
+        print(f"{kind}: {bounded(printable(message))}" if kind else printable_lines(message), end=end, file=stream(),
               flush=True)
     except (OSError, ValueError, AttributeError):
         pass  # stderr itself is gone: the exit code still says what happened

@@ -49,6 +49,18 @@ def _stdio_fd(info: os.stat_result) -> int | None:
     return None
 
 
+def is_stdout(path: Path) -> bool:
+    """True when writing ``path`` writes this process's stdout (``/dev/stdout``, the file or pipe behind
+    it), /dev/null aside, which takes anything."""
+    try:
+        info, std = os.stat(path), os.fstat(1)
+    except OSError:
+        return False
+    if stat.S_ISCHR(info.st_mode) and info.st_rdev == os.stat(os.devnull).st_rdev:
+        return False
+    return (info.st_dev, info.st_ino) == (std.st_dev, std.st_ino)
+
+
 def check_writable(path: Path) -> str | None:
     """Why a file cannot be written to ``path``, or None when it can: decided by what the file is."""
     path = Path(path)
@@ -108,6 +120,9 @@ def output_path(text: str | None, what: str = "the report") -> Path | None:
         return None
     if not text.strip():
         raise UsageError(f"cannot write {what} to an empty path (is a variable unset?)")
+    if text.endswith(os.sep) or os.path.basename(text) in (".", ".."):
+        # Path() drops the trailing slash, and the folder's name would be written as a file.
+        raise UsageError(f"cannot write {what} to {text}: the path names a folder, not a file; give a file name")
     problem = check_writable(Path(text))
     if problem:
         raise UsageError(f"cannot write {what} to {text}: {problem}")
@@ -234,6 +249,15 @@ def check_folder(text: str, what: str) -> Path:
     if problem:
         raise UsageError(f"{what} {text}: {problem}")
     return Path(text)
+
+
+def check_within(path: Path, folder: Path, what: str) -> None:
+    """Refuse (OutputError) a ``path`` under ``folder`` that a link leads out of it: a link planted in a
+    baseline folder would otherwise have ``--force`` replace a file anywhere the user can write."""
+    root, real = os.path.realpath(folder), os.path.realpath(path)
+    if os.path.commonpath([root, real]) != root:
+        raise OutputError(f"cannot write {what} to {path}: a link leads it to {real}, outside {folder}; "
+                          "remove the link")
 
 
 def make_folders(path: Path, what: str = "the file") -> list[Path]:

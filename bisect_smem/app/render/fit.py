@@ -81,12 +81,37 @@ def gemm_answer(r: FitResult) -> str:
         return (f"{where}: does not build: {r.build_reason} ({r.stages} stage(s) of {r.stage_bytes} B, "
                 f"{r.shared_storage_bytes} B)")
     if r.verdict == UNKNOWN:
-        return f"{where}: {r.stages} stages, {r.shared_storage_bytes} B; limit unknown"
+        return f"{where}: {r.stages} stages, {_asked(r)}; limit unknown"
     if r.verdict == DOES_NOT_FIT:
-        return (f"{r.stages} stages do not fit on {where}: {r.shared_storage_bytes} B against "
-                f"{r.optin_limit_bytes} B, over by {r.over_bytes} B")
+        return _does_not_fit(r, where)
     more = f"; {r.stages + 1} would need {r.next_stage_bytes} B" if r.next_stage_bytes else ""
-    return f"{r.stages} stages fit on {where}: {r.shared_storage_bytes} of {r.optin_limit_bytes} B{more}"
+    return f"{r.stages} stages fit on {where}: {_asked(r, ' of')} {r.optin_limit_bytes} B{more}"
+
+
+def _asked(r: FitResult, joint: str = "") -> str:
+    """The launch's bytes as counted against the limit: SharedStorageSize, and the --static bytes beside it."""
+    static = r.total_bytes - (r.shared_storage_bytes or 0)
+    if not static:
+        return f"{r.shared_storage_bytes}{joint or ' B'}"
+    return f"{r.shared_storage_bytes} B + {static} B static{joint}"
+
+
+def _does_not_fit(r: FitResult, where: str) -> str:
+    """A CUTLASS build over the limit: whose stage count it was (the builder's own overflow, said so),
+    by how much, and what would fit instead."""
+    if r.auto_rule_overflows:
+        head = (f"CUTLASS {r.cutlass_version}'s auto rule picks {r.stages} stages; the kernel needs "
+                f"{_asked(r)} against {r.optin_limit_bytes} B on {where}: over by {r.over_bytes} B. "
+                "It compiles and fails at initialize() with Error Internal.")
+    else:
+        head = (f"{r.stages} stages do not fit on {where}: {_asked(r)} against "
+                f"{r.optin_limit_bytes} B, over by {r.over_bytes} B.")
+    instead = []
+    if r.fitting_stages is not None:
+        instead.append(f"{r.fitting_stages} stages fit (StageCount<{r.fitting_stages}>: {r.fitting_bytes} B)")
+    if r.swap_ab_bytes is not None:
+        instead.append(f"{'so does ' if instead else ''}swap_ab ({r.swap_ab_bytes} B){'' if instead else ' fits'}")
+    return f"{head} {', and '.join(instead)}." if instead else head
 
 
 def triton_breakdown(r: FitResult) -> list[str]:
@@ -142,24 +167,31 @@ def stages_cell(r: FitResult) -> str:
         return "-"
     if r.verdict == DOES_NOT_BUILD:
         return f"{r.stages}: does not build"
+    if r.verdict == DOES_NOT_FIT:
+        # Only counts that fit are suggested: the most StageCount<S> under the limit, or none.
+        return f"{r.fitting_stages} (auto {r.stages} is over)" if r.fitting_stages else f"none ({r.stages} is over)"
     return "?" if r.verdict == UNKNOWN else str(r.stages)
 
 
 def render_explain(request: FitRequest, explained: Explained, results: list[FitResult],
-                   alternatives: list[FitResult], notes: tuple[str, ...] = ()) -> str:
-    """A library's shared-memory error: by how much it is over on which target, and what the tile allows."""
+                   alternatives: list[FitResult], notes: tuple[str, ...] = (), library: str | None = None) -> str:
+    """A library's shared-memory error: by how much it is over on which target, and what the tile allows.
+    ``library`` is whose message or tiles these are (None: a byte count without tiles)."""
     need = explained.required_bytes
-    if explained.kind == "triton":
-        limit = explained.hardware_limit_bytes or 0
+    if explained.hardware_limit_bytes is not None:
+        limit = explained.hardware_limit_bytes
         over = f"over by {need - limit} B" if need > limit else f"{limit - need} B to spare"
-        lines = [f"Triton: the kernel needs {need} B of shared memory; the GPU it ran on allows {limit} B: {over}."]
+        lines = [f"{library}: the kernel needs {need} B of shared memory; the GPU it ran on allows {limit} B: "
+                 f"{over}."]
         if explained.limit_matches:
             lines.append(f"{limit} B is the published opt-in limit of {', '.join(explained.limit_matches)}.")
         else:
             lines.append(f"{limit} B is no published opt-in limit (a MIG slice or a virtual GPU may give less).")
-    else:
+    elif library in (None, "CUTLASS"):
         lines = [f"the kernel needs {need} B of shared memory per block (CUTLASS: sizeof(SharedStorage), which "
                  "cudaFuncSetAttribute(MaxDynamicSharedMemorySize) refuses above the opt-in limit: 'Error Internal')."]
+    else:
+        lines = [f"the kernel needs {need} B of shared memory per block ({library}'s tiles below)."]
     lines += notes
     tiles = list(dict.fromkeys(str(a.tile) for a in alternatives))
     by_target: dict[tuple[str, str], FitResult] = {(a.target, str(a.tile)): a for a in alternatives}

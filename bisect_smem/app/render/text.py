@@ -30,7 +30,7 @@ def render(report: Report, options: RenderOptions = DEFAULT_OPTIONS) -> str:
         lines = list(section.header)
         if section.summary is not None:
             lines += [f"  {label:<{HEADLINE_INDENT - 2}}{text}" for label, text in section.headline]
-            lines.append(device_table(list(section.rows), None if options.verbose else WIDTH))
+            lines.append(device_table(list(section.rows), WIDTH, options.verbose))
             lines.append(section.summary)
         if section.error:
             lines.append(f"error: {section.error}")
@@ -49,16 +49,19 @@ def table_cells(rows: list[Shown], headers: tuple[str, ...] = TABLE_HEADERS) -> 
     return [tuple(cells[h](v) for h in headers) for v in rows]
 
 
-def device_table(rows: list[Shown], width: int | None = WIDTH) -> str:
-    """The rows as a plain-text table. With ``width`` (the compact table) the source column is left out
-    (``--verbose`` and the JSON have it) and long cells wrap so that the table fits."""
-    if width is None:
-        return tabulate(table_cells(rows), headers=TABLE_HEADERS, tablefmt="simple", disable_numparse=True)
-    headers = COMPACT_HEADERS
+# The widest each column but the note may be before it wraps: the note takes the rest of WIDTH.
+_CAPS = {"quantity": 36, "reported": 8, "source": 16, "measured": 12, "verdict": 8}
+_VERBOSE_CAPS = {**_CAPS, "quantity": 30, "measured": 8}
+
+
+def device_table(rows: list[Shown], width: int = WIDTH, verbose: bool = False) -> str:
+    """The rows as a plain-text table that fits in ``width`` columns, long cells wrapping in their column.
+    The compact table leaves the source column out; ``verbose`` shows it (the JSON has it too)."""
+    headers = TABLE_HEADERS if verbose else COMPACT_HEADERS
     data = table_cells(rows, headers)
     if not data:
         return tabulate(data, headers=headers, tablefmt="simple")
-    caps = [36, 8, 12, 8]
+    caps = [(_VERBOSE_CAPS if verbose else _CAPS)[h] for h in headers[:-1]]
     natural = [max(len(headers[i]), *(len(r[i]) for r in data)) for i in range(len(caps))]
     used = [min(n, c) for n, c in zip(natural, caps, strict=True)]
     note_width = max(width - sum(used) - 2 * len(caps), 12)

@@ -3,7 +3,9 @@ leftover experiment can read what a process that ended left behind.
 
 ``write_elsewhere`` builds the callable experiments/validation.py is handed; it runs
 ``python -m bisect_smem.app.run.leftover_writer REQUEST_JSON`` as a fresh process (a new CUDA context),
-waits for it, and reads its answer. The request and the answer are frozen dataclasses, as JSON.
+waits for it, and reads its answer. The request and the answer are frozen dataclasses, as JSON; the answer
+and the writer's errors come back through files without a name (O_TMPFILE), so that a run ended by a
+signal or a kill, here or in the writer, leaves nothing behind in the temporary folder.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from bisect_smem.app.run.subprocesses import python_command, python_environment
@@ -37,8 +38,7 @@ PR_SET_PDEATHSIG = 1  # prctl(2)
 
 @dataclass(frozen=True)
 class WriteRequest:
-    """What the writer process is asked: which device, which kernels to load, what to write, and where
-    to put the answer."""
+    """What the writer process is asked: which device, which kernels to load, and what to write."""
 
     address: DeviceAddress
     static_sizes: tuple[int, ...]
@@ -46,7 +46,6 @@ class WriteRequest:
     threads: int
     blocks: int
     nonce: int
-    answer_path: str
     parent_pid: int = 0  # the process that waits for the writer: the writer does not outlive it
 
     def to_json(self) -> str:
@@ -96,19 +95,32 @@ def write_elsewhere(session: DeviceSession, static_sizes: tuple[int, ...],
     (asked for its address only then: only the backends that validate have one)."""
 
     def write(dynamic_bytes: int, blocks: int, nonce: int) -> LeftoverOutcome:
-        with tempfile.TemporaryDirectory(prefix="bisect-smem-") as work:
-            request = WriteRequest(session.address(), static_sizes, dynamic_bytes, LEFTOVER_THREADS, blocks, nonce,
-                                   str(Path(work, "written.json")), os.getpid())
-            return _run_writer(request, Path(work), progress)
+        request = WriteRequest(session.address(), static_sizes, dynamic_bytes, LEFTOVER_THREADS, blocks, nonce,
+                               os.getpid())
+        return _run_writer(request, progress)
 
     return write
 
 
-def _run_writer(request: WriteRequest, work: Path, progress: Callable[[str], None]) -> LeftoverOutcome:
+def _run_writer(request: WriteRequest, progress: Callable[[str], None]) -> LeftoverOutcome:
     """Start the writer process, wait for it to exit (or kill it after WRITER_TIMEOUT_S), read its answer."""
-    with Path(work, "stderr").open("w") as stderr:
+    # Files without a name: not a pipe, which the writer could fill while this side polls.
+    with tempfile.TemporaryFile() as answer, tempfile.TemporaryFile() as errors:
         proc = subprocess.Popen(python_command(WRITER_MODULE, request.to_json()), env=python_environment(),
-                                stdout=subprocess.DEVNULL, stderr=stderr)
+                                stdin=subprocess.DEVNULL, stdout=answer, stderr=errors)
+        _wait(proc, request, progress)
+        answer.seek(0)
+        errors.seek(0)
+        said, complaint = answer.read().decode(errors="replace"), errors.read().decode(errors="replace").strip()
+    lines = said.strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        last = complaint.splitlines()[-1] if complaint else "no output"
+        raise MeasurementError(f"the writer process failed (exit {proc.returncode}): {last}")
+    return WriteAnswer.from_json(lines[-1]).leftover_outcome()
+
+
+def _wait(proc: subprocess.Popen[bytes], request: WriteRequest, progress: Callable[[str], None]) -> None:
+    """Wait for the writer, or kill it after WRITER_TIMEOUT_S, or when this wait ends any other way."""
     start = time.monotonic()
     try:
         while proc.poll() is None:
@@ -121,12 +133,6 @@ def _run_writer(request: WriteRequest, work: Path, progress: Callable[[str], Non
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    errors = Path(work, "stderr").read_text().strip()
-    answer = Path(request.answer_path)
-    if proc.returncode != 0 or not answer.is_file():
-        last = errors.splitlines()[-1] if errors else "no output"
-        raise MeasurementError(f"the writer process failed (exit {proc.returncode}): {last}")
-    return WriteAnswer.from_json(answer.read_text()).leftover_outcome()
 
 
 def end_with(parent: int) -> None:
@@ -151,7 +157,7 @@ def main(argv: list[str]) -> int:
         outcome = session.leftover_write(request.dynamic_bytes, request.threads, request.blocks, request.nonce)
     finally:
         session.close()
-    Path(request.answer_path).write_text(WriteAnswer.of(outcome).to_json())
+    print(WriteAnswer.of(outcome).to_json(), flush=True)  # the last line of stdout is the answer
     return 0
 
 

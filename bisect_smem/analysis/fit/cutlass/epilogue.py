@@ -34,6 +34,12 @@ class Epilogue:
 NO_SMEM = Epilogue(None, 0, 0, EMPTY, EMPTY, None, EMPTY)
 
 
+def given(size: int) -> Epilogue:
+    """An epilogue whose SharedStorage the user gave (--epilogue BYTES): all of it tensors, no pipeline of
+    its own, in the kernel's storage as in the builder's carveout."""
+    return Epilogue(None, 0, 0, Part(size, 1), Part(0, 1), None, Part(size, 1))
+
+
 def swizzle_alignment(row_bytes: int) -> int:
     """alignment_for_swizzle of the widest swizzle a K-major row of ``row_bytes`` takes: 128 B rows swizzle
     128 B (Swizzle<3,4,3>: 1024 B), 64 B rows 512, 32 B rows 256, narrower ones interleave (128)."""
@@ -51,28 +57,32 @@ def stages(tiles: int, reuse: bool, c_most: int, d_most: int = 2) -> tuple[int, 
 
 
 def storage(tile: tuple[int, int], c_bits: int, d_bits: int, stages_c: int, stages_d: int, reuse: bool,
-            tensormap_count: int = 0) -> Epilogue:
-    """The storage of a TMA epilogue with these buffers (row-major C and D, bytes per element from bits)."""
+            tensormap_count: int = 0, column_major: bool = False, fusion: Part = EMPTY) -> Epilogue:
+    """The storage of a TMA epilogue with these buffers (bytes per element from bits; a void D keeps its
+    buffer in the fusion's aux type, ``d_bits``). ``column_major`` C and D swizzle along M; ``fusion`` is
+    the fusion callbacks' SharedStorage (empty for a linear combination)."""
     elems = tile[0] * tile[1]
     c_stage, d_stage = elems * c_bits // 8, elems * d_bits // 8
-    align_d = swizzle_alignment(tile[1] * d_bits // 8)
+    contiguous = tile[0] if column_major else tile[1]
+    align_d = swizzle_alignment(contiguous * d_bits // 8)
     if c_bits == 0:
         collective = union(Part(0, 1), array(stages_d * d_stage, align_d))
     elif reuse:
-        most = max(swizzle_alignment(tile[1] * c_bits // 8), align_d)
+        most = max(swizzle_alignment(contiguous * c_bits // 8), align_d)
         stride = max(c_stage, d_stage)
         collective = union(array((stages_c - 1) * stride + c_stage, most), array((stages_c - 1) * stride + d_stage, most))
     else:
-        collective = struct(array(stages_c * c_stage, swizzle_alignment(tile[1] * c_bits // 8)),
+        collective = struct(array(stages_c * c_stage, swizzle_alignment(contiguous * c_bits // 8)),
                             array(stages_d * d_stage, align_d))
-    tensors = struct(collective, EMPTY)
+    tensors = struct(collective, fusion)
     pipeline = barriers(stages_c)
     maps = struct(Part(TMA_DESCRIPTOR_BYTES * tensormap_count, 128), align=128) if tensormap_count else None
     shared = struct(tensors, *([maps] if maps else []), pipeline)
     return Epilogue(tile, stages_c, stages_d, tensors, pipeline, maps, shared)
 
 
-def sm90(m: int, n: int, c_bits: int, d_bits: int, cooperative: bool, grouped: bool) -> Epilogue:
+def sm90(m: int, n: int, c_bits: int, d_bits: int, cooperative: bool, grouped: bool, column_major: bool = False,
+         fusion: Part = EMPTY) -> Epilogue:
     """sm_90's TmaWarpSpecialized[Cooperative] epilogue: a 128xN (cooperative) or 64xN tile, N up to 32."""
     if cooperative:
         tile = (min(128, m), math.gcd(min(32, n), n))
@@ -82,17 +92,20 @@ def sm90(m: int, n: int, c_bits: int, d_bits: int, cooperative: bool, grouped: b
     tiles = (m // tile[0]) * (n // tile[1])
     reuse = c_bits == d_bits and d_bits > 8
     stages_c, stages_d = stages(tiles, reuse, 4)
-    return storage(tile, c_bits, d_bits, stages_c, stages_d, reuse, 1 + 2 if grouped else 0)
+    return storage(tile, c_bits, d_bits, stages_c, stages_d, reuse, 1 + 2 if grouped else 0, column_major, fusion)
 
 
-def sm120(m: int, n: int, c_bits: int, d_bits: int, grouped: bool, warp_groups: int = 2) -> Epilogue:
-    """sm_120's epilogue: a 64x32 tile, D double-buffered, C one deeper when reused."""
+def sm120(m: int, n: int, c_bits: int, d_bits: int, grouped: bool, warp_groups: int = 2, column_major: bool = False,
+          fusion: Part = EMPTY, d_void: bool = False) -> Epilogue:
+    """sm_120's epilogue: a 64x32 tile, D double-buffered, C one deeper when reused. A void D (a fusion
+    that stores its own output, ``d_bits`` its type) reuses nothing."""
     tile = (128 if n < 16 else 64, n if n < 32 else 32)
     tiles = (m // tile[0]) * (n // tile[1])
-    reuse = c_bits == d_bits and d_bits > 8
+    reuse = c_bits == d_bits and d_bits > 8 and not d_void
     stages_d = min(tiles, 2)
     stages_c = max(min(tiles, 2), stages_d + 1) if reuse else stages_d
-    return storage(tile, c_bits, d_bits, stages_c, stages_d, reuse, 1 + warp_groups if grouped else 0)
+    return storage(tile, c_bits, d_bits, stages_c, stages_d, reuse, 1 + warp_groups if grouped else 0, column_major,
+                   fusion)
 
 
 def sm100_tile(cta_m: int, n: int, c_bits: int, d_bits: int, warps: Sequence[int], block_scaled: bool) -> tuple[int, int]:

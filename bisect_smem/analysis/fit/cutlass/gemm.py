@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from bisect_smem.analysis.fit.cutlass import CUTLASS_VERSION, CUTLASS_VERSIONS
 from bisect_smem.analysis.fit.cutlass.types import Operand, operand, output_bits
 from bisect_smem.core.errors import UsageError
 
 SCHEDULES = ("auto", "cooperative", "pingpong", "1sm", "2sm")
 MIN_STAGES = 2  # "Specialization requires Stages set to value 2 or more."
+MAX_CLUSTER = 16  # the most CTAs a cluster may have (non-portable; 8 portable)
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,11 @@ class GemmKernel:
     grouped: bool = False
     stages: int | None = None
     epilogue_bytes: int | None = None
+    launcher: str | None = None  # a library's kernel launcher whose type choices these are (launchers.py)
+    fusion: str = "none"  # the launcher's epilogue fusion: none, or finalize (scatter, router scales, bias)
+    swap_ab: bool = False  # A and B swapped: the kernel computes D^T, so C and D are column-major
+    cutlass_version: str = CUTLASS_VERSION  # the release whose builders count it (CUTLASS_VERSIONS)
+    cluster: tuple[int, int, int] = (1, 1, 1)  # the cluster shape, CTAs along M, N, K
 
     def __post_init__(self) -> None:
         operand(self.a, "--dtype-a")
@@ -37,6 +44,12 @@ class GemmKernel:
         output_bits(self.d, "--d-dtype")
         if self.schedule not in SCHEDULES:
             raise UsageError(f"unknown --schedule {self.schedule!r}; valid: {', '.join(SCHEDULES)}")
+        if self.cutlass_version not in CUTLASS_VERSIONS:
+            raise UsageError(f"unknown --cutlass-version {self.cutlass_version!r}; valid: {', '.join(CUTLASS_VERSIONS)}")
+        if any(not 1 <= c <= MAX_CLUSTER for c in self.cluster) or self.cluster[0] * self.cluster[1] * self.cluster[2] > \
+                MAX_CLUSTER:
+            raise UsageError(f"--cluster {'x'.join(map(str, self.cluster))}: a cluster has at most {MAX_CLUSTER} CTAs "
+                             "(8 portable)")
         if self.stages is not None and self.stages < 1:
             raise UsageError(f"--stages must be >= 1 (got {self.stages})")
 
@@ -84,6 +97,11 @@ class Build:
     kernel_bytes: int | None = None  # what the kernel holds besides mainloop and epilogue storage
     shared_storage_bytes: int | None = None  # GemmKernel::SharedStorageSize, what the launch asks for
     parts: tuple[tuple[str, int], ...] = field(default=())
+    modelled: bool = True  # False: the library may build it, but this rule does not model it (reason says why)
+
+    def overflows(self, capacity: int) -> bool:
+        """Did the builder's automatic stage count give a kernel larger than the builder's own capacity?"""
+        return self.builds and self.shared_storage_bytes is not None and self.shared_storage_bytes > capacity
 
 
 def auto_stage_count(capacity: int, carveout: int, stage: int) -> int:

@@ -26,7 +26,8 @@ SF_BLOCK_MN, SF_BLOCK_K = 128, 4  # a scale-factor atom: 128 rows by 4 factors a
 
 def alloc_bytes(g: GemmKernel, bits: int) -> float:
     """Shared-memory bytes per element: narrow types take a byte except in the fp4 (MXF4/NVF4) MMA."""
-    mxf4 = g.op_a.kind == g.op_b.kind == "f4" and g.block_scaled and g.op_a.scale_vector == g.op_b.scale_vector
+    mxf4 = (g.op_a.kind == g.op_b.kind == "f4" and g.block_scaled and g.op_a.scale_vector == g.op_b.scale_vector
+            and not (g.op_a.byte_elements or g.op_b.byte_elements))
     return bits / 8 if bits >= 8 or mxf4 else 1
 
 
@@ -44,14 +45,26 @@ def accumulator_stages(g: GemmKernel, cta_m: int, two_sm: bool) -> int:
     return min(4, TMEM_COLUMNS // g.n * 2)
 
 
+def uses_two_sms(g: GemmKernel) -> bool:
+    """Is it the 2-SM kernel? --schedule 2sm, or auto where KernelScheduleAuto picks it: a cluster even
+    along M and a tile M that is a multiple of 128 (sm100_common.inl)."""
+    if g.schedule == "auto":
+        return g.cluster[0] % 2 == 0 and g.m % 128 == 0
+    return g.schedule == "2sm"
+
+
 def refuse(g: GemmKernel) -> str | None:
     """Why sm_100 has no collective modelled here for this kernel, or None."""
     if g.schedule in ("cooperative", "pingpong"):
         return f"--schedule {g.schedule} is sm_90's and sm_120's; sm_100 has auto, 1sm, 2sm"
     if g.op_a.block_scaled != g.op_b.block_scaled or (g.block_scaled and g.op_a.scale_vector != g.op_b.scale_vector):
         return "A and B must both be block-scaled with one scale-factor vector size"
-    if g.schedule == "2sm" and g.m not in (128, 256):
-        return "a 2-SM tile has M = 128 or 256"
+    two_sm = uses_two_sms(g)
+    # The epilogue is built first: its schedule against the cluster, then the MMA's M.
+    if two_sm and g.cluster[0] % 2:
+        return "schedule + cluster mismatch"
+    if g.m not in ((128, 256) if two_sm else (64, 128)):
+        return "Invalid TileShape_M."
     return None
 
 
@@ -60,15 +73,23 @@ def build(g: GemmKernel) -> Build:
     reason = refuse(g)
     if reason:
         return Build("sm100", False, reason)
-    two_sm = g.schedule == "2sm"
+    two_sm = uses_two_sms(g)
+    if two_sm and g.m == 128:
+        # A real build (128x256x64 bf16, cluster 2x1x1) keeps 512 B less epilogue storage than this model's
+        # 64x64 epilogue tile: no number rather than a wrong one.
+        return Build("sm100", False, "the 2-SM kernel with tile M 128 is not modelled (its epilogue tile)",
+                     modelled=False)
     cta_m, cta_n = (g.m // 2, g.n // 2) if two_sm else (g.m, g.n)
     a = int(alloc_bytes(g, g.op_a.bits) * cta_m * g.k)
     b = int(alloc_bytes(g, g.op_b.bits) * cta_n * g.k)
     acc = accumulator_stages(g, cta_m, two_sm)
     capacity = CAPACITY_BYTES - carveout_of(g, acc)
-    warps = [2, 2] if two_sm and g.m == 128 else [4, 1]  # the epilogue's warps along M and N
+    warps = [4, 1]  # the epilogue's warps along M and N
     ep = epi.sm100(cta_m, g.n, g.c_bits, g.d_bits, warps, g.block_scaled, g.grouped)
-    carveout = ep.shared.size if g.epilogue_bytes is None else g.epilogue_bytes
+    if g.epilogue_bytes is not None:
+        # The given storage is the epilogue's in the kernel's total and breakdown, not only in the carveout.
+        ep = epi.given(g.epilogue_bytes)
+    carveout = ep.shared.size
     sfa = scale_factors(cta_m, g.k, g.op_a.scale_vector) if g.block_scaled else 0
     sfb = scale_factors(g.n, g.k, g.op_b.scale_vector) if g.block_scaled else 0
     stage = a + b + sfa + sfb + (round_up(barriers(1).size, 128) if g.block_scaled else barriers(1).size)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from bisect_smem.analysis.fit.cutlass import epilogue as epi
+from bisect_smem.analysis.fit.cutlass import launchers, since
 from bisect_smem.analysis.fit.cutlass.gemm import MIN_STAGES, Build, GemmKernel, auto_stage_count
 from bisect_smem.analysis.fit.cutlass.layout import Part, aligned16, array, barriers, struct
 from bisect_smem.analysis.fit.cutlass.sm90 import epilogue_parts, kernel_storage, parts
@@ -25,19 +26,30 @@ SF_BLOCK_MN = 128
 
 
 def scale_factors(g: GemmKernel) -> tuple[int, int]:
-    """SFA and SFB bytes of one stage: M in whole 128-row blocks (rounded down), N at least 128."""
+    """SFA and SFB bytes of one stage: M in whole 128-row blocks (rounded down), N at least 128 (from 4.5;
+    before, N rounded down as M)."""
     k_factors = ceil_div(g.k, g.op_a.scale_vector)
-    return g.m // SF_BLOCK_MN * SF_BLOCK_MN * k_factors, max(g.n, SF_BLOCK_MN) // SF_BLOCK_MN * SF_BLOCK_MN * k_factors
+    n = max(g.n, SF_BLOCK_MN) if since(g.cutlass_version, "4.5.0") else g.n
+    return g.m // SF_BLOCK_MN * SF_BLOCK_MN * k_factors, n // SF_BLOCK_MN * SF_BLOCK_MN * k_factors
 
 
 def refuse(g: GemmKernel) -> str | None:
-    """Why sm_120's builders refuse these operands, or None."""
+    """Why sm_120's builders (or the launcher) refuse these operands, or None."""
+    if g.launcher is not None and (reason := launchers.refuse("sm120", g.a, g.b)):
+        return reason
+    if g.cluster != (1, 1, 1):
+        return "no programmatic multicast on this arch"
+    if g.block_scaled and max(g.n, SF_BLOCK_MN) % SF_BLOCK_MN:
+        # SFB's tile is N (at least 128) in 128-row blocks: cute's layout tiling refuses a remainder.
+        return "Shape Divisibility Condition"
     if g.schedule in ("1sm", "2sm"):
         return f"--schedule {g.schedule} is sm_100's; sm_120 has auto, cooperative, pingpong"
     if g.op_a.block_scaled != g.op_b.block_scaled or (g.block_scaled and g.op_a.scale_vector != g.op_b.scale_vector):
         return "A and B must both be block-scaled with one scale-factor vector size"
     if not g.block_scaled and not {g.op_a.kind, g.op_b.kind} <= {"f8", "f6", "f4"}:
         return "SM120 TmaWarpSpecialized builder currently only supports F8F6F4 MMA."
+    if not g.block_scaled and g.grouped and not since(g.cutlass_version, "4.7.0"):
+        return "PtrArray kernel is not supported for this collective builder."
     if not g.block_scaled and {g.op_a.kind, g.op_b.kind} & {"f6", "f4"} and g.k % 128:
         return "TileSize and MNK Major does not met with MMA Mix 8-bit TMA load requirement"
     return None
@@ -49,14 +61,20 @@ def build(g: GemmKernel) -> Build:
     if reason:
         return Build("sm120", False, reason)
     pingpong = g.schedule == "pingpong"
-    ep = epi.sm120(g.m, g.n, g.c_bits, g.d_bits, g.grouped)
-    carveout = ep.shared.size if g.epilogue_bytes is None else g.epilogue_bytes
+    fusion = launchers.fusion_storage(g.fusion, g.swap_ab, g.n, g.d_bits)
+    ep = epi.sm120(g.m, g.n, g.c_bits, g.d_bits, g.grouped, column_major=g.swap_ab, fusion=fusion,
+                   d_void=g.fusion == "finalize")
+    if g.epilogue_bytes is not None:
+        # The given storage is the epilogue's in the kernel's total and breakdown, not only in the carveout.
+        ep = epi.given(g.epilogue_bytes)
+    carveout = ep.shared.size
     a = int(alloc_bytes(g, g.op_a.bits) * g.m * g.k)
     b = int(alloc_bytes(g, g.op_b.bits) * g.n * g.k)
     if g.block_scaled:
         sfa, sfb = scale_factors(g)
         stage = a + b + 128 + sfa + sfb
-        capacity = CAPACITY_BYTES - RESERVED[g.grouped]
+        # From 4.5 the builder takes the kernel's scheduler, CLC and tensor-map storage off the capacity.
+        capacity = CAPACITY_BYTES - (RESERVED[g.grouped] if since(g.cutlass_version, "4.5.0") else 0)
     else:
         sfa = sfb = 0
         stage, capacity = a + b + barriers(1).size, CAPACITY_BYTES

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from bisect_smem.analysis.fit.cutlass import epilogue as epi
+from bisect_smem.analysis.fit.cutlass import launchers
 from bisect_smem.analysis.fit.cutlass.gemm import MIN_STAGES, Build, GemmKernel, auto_stage_count
 from bisect_smem.analysis.fit.cutlass.layout import Part, aligned16, array, barriers, struct
 from bisect_smem.core.hardware import round_down, round_up
@@ -44,13 +45,15 @@ def parts(named: list[tuple[str, int]], total: int) -> tuple[tuple[str, int], ..
 def epilogue_parts(ep: epi.Epilogue) -> list[tuple[str, int]]:
     """The epilogue's named bytes (none for the epilogue without shared memory)."""
     if ep.tile is None:
-        return []
+        return [("epilogue storage (given)", ep.tensors.size)] if ep.tensors.size > 1 else []
     return [(f"epilogue C/D buffers ({ep.tile[0]}x{ep.tile[1]} tile, {ep.stages_c} C / {ep.stages_d} D stages)",
              ep.tensors.size), ("epilogue barriers", ep.pipeline.size)]
 
 
 def refuse(g: GemmKernel) -> str | None:
-    """Why sm_90 has no collective for these operands, or None."""
+    """Why sm_90 has no collective for these operands (or the launcher no kernel), or None."""
+    if g.launcher is not None and (reason := launchers.refuse("sm90", g.a, g.b)):
+        return reason
     for op in (g.op_a, g.op_b):
         if op.block_scaled:
             return f"sm_90 has no block-scaled MMA ({op.name}: from sm_100 on)"
@@ -60,17 +63,35 @@ def refuse(g: GemmKernel) -> str | None:
         return "operands of different widths take CUTLASS's mixed-input collective, which is not modelled"
     if g.schedule in ("1sm", "2sm"):
         return f"--schedule {g.schedule} is sm_100's; sm_90 has auto, cooperative, pingpong"
+    if g.m % 64:
+        return "Tile_M must be a multiple of 64."
+    if g.k % (256 // g.op_a.bits):
+        # One GMMA's K is 32 bytes of the operand: 16 fp16, 32 fp8, 8 tf32 elements.
+        return f"Tile_K must be a multiple of {256 // g.op_a.bits}."
+    if g.grouped and g.schedule == "auto":
+        # EpilogueScheduleAuto is the non-TMA epilogue, which takes no ptr-array (grouped) strides.
+        return "StrideCD must be rank-3: [M, N, L]"
     return None
 
 
 def build(g: GemmKernel) -> Build:
     """sm_90's CollectiveBuilder for OpClassTensorOp with the TMA warp-specialized kernel and epilogue."""
+    if g.launcher is not None:
+        # The MoE launcher's sm_90 kernel is KernelPtrArrayTmaWarpSpecializedCooperative, whatever --schedule.
+        g = replace(g, schedule="cooperative")
     reason = refuse(g)
     if reason:
         return Build("sm90", False, reason)
     pingpong = g.schedule == "pingpong" or (g.schedule == "auto" and g.m == 64)
-    ep = epi.NO_SMEM if g.schedule == "auto" else epi.sm90(g.m, g.n, g.c_bits, g.d_bits, not pingpong, g.grouped)
-    carveout = ep.shared.size if g.epilogue_bytes is None else g.epilogue_bytes
+    # The MoE launcher gives sm_90's kernel no C; its FINALIZE fusion keeps a row-broadcast vector.
+    c_bits = 0 if g.launcher is not None else g.c_bits
+    fusion = launchers.fusion_storage(g.fusion, g.swap_ab, g.n, g.d_bits)
+    ep = epi.NO_SMEM if g.schedule == "auto" else epi.sm90(g.m, g.n, c_bits, g.d_bits, not pingpong, g.grouped,
+                                                           g.swap_ab, fusion)
+    if g.epilogue_bytes is not None:
+        # The given storage is the epilogue's in the kernel's total and breakdown, not only in the carveout.
+        ep = epi.given(g.epilogue_bytes)
+    carveout = ep.shared.size
     a, b = g.op_a.bits * g.m * g.k // 8, g.op_b.bits * g.n * g.k // 8
     stage = round_up(a + b, ALIGNMENT) + barriers(1).size
     capacity = CAPACITY_BYTES - (GROUPED_CARVEOUT if g.grouped else 0)

@@ -18,6 +18,7 @@ class Operand:
     bits: int
     kind: str
     scale_vector: int = 0
+    byte_elements: bool = False  # taken through the MXF8F6F4 MMA: a 4- or 6-bit element takes a byte in smem
 
     @property
     def block_scaled(self) -> bool:
@@ -30,7 +31,10 @@ OPERANDS = {o.name: o for o in (
     Operand("fp32", 32, "tf32"), Operand("e4m3", 8, "f8"), Operand("e5m2", 8, "f8"), Operand("int8", 8, "i8"),
     Operand("e3m2", 6, "f6"), Operand("e2m3", 6, "f6"), Operand("e2m1", 4, "f4"),
     Operand("nvfp4", 4, "f4", 16), Operand("mxfp4", 4, "f4", 32), Operand("mxfp6", 6, "f6", 32),
-    Operand("mxfp8", 8, "f8", 32))}
+    Operand("mxfp8", 8, "f8", 32),
+    # mxfp4 through the MXF8F6F4 schedule (KernelTmaWarpSpecialized1SmMxf8f6f4Sm100, and the MoE launcher's
+    # MXFPX weights): 1 B an element in shared memory, where --dtype mxfp4 is the packed MXF4 schedule.
+    Operand("mxfp4-f8f6f4", 4, "f4", 32, True))}
 ALIASES = {"fp8": "e4m3", "fp6": "e3m2", "fp4": "e2m1"}
 # C and D: the epilogue's types; void C means no source is read.
 OUTPUT_BITS = {"void": 0, "fp16": 16, "bf16": 16, "fp32": 32, "e4m3": 8, "e5m2": 8, "int8": 8}

@@ -44,6 +44,7 @@ class Matmul:
     dtype: str
     stages: int
     warps: int = 4
+    b_k_major: bool = False  # B stored N x K with K contiguous (Triton's fp8 examples), else K x N
 
     @property
     def bits(self) -> int:
@@ -170,7 +171,8 @@ def operands(g: Matmul, choice: MmaChoice, native_fp8: bool = True) -> tuple[Ope
     under wgmma is written in the loop. ``native_fp8``: mma.sync takes fp8 as it is (else Triton
     upcasts it to fp16, and a B written in the loop is written upcast)."""
     found = []
-    for name, rows, cols, k_major in (("A", g.m, g.k, True), ("B", g.k, g.n, False)):
+    b = ("B", g.n, g.k, True) if g.b_k_major else ("B", g.k, g.n, False)
+    for name, rows, cols, k_major in (("A", g.m, g.k, True), b):
         tile = rows * cols * g.bits // 8
         if choice.version == 3 and g.bits == 8 and not k_major:
             found.append(Operand(name, tile, 1, True, "written in the loop (8-bit and N-major: no asynchronous "

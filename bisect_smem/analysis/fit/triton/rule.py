@@ -19,6 +19,7 @@ MAX_STAGES = 16  # the most num_stages searched
 WARPS = [4, 8]  # the num_warps the model is checked against (Triton's default is 4)
 CHECKED_DIMS = (16, 32, 64, 128, 256)  # BLOCK sizes are powers of two (tl.arange); these are checked
 ALIASES = {"fp8": "fp8e4m3", "e4m3": "fp8e4m3"}
+B_LAYOUTS = ("k", "n")  # B K-major (stored N x K) or N-major (K x N)
 
 
 def triton_dtype(name: str) -> str:
@@ -40,17 +41,27 @@ class TritonKernel:
     dtype: str
     stages: int | None = None
     warps: int = 4
+    b_layout: str | None = None  # "k" (B K-major) or "n" (N-major); None: fp8 K-major, the others N-major
 
     def __post_init__(self) -> None:
         triton_dtype(self.dtype)
+        if self.b_layout not in (None, *B_LAYOUTS):
+            raise UsageError(f"--b-layout must be one of {', '.join(B_LAYOUTS)} (got {shown(self.b_layout)})")
         if self.warps not in WARPS:
             raise UsageError(f"--warps must be one of {', '.join(map(str, WARPS))} (got {self.warps})")
         if self.stages is not None and not 1 <= self.stages <= MAX_STAGES:
             raise UsageError(f"--stages must be in 1..{MAX_STAGES} for --rule triton (got {self.stages})")
 
+    @property
+    def b_major(self) -> str:
+        """B's layout: as given, else K-major for fp8 (as Triton's fp8 examples store it), N-major otherwise."""
+        if self.b_layout is not None:
+            return self.b_layout
+        return "k" if DTYPES[triton_dtype(self.dtype)][0] == 8 else "n"
+
     def config(self, stages: int) -> Matmul:
         """The launch configuration with ``stages``."""
-        return Matmul(self.m, self.n, self.k, triton_dtype(self.dtype), stages, self.warps)
+        return Matmul(self.m, self.n, self.k, triton_dtype(self.dtype), stages, self.warps, self.b_major == "k")
 
 
 def not_modelled(kernel: TritonKernel, cc: tuple[int, int] | None) -> str | None:

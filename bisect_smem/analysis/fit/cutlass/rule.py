@@ -1,0 +1,151 @@
+"""CUTLASS's GEMM behind fit's rule interface: its options (operand, C and D types, schedule, grouped,
+the epilogue's storage), the kernels they make, the builders' stage rule and bytes (gemm.py), and its
+JSON fields."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from bisect_smem.analysis.fit.cutlass import CUTLASS_VERSION, CUTLASS_VERSIONS, launchers
+from bisect_smem.analysis.fit.cutlass.gemm import SCHEDULES, GemmKernel
+from bisect_smem.analysis.fit.cutlass.types import operand
+from bisect_smem.analysis.fit.explain import Explained
+from bisect_smem.analysis.fit.gemm import evaluate_cutlass
+from bisect_smem.analysis.fit.targets import FitRequest, FitResult, Target, check_bound
+from bisect_smem.analysis.fit.tiles import Tile
+from bisect_smem.core.errors import UsageError
+from bisect_smem.core.sizes import parse_size
+
+# (option, its argparse dest): the options only a CUTLASS kernel takes.
+OPTIONS = (("--dtype-a", "dtype_a"), ("--dtype-b", "dtype_b"), ("--c-dtype", "c_dtype"), ("--d-dtype", "d_dtype"),
+           ("--schedule", "schedule"), ("--grouped", "grouped"), ("--epilogue", "epilogue"),
+           ("--launcher", "launcher"), ("--fusion", "fusion"), ("--swap-ab", "swap_ab"),
+           ("--cutlass-version", "cutlass_version"), ("--cluster", "cluster"))
+# What a launcher fixes itself: given beside --launcher, these are a usage error.
+LAUNCHER_FIXES = ("--c-dtype", "--schedule", "--grouped", "--epilogue")
+_STRING = {"type": "string"}
+_CLUSTER = re.compile(r"^\s*([0-9]{1,2})\s*x\s*([0-9]{1,2})\s*x\s*([0-9]{1,2})\s*$", re.IGNORECASE | re.ASCII)
+
+
+def parse_cluster(text: str | None) -> tuple[int, int, int]:
+    """``2x1x1`` -> (2, 1, 1); None -> (1, 1, 1); anything else is a UsageError naming the text."""
+    if text is None:
+        return (1, 1, 1)
+    match = _CLUSTER.match(text)
+    if not match:
+        raise UsageError(f"--cluster must look like 2x1x1 (MxNxK CTAs; got {text[:40]!r})")
+    m, n, k = (int(g) for g in match.groups())
+    return m, n, k
+
+
+class CutlassRule:
+    """CUTLASS's collective builders (sm_90, sm_100, sm_120) as CUTLASS_VERSION computes them."""
+
+    name = "cutlass"
+    library = "CUTLASS"
+    version = CUTLASS_VERSION
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        """--dtype-a, --dtype-b, --c-dtype, --d-dtype, --schedule, --grouped, --epilogue."""
+        parser.add_argument("--dtype-a", metavar="DTYPE", help="A's type (overrides --dtype)")
+        parser.add_argument("--dtype-b", metavar="DTYPE", help="B's type (overrides --dtype)")
+        parser.add_argument("--c-dtype", metavar="DTYPE",
+                            help="the epilogue's C: bf16 (default), fp16, fp32, void (no C)")
+        parser.add_argument("--d-dtype", metavar="DTYPE", help="the epilogue's D: bf16 (default), fp16, fp32")
+        parser.add_argument("--schedule", choices=SCHEDULES, help="auto (default: KernelScheduleAuto, "
+                            "EpilogueScheduleAuto), cooperative, pingpong (sm_90, sm_120), 1sm, 2sm (sm_100)")
+        parser.add_argument("--grouped", action="store_true", help="the grouped (ptr-array) kernel")
+        parser.add_argument("--epilogue", metavar="BYTES", help="the epilogue's shared storage, instead of the "
+                                                                "default epilogue's from --c-dtype and --d-dtype")
+        parser.add_argument("--launcher", choices=launchers.LAUNCHERS,
+                            help="the kernel as a library's launcher builds it: trtllm-moe, TensorRT-LLM's and "
+                                 "FlashInfer's MoE grouped GEMM (moe_gemm_tma_ws_launcher; sm_120 NVFP4, sm_90 bf16, "
+                                 "fp16, fp8; --dtype defaults to nvfp4, --d-dtype is the output type)")
+        parser.add_argument("--fusion", choices=launchers.FUSIONS,
+                            help="the launcher's epilogue fusion: none (default) or finalize (the FC2 epilogue: "
+                                 "scatter, router scales, bias)")
+        parser.add_argument("--swap-ab", action="store_true", help="the launcher's swap_ab kernel (D transposed)")
+        parser.add_argument("--cluster", metavar="MxNxK", help="the cluster shape (default 1x1x1); on sm_100, "
+                            "--schedule auto takes the 2-SM kernel where the cluster is even along M, as CUTLASS does")
+        parser.add_argument("--cutlass-version", choices=CUTLASS_VERSIONS,
+                            help=f"the CUTLASS release whose builders count the kernel (default {CUTLASS_VERSION})")
+
+    def given(self, args: argparse.Namespace) -> list[str]:
+        """CUTLASS's options that were given."""
+        return [option for option, dest in OPTIONS if getattr(args, dest, None) not in (None, False)]
+
+    def kernels(self, args: argparse.Namespace, tiles: Sequence[Tile], dtype: str | None,
+                stages: int | None) -> tuple[GemmKernel, ...]:
+        """One GemmKernel per tile; the operands default to fp16, C and D to bf16."""
+        if dtype is not None:
+            operand(dtype, "--dtype")
+        launchers.check(args.launcher, args.fusion or "none", args.swap_ab)
+        if args.cluster is not None and args.launcher is not None:
+            raise UsageError("--cluster: --launcher trtllm-moe's sm_120 kernel has cluster 1x1x1: drop --cluster")
+        if args.launcher is not None:
+            return self._launched(args, tiles, dtype, stages)
+        dtype = dtype or "fp16"
+        epilogue = check_bound(parse_size(args.epilogue, "--epilogue"), "--epilogue") if args.epilogue else None
+        return tuple(GemmKernel(t.m, t.n, t.k, args.dtype_a or dtype, args.dtype_b or dtype, args.c_dtype or "bf16",
+                                args.d_dtype or "bf16", args.schedule or "auto", args.grouped, stages, epilogue,
+                                cutlass_version=args.cutlass_version or CUTLASS_VERSION,
+                                cluster=parse_cluster(args.cluster)) for t in tiles)
+
+    def _launched(self, args: argparse.Namespace, tiles: Sequence[Tile], dtype: str | None,
+                  stages: int | None) -> tuple[GemmKernel, ...]:
+        """The launcher's kernels: grouped, its schedule, C typed as D (the output type)."""
+        fixed = [option for option, dest in OPTIONS if option in LAUNCHER_FIXES and getattr(args, dest)]
+        if fixed:
+            raise UsageError(f"{', '.join(fixed)}: --launcher {args.launcher} fixes {'it' if len(fixed) == 1 else 'them'}"
+                             f" itself: drop {'it' if len(fixed) == 1 else 'them'}")
+        dtype = dtype or launchers.OPERANDS["sm120"][0]
+        out = args.d_dtype or "bf16"
+        return tuple(GemmKernel(t.m, t.n, t.k, args.dtype_a or dtype, args.dtype_b or dtype, out, out, "auto", True,
+                                stages, None, args.launcher, args.fusion or "none", args.swap_ab,
+                                args.cutlass_version or CUTLASS_VERSION) for t in tiles)
+
+    def evaluate(self, kernel: GemmKernel, request: FitRequest, target: Target) -> FitResult:
+        """The build CUTLASS makes for the target's family, against its limits."""
+        return evaluate_cutlass(kernel, request.static_bytes, request.threads, target)
+
+    def describe(self, kernels: Sequence[GemmKernel], stages: int | None) -> str:
+        """``tile 128x256x128, nvfp4, C bf16, D bf16, schedule auto, stages auto (...): CUTLASS 4.7.0's builders``."""
+        k = kernels[0]
+        tile = f"tile {k.m}x{k.n}x{k.k}, " if len(kernels) == 1 else ""
+        types = k.a if k.a == k.b else f"A {k.a}, B {k.b}"
+        count = "stages auto (StageCountAutoCarveout)" if stages is None else f"{stages} stages (StageCount)"
+        epilogue = f"epilogue {k.epilogue_bytes} B (given)" if k.epilogue_bytes is not None else f"C {k.c}, D {k.d}"
+        if k.cluster != (1, 1, 1):
+            types += f", cluster {'x'.join(map(str, k.cluster))}"
+        if k.launcher is not None:
+            return (f"{tile}{types}, output {k.d}, fusion {k.fusion}{', swap_ab' if k.swap_ab else ''}, {count}: "
+                    f"{k.launcher} launcher (moe_gemm_tma_ws_launcher) with CUTLASS {k.cutlass_version}'s builders")
+        return (f"{tile}{types}, {epilogue}, schedule {k.schedule}{', grouped' if k.grouped else ''}, {count}: "
+                f"CUTLASS {k.cutlass_version}'s builders")
+
+    def json_fields(self, kernels: Sequence[GemmKernel], stages: int | None) -> dict[str, Any]:
+        """The types, schedule, grouped, the given epilogue bytes and the CUTLASS version."""
+        k = kernels[0]
+        return {"dtype_a": k.a, "dtype_b": k.b, "c_dtype": k.c, "d_dtype": k.d, "schedule": k.schedule,
+                "grouped": k.grouped, "cutlass_version": k.cutlass_version, "epilogue_bytes": k.epilogue_bytes,
+                "launcher": k.launcher, "fusion": k.fusion, "swap_ab": k.swap_ab, "cluster": list(k.cluster)}
+
+    def json_properties(self) -> dict[str, Any]:
+        """The schema of json_fields."""
+        return {"dtype_a": _STRING, "dtype_b": _STRING, "c_dtype": _STRING, "d_dtype": _STRING, "schedule": _STRING,
+                "grouped": {"type": "boolean"}, "cutlass_version": _STRING,
+                "epilogue_bytes": {"type": ["integer", "null"]}, "launcher": {"enum": [*launchers.LAUNCHERS, None]},
+                "fusion": {"enum": list(launchers.FUSIONS)}, "swap_ab": {"type": "boolean"},
+                "cluster": {"type": "array", "items": {"type": "integer"}, "minItems": 3, "maxItems": 3}}
+
+    def parse_message(self, text: str) -> Explained | None:
+        """CUTLASS has no message of its own ('Error Internal' says no number): None."""
+        return None
+
+    def explain_notes(self, kernels: Sequence[GemmKernel], explained: Explained,
+                      results: Sequence[FitResult]) -> tuple[str, ...]:
+        """Nothing beyond the table of stage counts."""
+        return ()
