@@ -9,10 +9,12 @@ CUDA_MAJOR := $(shell nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9
 RUN_EXTRA := $(if $(filter 12,$(CUDA_MAJOR)),cuda12,$(if $(filter 13 14,$(CUDA_MAJOR)),cuda13,))
 
 FLEET_PACKAGES := slurmctld slurmd slurm-client munge
-# Consumers' own tools the tests run: promtool (Debian's prometheus package) and shellcheck.
-TOOL_PACKAGES := prometheus shellcheck
+# Consumers' own tools the tests run: promtool (Debian's prometheus package), shellcheck, zsh, whose
+# completion system the completion test asks for candidates, and man-db, whose lexgrog reads the man page's
+# NAME as whatis and apropos do.
+TOOL_PACKAGES := prometheus shellcheck zsh man-db
 
-.PHONY: run test demo bench lint clean fleet-deps tool-deps generated
+.PHONY: run test demo bench lint clean fleet-deps tool-deps generated docs
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -48,16 +50,16 @@ fleet-deps:
 	  fi; \
 	fi
 
-# promtool and shellcheck for the Prometheus and shell-script tests; as root with apt, install them, else
+# promtool, shellcheck, zsh and lexgrog for the tests that run them; as root with apt, install them, else
 # those tests skip (on CI they fail). The prometheus package's service is not started (no init here).
 tool-deps:
-	@if ! command -v promtool >/dev/null 2>&1 || ! command -v shellcheck >/dev/null 2>&1; then \
+	@if ! command -v promtool >/dev/null 2>&1 || ! command -v shellcheck >/dev/null 2>&1 || ! command -v zsh >/dev/null 2>&1 || ! command -v lexgrog >/dev/null 2>&1; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing $(TOOL_PACKAGES) for the promtool and shellcheck tests"; \
+	    echo "installing $(TOOL_PACKAGES) for the promtool, shellcheck, zsh and man page tests"; \
 	    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 	      $(TOOL_PACKAGES) >/dev/null; \
 	  else \
-	    echo "note: promtool or shellcheck is missing and this is not root with apt: their tests will skip"; \
+	    echo "note: promtool, shellcheck, zsh or lexgrog is missing and this is not root with apt: their tests will skip"; \
 	  fi; \
 	fi
 
@@ -70,12 +72,18 @@ generated: $(VENV)/.test-installed
 bench: $(VENV)/.run-installed
 	@$(PY) bench/bench.py --out bench.json
 
+# The documentation site (mkdocs.yml, docs/) into site/; a warning (a broken link or anchor, a page missing
+# from the nav) fails the build.
+docs: $(VENV)/.test-installed
+	$(PY) -m mkdocs build --strict --site-dir site
+
 test: fleet-deps tool-deps $(VENV)/.test-installed
 	$(PY) -m ruff check bisect_smem tests
+	$(PY) -m mkdocs build --strict --site-dir site
 	$(PY) -m pytest
 
 lint: $(VENV)/.test-installed
 	$(PY) -m ruff check bisect_smem tests
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) build site *.egg-info .pytest_cache

@@ -1,5 +1,6 @@
 """Write the files generated from the package: the published JSON Schemas (from the model), and the
-shell completions and the man page (from build_parser(), by shtab and argparse-manpage).
+shell completions and the man page (from build_parser(), by shtab and argparse-manpage), and the output
+under every command the README and docs/ show in a console block (by running it: tools/doc_commands.py).
 
     python tools/generate.py          # rewrite every generated file (make generated)
     python tools/generate.py --check  # exit 1 naming each file that is not current (the test suite runs it)
@@ -16,6 +17,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))  # doc_commands, beside this script, whether run or imported by a test
+
+import completion_tags  # noqa: E402
+import doc_commands  # noqa: E402
 
 
 def _completion(shell: str) -> Callable[[], str]:
@@ -24,7 +29,10 @@ def _completion(shell: str) -> Callable[[], str]:
 
         from bisect_smem.app.cli.main import build_parser
 
-        return shtab.complete(build_parser(), shell=shell)
+        script = shtab.complete(completion_tags.tag(build_parser()), shell=shell)
+        # bashdefault alone falls back to bash's own completions, never to file names: where no choice or
+        # option matches (--simulate r<TAB>, a file after --tile), -o default offers the files.
+        return script.replace("complete -o bashdefault -F", "complete -o bashdefault -o default -F")
     return make
 
 
@@ -34,11 +42,20 @@ def _man_page() -> str:
     from bisect_smem import __version__
     from bisect_smem.app.cli.main import build_parser
 
-    page = Manpage(build_parser())
+    # NAME is "bisect-smem - <summary>" (the package's one summary), which lexgrog, whatis and apropos read.
+    page = Manpage(build_parser(), _data={"description": _summary()})
     page.source = f"bisect-smem {__version__}"
     page.manual = "bisect-smem manual"
     page.date = f"version {__version__}"  # not today's date, so the page changes only when the parser does
     return str(page)
+
+
+def _summary() -> str:
+    """The package's summary (pyproject's description) as a man page's NAME line wants it: no final stop."""
+    import tomllib
+
+    summary = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["description"]
+    return summary[0].lower() + summary[1:].rstrip(".")
 
 
 def _schema(kind: str) -> Callable[[], str]:
@@ -49,17 +66,27 @@ def _schema(kind: str) -> Callable[[], str]:
     return make
 
 
+def _page(path: Path) -> Callable[[], str]:
+    def make() -> str:
+        return doc_commands.regenerate(path, ROOT)
+    return make
+
+
 def files() -> dict[Path, Callable[[], str]]:
     """Every generated file, by path below the repository, with the function that makes its text."""
     from bisect_smem.app.outputs.schemas import KINDS, file_name
+    from bisect_smem.share import FILES
 
+    share = Path("bisect_smem/share")
     made: dict[Path, Callable[[], str]] = {
-        Path("share/bash-completion/completions/bisect-smem"): _completion("bash"),
-        Path("share/zsh/site-functions/_bisect-smem"): _completion("zsh"),
-        Path("share/man/man1/bisect-smem.1"): _man_page,
+        share / FILES["bash"]: _completion("bash"), share / FILES["zsh"]: _completion("zsh"),
+        share / FILES["man"]: _man_page,
     }
     for kind in KINDS:
         made[Path("bisect_smem/schemas") / file_name(kind)] = _schema(kind)
+    for page in doc_commands.pages(ROOT):
+        if any(b.language == "console" for b in doc_commands.blocks(page.read_text(encoding="utf-8"))):
+            made[page.relative_to(ROOT)] = _page(page)
     return made
 
 

@@ -131,5 +131,20 @@ class DeviceContext:
         """A field by its report key, for readers that take the JSON's names."""
         return getattr(self, key) if key in _CONTEXT_FIELDS else default
 
+    @property
+    def nvml_format_pci_bus_id(self) -> str | None:
+        """The PCI bus id as NVML and DCGM write it (``00000000:3B:00.0``): NVML's own, else the backend's
+        (CUDA's ``0000:3b:00.0``) with its domain widened to 8 hex digits and upper case, so that exports
+        join with DCGM's series by it also where NVML could not be read."""
+        return self.nvml_pci_bus_id or (nvml_bus_id(self.pci_bus_id) if self.pci_bus_id else None)
+
+
+def nvml_bus_id(cuda_bus_id: str) -> str:
+    """CUDA's PCI bus id (``0000:3b:00.0``) in NVML's format (``00000000:3B:00.0``); anything else as it is."""
+    parts = cuda_bus_id.split(":")
+    if len(parts) != 3 or not all(parts) or not all(c in "0123456789abcdefABCDEF." for c in "".join(parts)):
+        return cuda_bus_id
+    return f"{parts[0].zfill(8)}:{parts[1]}:{parts[2]}".upper()
+
 
 _CONTEXT_FIELDS = frozenset(f.name for f in dataclasses.fields(DeviceContext))

@@ -4,8 +4,12 @@ null; ``int`` is an integer (never true or false), ``float`` a number, a tuple o
 an object of its values. Each dataclass becomes one ``$defs`` entry described by its docstring, so the
 published schema cannot drift from the model without a test noticing.
 
-Extra properties are allowed everywhere: fields are only ever added within one schema version, and a
-consumer validating with an older schema must still accept a newer file.
+Every object the tool builds from a dataclass refuses keys the model does not have
+(``additionalProperties: false``), so a misspelled key is an error; a field added to the model is added to
+the schema by the same change. A byte count (a field ``*_bytes``) is at least 0. A field that may be null
+is ``anyOf`` its type and null, never a union ``type`` list, which Ajv's strict mode refuses. ``$id`` is
+absolute (``urn:bisect-smem:report:v1``), as draft 2020-12 wants and as validators that resolve references
+against it (fastjsonschema) need.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from collections.abc import Mapping
 from typing import Any
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
+# Byte fields that are differences, not counts: a fit's total less the limit is negative when bytes are to spare.
+SIGNED_BYTES = frozenset({"over_bytes"})
 _PLAIN = {int: {"type": "integer"}, float: {"type": "number"}, str: {"type": "string"},
           bool: {"type": "boolean"}, type(None): {"type": "null"}}
 
@@ -60,13 +66,10 @@ class _Generator:
 
     def _union(self, args: tuple[Any, ...]) -> dict[str, Any]:
         options = [self.of(a) for a in args]
-        if all(set(o) == {"type"} and isinstance(o["type"], str) for o in options):
-            types_ = [o["type"] for o in options]
-            # An int is a number too: "integer or number" is just "number".
-            if "number" in types_ and "integer" in types_:
-                types_.remove("integer")
-            return {"type": types_ if len(types_) > 1 else types_[0]}
-        return {"anyOf": options}
+        # An int is a number too: "integer or number" is just "number".
+        if {"type": "number"} in options and {"type": "integer"} in options:
+            options.remove({"type": "integer"})
+        return options[0] if len(options) == 1 else {"anyOf": options}
 
     def ref(self, cls: type) -> dict[str, Any]:
         """A reference to ``cls``'s definition, generating it on first use."""
@@ -82,19 +85,75 @@ class _Generator:
         properties, required = {}, []
         for f in dataclasses.fields(cls):
             tp = hints[f.name]
-            schema = {**self.of(tp), **self.fields.get(f"{cls.__name__}.{f.name}", {})}
+            schema = self.of(tp)
+            if f.name.endswith("_bytes") and f.name not in SIGNED_BYTES:
+                schema = at_least_zero(schema)
+            schema = merged(schema, self.fields.get(f"{cls.__name__}.{f.name}", {}))
             properties[f.name] = schema
             has_default = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
             nullable = tp is Any or (_is_union(tp) and type(None) in typing.get_args(tp))
             if not has_default and not nullable:
                 required.append(f.name)
-        out: dict[str, Any] = {"type": "object", "properties": properties}
+        out: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
         if required:
             out["required"] = required
         doc = inspect.getdoc(cls)
         if doc and not doc.startswith(f"{cls.__name__}("):  # a dataclass without a docstring gets its signature
             out["description"] = " ".join(doc.split())
         return out
+
+
+_NUMERIC = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"})
+
+
+def merged(schema: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    """``schema`` with the keywords of ``extra``; bounds on a number go into the numeric branches of an
+    anyOf (a nullable count), since Ajv's strict mode refuses ``minimum`` beside a branch that is null."""
+    numeric = {k: v for k, v in extra.items() if k in _NUMERIC}
+    rest = {k: v for k, v in extra.items() if k not in _NUMERIC}
+    if numeric and "anyOf" in schema:
+        schema = {**schema, "anyOf": [{**s, **numeric} if s.get("type") in ("integer", "number") else s
+                                      for s in schema["anyOf"]]}
+    elif numeric:
+        schema = {**schema, **numeric}
+    return {**schema, **rest}
+
+
+def at_least_zero(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with ``minimum: 0`` on every integer it admits (the branches of an anyOf, an array's items)."""
+    if schema.get("type") == "integer":
+        return {**schema, "minimum": 0}
+    if "anyOf" in schema:
+        return {**schema, "anyOf": [at_least_zero(s) for s in schema["anyOf"]]}
+    if schema.get("type") == "array" and "items" in schema:
+        return {**schema, "items": at_least_zero(schema["items"])}
+    if schema.get("type") == "array" and "prefixItems" in schema:
+        return {**schema, "prefixItems": [at_least_zero(s) for s in schema["prefixItems"]]}
+    return schema
+
+
+def without_type_lists(schema: Any) -> Any:
+    """``schema`` with every union ``type`` list (``["integer", "null"]``, written by hand beside the
+    generated parts) as an ``anyOf`` of one type each, which Ajv's strict mode takes; the keywords of a
+    type go into its own branch."""
+    if isinstance(schema, list):
+        return [without_type_lists(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: without_type_lists(v) for k, v in schema.items()}
+    if isinstance(out.get("type"), list):
+        types, shared = out.pop("type"), {k: out.pop(k) for k in ("description", "title") if k in out}
+        return {**shared, "anyOf": [{"type": t, **(out if t != "null" else {})} for t in types]}
+    return out
+
+
+def absolute_id(name: str) -> str:
+    """The absolute ``$id`` of the schema of files marked ``name`` (``bisect_smem/report/v1`` ->
+    ``urn:bisect-smem:report:v1``): a URN names the document without claiming a host that serves it."""
+    if ":" in name:
+        return name
+    project, *rest = name.split("/")
+    return ":".join(["urn", project.replace("_", "-"), *rest])
 
 
 def generate(root: type, schema_id: str, title: str, fields: Mapping[str, Mapping[str, Any]] | None = None,
@@ -107,7 +166,8 @@ def generate(root: type, schema_id: str, title: str, fields: Mapping[str, Mappin
     if required:
         top["required"] = [*top.get("required", []), *(r for r in required if r not in top.get("required", []))]
     defs = {name: gen.defs[name] for name in sorted(gen.defs)}
-    return {"$schema": DRAFT, "$id": schema_id, "title": title, **top, **({"$defs": defs} if defs else {})}
+    return {"$schema": DRAFT, "$id": absolute_id(schema_id), "title": title, **top,
+            **({"$defs": defs} if defs else {})}
 
 
 def document(schema_id: str, title: str, description: str, properties: Mapping[str, Any],
@@ -118,8 +178,10 @@ def document(schema_id: str, title: str, description: str, properties: Mapping[s
     gen = _Generator(fields or {})
     props = {name: dict(value) if isinstance(value, Mapping) else gen.of(value) for name, value in properties.items()}
     defs = {name: gen.defs[name] for name in sorted(gen.defs)}
-    return {"$schema": DRAFT, "$id": schema_id, "title": title, "description": description, "type": "object",
-            "properties": props, "required": list(required), **({"$defs": defs} if defs else {})}
+    return without_type_lists({"$schema": DRAFT, "$id": absolute_id(schema_id), "title": title,
+                               "description": description, "type": "object", "properties": props,
+                               "required": list(required), "additionalProperties": False,
+                               **({"$defs": defs} if defs else {})})
 
 
 def definition_of(cls: type, fields: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:

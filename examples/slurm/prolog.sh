@@ -7,7 +7,14 @@
 #
 # A failing Prolog drains the node and requeues the job (held, unless SchedulerParameters has
 # nohold_on_prolog_fail); a failing Epilog drains the node. Before failing, the script drains the node
-# itself with Reason="bisect-smem: <the check line>", so the reason says what was found.
+# itself with Reason="bisect-smem prolog of job N: <the check line>" (or epilog), so the reason says
+# what was found and where. healthcheck.sh resumes only its own drains ("bisect-smem: ..."): a drain
+# from a job's hook stays until someone has looked.
+#
+# Each measurement is the job's: it is written to BISECT_SMEM_JOB_REPORTS/<job>.<prolog|epilog>.json
+# (default /var/lib/bisect-smem/jobs), never to the node's report, which covers every GPU of the node
+# and which the health check, NHC, NPD and the exports read. When the Epilog passes, the job's two
+# reports are removed; a failed or incomplete one stays for whoever looks into the drain.
 #
 # Exit codes of the measurement, and what the script does:
 #   0  the job runs (Epilog: the node stays up)
@@ -24,7 +31,7 @@
 # measurement (log and pass) unless BISECT_SMEM_ALL_GPUS=1.
 #
 # Settings (the environment, or /etc/default/bisect-smem, or the file named by BISECT_SMEM_CONF):
-#   BISECT_SMEM_PYTHON, BISECT_SMEM_REPORT, BISECT_SMEM_ARGS as for healthcheck.sh;
+#   BISECT_SMEM_PYTHON, BISECT_SMEM_ARGS as for healthcheck.sh; BISECT_SMEM_JOB_REPORTS (a folder);
 #   BISECT_SMEM_ON_INCOMPLETE (pass|fail), BISECT_SMEM_ALL_GPUS (0|1)
 set -uo pipefail
 export PATH="${PATH:+$PATH:}/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"  # slurmd sets none
@@ -32,18 +39,19 @@ conf="${BISECT_SMEM_CONF:-/etc/default/bisect-smem}"
 # shellcheck source=/dev/null
 [ -r "$conf" ] && . "$conf"
 python="${BISECT_SMEM_PYTHON:-python3}"
-report="${BISECT_SMEM_REPORT:-/var/lib/bisect-smem/report.json}"
+jobs="${BISECT_SMEM_JOB_REPORTS:-/var/lib/bisect-smem/jobs}"
 node="${SLURMD_NODENAME:-$(hostname -s)}"
 case "${SLURM_SCRIPT_CONTEXT:-$(basename "$0")}" in
     *epilog*) hook=epilog ;;
     *) hook=prolog ;;
 esac
-job="${SLURM_JOB_ID:-?}"
+job="${SLURM_JOB_ID:-unknown}"
+report="$jobs/$job.$hook.json"
 
 log() { logger -t bisect-smem -- "$*" 2>/dev/null || true; echo "bisect-smem: $*" >&2; }
 fail() {
     log "$hook of job $job: draining $node: $1"
-    scontrol update NodeName="$node" State=DRAIN Reason="bisect-smem: $1" || true
+    scontrol update NodeName="$node" State=DRAIN Reason="bisect-smem $hook of job $job: $1" || true
     exit 1
 }
 
@@ -57,13 +65,14 @@ if [ -z "${CUDA_VISIBLE_DEVICES:-}" ]; then
 fi
 export CUDA_DEVICE_ORDER="${CUDA_DEVICE_ORDER:-PCI_BUS_ID}"
 
-mkdir -p "$(dirname "$report")" || fail "cannot create the folder of $report"
+mkdir -p "$jobs" || fail "cannot create $jobs"
 # shellcheck disable=SC2086
 "$python" -m bisect_smem --quiet --level quick --json "$report" ${BISECT_SMEM_ARGS:-} >/dev/null
 code=$?
 line="$("$python" -m bisect_smem check "$report")"
 case "$code" in
-    0) exit 0 ;;
+    0) if [ "$hook" = epilog ]; then rm -f "$jobs/$job.prolog.json" "$report"; fi
+       exit 0 ;;
     1) fail "$line" ;;
     3) log "$hook of job $job: no usable GPU, passing: $line"; exit 0 ;;
     4) if [ "${BISECT_SMEM_ON_INCOMPLETE:-pass}" = fail ]; then fail "$line"; fi

@@ -4,17 +4,20 @@ choices and options from it."""
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from tests.paths import ROOT
 
-BASH = ROOT / "share" / "bash-completion" / "completions" / "bisect-smem"
-ZSH = ROOT / "share" / "zsh" / "site-functions" / "_bisect-smem"
-MAN = ROOT / "share" / "man" / "man1" / "bisect-smem.1"
+BASH = ROOT / "bisect_smem" / "share" / "bisect-smem.bash"
+ZSH = ROOT / "bisect_smem" / "share" / "_bisect-smem"
+MAN = ROOT / "bisect_smem" / "share" / "bisect-smem.1"
 
 
 def test_every_generated_file_is_current() -> None:
@@ -28,11 +31,11 @@ def test_bash_parses_the_completion() -> None:
     assert done.returncode == 0, done.stderr
 
 
-def _complete(*words: str) -> list[str]:
+def _complete(*words: str, cwd: Path = ROOT) -> list[str]:
     """What bash completes for the command line ``bisect-smem WORDS`` (the last word being typed)."""
     script = (f'source "{BASH}"; COMP_WORDS=(bisect-smem {" ".join(repr(w) for w in words)}); '
               f'COMP_CWORD={len(words)}; _shtab_bisect_smem; printf "%s\\n" "${{COMPREPLY[@]}}"')
-    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=30)
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=30, cwd=cwd)
     assert done.returncode == 0, done.stderr
     return done.stdout.split()
 
@@ -57,3 +60,100 @@ def test_the_man_page_names_every_subcommand_and_the_exit_codes() -> None:
     for command in ("profiles", "merge", "fit", "check", "export", "schema"):
         assert f"\\fI\\,{command}\\/\\fR" in page, command
     assert "no usable GPU or backend" in page
+
+
+def test_bash_completes_files_folders_and_the_tools_tables(tmp_path: Path) -> None:
+    (tmp_path / "report.json").write_text("{}")
+    (tmp_path / "reports").mkdir()
+    (tmp_path / "kernel.cubin").write_bytes(b"")
+    for words in (("--json", "re"), ("merge", "re"), ("check", "re"), ("export", "prom", "re"), ("--prom", "re")):
+        assert set(_complete(*words, cwd=tmp_path)) == {"report.json", "reports"}, words
+    assert _complete("fit", "--cubin", "k", cwd=tmp_path) == ["kernel.cubin"]
+    assert _complete("--compare", "re", cwd=tmp_path) == ["reports"]
+    assert _complete("--save-baseline", "", cwd=tmp_path) == ["reports"]
+    assert _complete("--backend", "") == ["cupy", "numba", "sim", "all"]
+    assert {"h200", "rtx-pro-6000", "sm_90"} <= set(_complete("--simulate", ""))
+    assert _complete("--level", "q") == ["quick"]
+    assert {"nvfp4", "bf16"} <= set(_complete("fit", "--dtype", ""))
+    assert _complete("fit", "--schedule", "p") == ["pingpong"]
+    assert _complete("completion", "") == ["bash", "zsh"]
+
+
+def test_bash_falls_back_to_files_where_nothing_else_matches() -> None:
+    # -o default: the shell's own file completion where the script offers nothing (a report for --simulate)
+    assert "complete -o bashdefault -o default -F _shtab_bisect_smem bisect-smem" in BASH.read_text()
+
+
+def _zsh_spec(option: str) -> str:
+    """The _arguments spec of ``option`` in the zsh function (its help, metavar and completer)."""
+    return next(line for line in ZSH.read_text().splitlines() if f'"{option}[' in line or f'"*{option}[' in line)
+
+
+def test_zsh_specs_complete_files_folders_and_choices() -> None:
+    # zsh's completion system runs only inside a line editor; what it would offer is the spec's action.
+    for option in ("--json", "--prom", "--nfd", "--plot", "--cubin", "--ptx", "--target"):
+        assert _zsh_spec(option).endswith(':_files"'), option
+    for option in ("--compare", "--save-baseline"):
+        assert _zsh_spec(option).endswith(':_files -/"'), option
+    assert _zsh_spec("--backend").endswith(":(cupy numba sim all)\"")
+    assert " h200 " in _zsh_spec("--simulate") and " nvfp4 " in _zsh_spec("--dtype")
+
+
+# zsh completes only inside its line editor, so a zsh is started on a pseudo-terminal (zsh/zpty) with the
+# shipped function on its fpath, the line is typed with a TAB, and compadd prints what it is given.
+ZSH_CAPTURE = r"""
+zmodload zsh/zpty
+zpty z zsh -f -i
+zpty -w z "fpath=($FUNCS \$fpath); autoload -Uz compinit; compinit -u -D"
+zpty -w z 'PROMPT=; compadd () { if [[ ${@[1,(i)(-|--)]} == *-(O|A|D)\ * ]]; then builtin compadd "$@"; return $?; fi; typeset -a __hits; builtin compadd -A __hits "$@"; local h; for h in $__hits; do print -r -- "<<$h>>"; done; }'
+zpty -w z "bindkey '^I' complete-word; print '<<READY>>'"
+zpty -r z line '*<<READY>>*'
+zpty -w -n z "$1"$'\t'
+out=""
+while zpty -r -t z chunk; do out+=$chunk; done
+sleep 1
+while zpty -r -t z chunk; do out+=$chunk; done
+print -r -- "$out"
+zpty -d z
+"""
+
+
+def _zsh_candidates(line: str, cwd: Path) -> set[str]:
+    done = subprocess.run(["zsh", "-f", "-c", ZSH_CAPTURE, "capture", line], capture_output=True, text=True,
+                          timeout=60, cwd=cwd, env={**os.environ, "FUNCS": str(ZSH.parent)})
+    return set(re.findall(r"<<([^<>]*)>>", done.stdout)) - {"READY"}
+
+
+def test_zsh_offers_choices_and_files_in_a_real_line_editor(tmp_path: Path) -> None:
+    if shutil.which("zsh") is None:
+        pytest.skip("zsh is not installed (make tool-deps installs it)")
+    (tmp_path / "report.json").write_text("{}")
+    (tmp_path / "reports").mkdir()
+    assert _zsh_candidates("bisect-smem --backend ", tmp_path) == {"cupy", "numba", "sim", "all"}
+    assert _zsh_candidates("bisect-smem fit --dtype nv", tmp_path) == {"nvfp4"}
+    for line in ("bisect-smem --json re", "bisect-smem merge re", "bisect-smem check re"):
+        assert _zsh_candidates(line, tmp_path) == {"report.json", "reports"}, line
+    assert "reports" in _zsh_candidates("bisect-smem --compare re", tmp_path)
+
+
+def test_the_man_page_has_a_name_whatis_reads() -> None:
+    if shutil.which("lexgrog") is None:
+        pytest.skip("lexgrog (man-db) is not installed")
+    done = subprocess.run(["lexgrog", str(MAN)], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0 and '"bisect-smem - measure how much shared memory' in done.stdout, done.stdout
+
+
+def test_completion_and_man_print_what_the_package_ships() -> None:
+    for argv, shipped in ((["completion", "bash"], BASH), (["completion", "zsh"], ZSH), (["man"], MAN)):
+        done = subprocess.run([sys.executable, "-m", "bisect_smem", *argv], capture_output=True, text=True,
+                              timeout=60, cwd=ROOT)
+        assert done.returncode == 0 and done.stdout == shipped.read_text(), argv
+
+
+def test_the_wheel_ships_the_completions_and_the_man_page() -> None:
+    import tomllib
+
+    from bisect_smem.share import FILES, PACKAGE
+
+    tool = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert PACKAGE in tool["packages"] and set(FILES.values()) <= set(tool["package-data"][PACKAGE])

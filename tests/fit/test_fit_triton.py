@@ -164,7 +164,7 @@ def test_no_stage_count_where_triton_refuses_or_the_model_stops(args: list[str],
     assert code == exit_code and "no num_stages" in out.splitlines()[0] and why in out.splitlines()[0], out
 
 
-README = ROOT / "README.md"
+README = ROOT / "docs" / "fit.md"  # the worked examples live on the fit page
 README_EXAMPLE = ["--rule", "triton", "--tile", "128x256x64", "--dtype", "fp16", "--warps", "8", "--arch", "9.0",
                   "--arch", "12.0"]
 

@@ -105,15 +105,17 @@ def test_bad_usage_is_exit_2_on_stderr(capsys: pytest.CaptureFixture[str]) -> No
     assert capsys.readouterr().err.startswith("error: argument --max-age: must be > 0")
 
 
-def test_the_node_problem_detector_plugin_runs_the_check() -> None:
+def test_the_node_problem_detector_plugin_reads_the_check_of_the_default_report() -> None:
+    # NPD's container has no Python: its plugin reads the line `check` wrote beside the report on the host
+    # (tests/fleet/test_kubernetes_manifests.py runs it); the DaemonSet writes the report where check looks.
     config = json.loads(NPD_CONFIG.read_text())
     assert config["plugin"] == "custom" and config["pluginConfig"]["max_output_length"] == 80
     assert config["pluginConfig"]["timeout"] == "5s"
     (rule,) = config["rules"]
     assert rule["condition"] == config["conditions"][0]["type"] and rule["type"] == "permanent"
-    assert rule["path"].endswith("/bisect-smem") and rule["args"][0] == "check"
-    args = cli.build_parser().parse_args(rule["args"])
-    assert args.command == "check" and args.report == DEFAULT_REPORT and args.max_age == 7200
+    assert rule["path"].endswith("/bisect-smem-check.sh") and "args" not in rule
+    daemonset = (ROOT / "examples" / "kubernetes" / "daemonset.yaml").read_text()
+    assert f"value: {DEFAULT_REPORT}\n" in daemonset and f"value: {Path(DEFAULT_REPORT).parent}/check\n" in daemonset
 
 
 def test_a_gpu_measured_by_two_backends_is_one_gpu(tmp_path: Path) -> None:
@@ -156,3 +158,25 @@ def test_a_run_without_its_baseline_is_incomplete_as_its_labels_say(tmp_path: Pa
                                ("fail", 1, "smem FAIL: the run failed (exit 1)")]:
         (tmp_path / f"{result}.json").write_text(json.dumps({**data, "result": result, "exit_code": code}))
         assert check(str(tmp_path / f"{result}.json")) == (min(code, 2), line)
+
+
+@pytest.mark.parametrize(("fault", "cause"), [("sticky=100000", "sticky fault in step static_split:0:32, given up"),
+                                              ("hang=100000", "timeout in step static_split:0:32, given up")])
+def test_an_incomplete_line_keeps_its_cause(tmp_path: Path, fault: str, cause: str) -> None:
+    # The line becomes Slurm's drain reason and NHC's and NPD's message: the cause must survive 80 bytes.
+    path = _report(tmp_path, "inc.json", "--simulate", f"h200,{fault}", "--max-restarts", "1", "--probe-timeout", "1")
+    code, line = check(str(path))
+    assert (code, line) == (2, f"smem INCOMPLETE SIM-sm_90-0: {cause}")
+
+
+def test_an_unmeasured_row_without_a_fault_is_named_with_its_note(tmp_path: Path) -> None:
+    report = json.loads(H200_REPORT.read_text())
+    dev = report["devices"][0]
+    dev["summary"] = {"status": "incomplete", "counts": {"error": 1},
+                      "reason": "ERROR residency staircase: reported -, measured -; not measured: no probe"}
+    row = next(v for v in dev["verdicts"] if v["verdict"] == "match")
+    row.update(verdict="ERROR", note="no residency probe", quantity="residency staircase")
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(report))
+    code, line = check(str(path))
+    assert (code, line) == (2, "smem INCOMPLETE GPU-7d135d97: residency staircase: no residency probe")

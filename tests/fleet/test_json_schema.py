@@ -19,11 +19,12 @@ from bisect_smem.core.json_schema import generate
 from bisect_smem.core.levels import LEVELS
 from bisect_smem.core.model import to_jsonable
 from bisect_smem.core.profiles import PROFILES
-from tests.conftest import assert_valid, run_cli_json, schema_validator
+from tests.conftest import assert_valid, fast_validator, run_cli_json, schema_problems, schema_validator
 from tests.paths import ROOT
 
 # The test extra installs jsonschema; a GPU image without it still collects the other tests.
 Draft202012Validator = pytest.importorskip("jsonschema").Draft202012Validator
+fastjsonschema = pytest.importorskip("fastjsonschema")
 
 H200_REPORT = ROOT / "tests" / "data" / "h200_report.json"
 
@@ -33,7 +34,8 @@ def test_each_schema_is_valid_draft_2020_12_and_is_what_the_model_generates(kind
     schema = json.loads(published(kind))
     Draft202012Validator.check_schema(schema)
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
-    assert schema["$id"] == f"bisect_smem/{kind}/v1"
+    assert schema["$id"] == f"urn:bisect-smem:{kind}:v1"  # absolute, as draft 2020-12 wants
+    assert '"type": [' not in published(kind), "a union type list, which Ajv's strict mode refuses"
     assert published(kind) == text(generated()[kind]), f"bisect_smem/schemas/{kind}.v1.json drifted: make generated"
 
 
@@ -46,7 +48,7 @@ def test_the_schema_command_prints_the_published_schema(kind: str, capsys: pytes
 def test_the_schema_command_defaults_to_the_report_and_refuses_an_unknown_kind(
         capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["schema"]) == 0
-    assert json.loads(capsys.readouterr().out)["$id"] == "bisect_smem/report/v1"
+    assert json.loads(capsys.readouterr().out)["$id"] == "urn:bisect-smem:report:v1"
     assert cli.main(["schema", "merge"]) == 2
     assert capsys.readouterr().err.startswith("error: argument kind: invalid choice: 'merge'")
 
@@ -74,13 +76,16 @@ def test_the_generator_follows_the_dataclasses() -> None:
     schema = generate(_Outer, "test/outer/v1", "outer")
     assert schema["required"] == ["name", "inner"]  # no default and not nullable
     assert schema["properties"]["pair"]["anyOf"][0]["prefixItems"] == [{"type": "integer"}] * 2
-    assert schema["$defs"]["_Inner"] == {"type": "object", "properties": {"size_bytes": {"type": "integer"}},
-                                         "required": ["size_bytes"], "description": "An inner part."}
+    assert schema["$defs"]["_Inner"] == {"type": "object", "properties": {"size_bytes": {"type": "integer", "minimum": 0}},
+                                         "required": ["size_bytes"], "description": "An inner part.",
+                                         "additionalProperties": False}
+    assert schema["properties"]["note"] == {"anyOf": [{"type": "string"}, {"type": "null"}]}
     validator = Draft202012Validator(schema)
     good = to_jsonable(_Outer("a", _Inner(1), (1, 2), (_Inner(3),), {"x": 0.5}))
     assert list(validator.iter_errors(good)) == []
     for bad in ({**good, "inner": {"size_bytes": True}}, {**good, "pair": [1]}, {**good, "scores": {"x": "1"}},
-                {k: v for k, v in good.items() if k != "inner"}, {**good, "parts": [{}]}):
+                {k: v for k, v in good.items() if k != "inner"}, {**good, "parts": [{}]},
+                {**good, "inner": {"size_bytes": -1}}, {**good, "inner": {"size_bytes": 1, "sise_bytes": 1}}):
         assert list(validator.iter_errors(bad)), bad
 
 
@@ -159,14 +164,40 @@ BAD = {
     "range-of-three": ("devices.0.measured.carveout.0.carveout_range_bytes", [1, 2, 3]),
     "ceiling-string": ("devices.0.measured.optin_dynamic_ceiling_bytes", "232448"),
     "probes-float": ("devices.0.measured.static_splits.0.probes", 2.5),
+    # The nonsense the schemas used to accept:
+    "misspelled-key": ("devices.0.measured.optin_dynamic_ceilling_bytes", 232448),
+    "misspelled-top-key": ("creatd_utc", "2026-11-30T14:18:14+00:00"),
+    "created-yesterday": ("created_utc", "yesterday"),
+    "negative-ceiling": ("devices.0.measured.optin_dynamic_ceiling_bytes", -5),
+    "negative-granule": ("devices.0.measured.allocation_granularity_bytes", -128),
+    "pass-with-exit-1": ("exit_code", 1),
+    "fail-with-exit-0": ("result", "fail"),
 }
 
 
 def test_a_good_document_is_accepted() -> None:
-    assert list(schema_validator().iter_errors(_report())) == []
+    assert schema_problems(_report()) == []
 
 
 @pytest.mark.parametrize("name", sorted(BAD))
 def test_crafted_bad_documents_are_rejected(name: str) -> None:
     path, value = BAD[name]
-    assert list(schema_validator().iter_errors(_set(path, value))), f"{name} was accepted"
+    assert list(schema_validator().iter_errors(_set(path, value))), f"{name} was accepted by jsonschema"
+    with pytest.raises(fastjsonschema.JsonSchemaValueException):
+        fast_validator()(_set(path, value))
+
+
+@pytest.mark.parametrize(("result", "code"), [("pass", 0), ("fail", 1), ("bad_input", 2), ("no_gpu", 3),
+                                              ("incomplete", 4), (None, None)])
+def test_each_result_with_its_own_exit_code_is_accepted(result: str | None, code: int | None) -> None:
+    doc = _set("result", result)
+    doc["exit_code"] = code
+    assert schema_problems(doc) == []
+    doc["exit_code"] = 4 if code != 4 else 0
+    assert len(schema_problems(doc)) == 2  # both validators refuse a result that is not its exit code's
+
+
+def test_both_validators_check_the_date_time_format() -> None:
+    # jsonschema checks date-time only with rfc3339-validator installed (the test extra has it).
+    problems = schema_problems(_set("created_utc", "2026-11-30"))
+    assert len(problems) == 2 and problems[1].startswith("fastjsonschema"), problems

@@ -26,9 +26,14 @@ FEATURES_D = "/etc/kubernetes/node-feature-discovery/features.d"
 
 
 def manifest(name: str) -> dict:
-    """The one document of examples/kubernetes/NAME."""
-    (document,) = list(yaml.safe_load_all((K8S / name).read_text()))
-    return document
+    """The first document of examples/kubernetes/NAME (the workload; a ConfigMap of its scripts may follow)."""
+    return next(iter(yaml.safe_load_all((K8S / name).read_text())))
+
+
+def scripts() -> dict[str, str]:
+    """The scripts of the DaemonSet's ConfigMap, by name."""
+    (config_map,) = [d for d in yaml.safe_load_all((K8S / "daemonset.yaml").read_text()) if d["kind"] == "ConfigMap"]
+    return config_map["data"]
 
 
 def _container(doc: dict) -> dict:
@@ -42,8 +47,11 @@ def _env(container: dict) -> dict[str, str]:
 
 def _invocations(script: str, env: dict[str, str]) -> list[list[str]]:
     """Every bisect-smem command line of the script, with the container's variables filled in."""
-    lines = [line.strip() for line in script.splitlines() if line.strip().startswith("bisect-smem ")]
-    return [shlex.split(re.sub(r"\$(\w+)", lambda m: env[m.group(1)], line.split(">")[0]))[1:] for line in lines]
+    joined = re.sub(r"\\\n\s*", "", script)  # continued lines as one
+    lines = [line.strip().lstrip("{ ") for line in joined.splitlines()]
+    lines = [line.split(";")[0] for line in lines if line.startswith("bisect-smem ")]
+    return [shlex.split(re.sub(r"\$(\w+)", lambda m: env.get(m.group(1), ""), line.split(">")[0]))[1:]
+            for line in lines]
 
 
 def test_the_daemonset_writes_the_feature_file_through_the_features_d_host_path() -> None:
@@ -55,9 +63,10 @@ def test_the_daemonset_writes_the_feature_file_through_the_features_d_host_path(
     mounts = {m["name"]: m["mountPath"] for m in _container(doc)["volumeMounts"]}
     assert volumes["features-d"]["hostPath"] == {"path": FEATURES_D, "type": "DirectoryOrCreate"}
     assert mounts["features-d"] == FEATURES_D
-    assert all(name in volumes and "hostPath" in volumes[name] for name in mounts)
+    assert all(name in volumes and {"hostPath", "configMap"} & set(volumes[name]) for name in mounts)
     container = _container(doc)
-    (measure,) = _invocations(container["args"][0], _env(container))
+    measure, check = _invocations(container["args"][0], _env(container))
+    assert cli.build_parser().parse_args(check).command == "check"
     args = cli.build_parser().parse_args(measure)
     assert args.command is None and args.level == "quick"
     assert Path(args.nfd).parent == Path(FEATURES_D) and not Path(args.nfd).name.startswith(".")
@@ -98,6 +107,9 @@ def _shim(tmp_path: Path, spec: str) -> dict[str, str]:
     shim.write_text(f'#!/bin/sh\nif [ "$1" = check ]; then exec "{sys.executable}" -m bisect_smem "$@"; fi\n'
                     f'exec "{sys.executable}" -m bisect_smem "$@" --simulate "{spec}"\n')
     shim.chmod(0o755)
+    for name, text in scripts().items():  # what the ConfigMap mounts in /usr/local/bin
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
     return {"PATH": f"{bin_dir}:{os.environ['PATH']}", "PYTHONPATH": str(ROOT)}
 
 
@@ -120,7 +132,8 @@ def test_the_daemonsets_loop_labels_the_node(tmp_path: Path) -> None:
     for folder in (features, state, textfile):
         folder.mkdir()
     env = {**_env(container), **_shim(tmp_path, "h200"), "REPORT": str(state / "report.json"),
-           "FEATURES_DIR": str(features), "TEXTFILE_DIR": str(textfile), "INTERVAL_S": "600"}
+           "CHECK": str(state / "check"), "FEATURES_DIR": str(features), "TEXTFILE_DIR": str(textfile),
+           "INTERVAL_S": "600"}
     pod = subprocess.Popen([*container["command"], container["args"][0]], env=env, start_new_session=True)
     try:
         deadline = time.monotonic() + 60
@@ -129,6 +142,10 @@ def test_the_daemonsets_loop_labels_the_node(tmp_path: Path) -> None:
         _, labels = parse((features / "bisect-smem").read_text())
         assert labels["verdict"] == "pass" and labels["smem.optin-bytes"] == "232448"
         assert (textfile / "bisect-smem.prom").exists() and (state / "report.json").exists()
+        deadline = time.monotonic() + 30
+        while not (state / "check").exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert (state / "check").read_text() == "smem ok: 1 GPU, opt-in 232448 B\n0\n"  # the line NPD reads
         assert [p.name for p in features.iterdir()] == ["bisect-smem"]  # no dot file left for NFD to skip
     finally:
         os.killpg(pod.pid, signal.SIGTERM)

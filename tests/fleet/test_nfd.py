@@ -133,3 +133,17 @@ def test_an_expiry_of_a_fraction_of_a_second_is_rounded_up(given: str, whole_sec
     code, features, report = _measure(tmp_path, "h200", expiry=given)
     expiry, _ = parse(features.read_text())
     assert code == 0 and expiry - dt.datetime.fromisoformat(report["created_utc"]) == dt.timedelta(seconds=whole_seconds)
+
+
+
+def test_export_nfd_of_an_old_report_warns_that_its_labels_expired(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["export", "nfd", str(H200_REPORT), "--nfd-expiry", "60"]) == 0  # measured 2026-11-30T14:18:14
+    out, err = capsys.readouterr()
+    assert out.startswith("# +expiry-time=2026-11-30T14:19:14Z\n")  # still written: the labels are the report's
+    assert err.startswith("warning: these labels expired at 2026-11-30T14:19:14Z (") and "NFD ignores them" in err
+    assert len(err.splitlines()) == 1
+    _measure(tmp_path, "h200")
+    capsys.readouterr()
+    assert cli.main(["export", "nfd", str(tmp_path / "r.json")]) == 0  # measured now: a day to go
+    assert capsys.readouterr().err == ""

@@ -27,8 +27,10 @@ echo "$* CVD=${CUDA_VISIBLE_DEVICES-unset} ORDER=${CUDA_DEVICE_ORDER-unset}" >> 
 if [ "$1" = check ]; then echo "smem MISMATCH GPU-7d135d97 opt-in 204800 B"; exit "${FAKE_CHECK:-0}"; fi
 exit "${FAKE_MEASURE:-0}"
 """
+# Stands in for scontrol: records each call; `show node` answers as slurmctld would for FAKE_NODE's state.
 FAKE_SCONTROL = """#!/usr/bin/env bash
 echo "scontrol $*" >> "$FAKE_LOG"
+if [ "$1" = show ]; then echo "NodeName=node7 Arch=x86_64 ${FAKE_NODE:-State=IDLE ThreadsPerCore=1}"; fi
 """
 
 
@@ -110,12 +112,16 @@ def run_hook(script: str, tmp_path: Path, env: dict[str, str]) -> tuple[int, lis
     log.unlink(missing_ok=True)
     base = {"PATH": f"{bin_dir}:/usr/bin:/bin", "FAKE_LOG": str(log), "BISECT_SMEM_PYTHON": str(bin_dir / "python"),
             "BISECT_SMEM_REPORT": str(tmp_path / "state" / "report.json"), "SLURMD_NODENAME": "node7",
+            "BISECT_SMEM_JOB_REPORTS": str(tmp_path / "state" / "jobs"),
             "SLURM_JOB_ID": "42", "BISECT_SMEM_CONF": "/nonexistent"}
     done = subprocess.run([str(SLURM / script)], capture_output=True, text=True, timeout=30, env={**base, **env})
     return done.returncode, log.read_text().splitlines() if log.exists() else []
 
 
 DRAIN = 'scontrol update NodeName=node7 State=DRAIN Reason=bisect-smem: smem MISMATCH GPU-7d135d97 opt-in 204800 B'
+PROLOG_DRAIN = ("scontrol update NodeName=node7 State=DRAIN Reason=bisect-smem prolog of job 42: smem MISMATCH "
+                "GPU-7d135d97 opt-in 204800 B")
+RESUME = "scontrol update NodeName=node7 State=RESUME"
 
 
 @pytest.mark.parametrize("measured, option, code, drained", [
@@ -128,8 +134,9 @@ def test_the_prolog_maps_each_exit_code(measured: str, option: str | None, code:
     if option:
         env["BISECT_SMEM_ON_INCOMPLETE"] = option
     got, calls = run_hook("prolog.sh", tmp_path, env)
-    assert got == code and (DRAIN in calls) == drained, calls
-    assert calls[0] == f"--quiet --level quick --json {tmp_path}/state/report.json CVD=0 ORDER=PCI_BUS_ID"
+    assert got == code and (PROLOG_DRAIN in calls) == drained, calls
+    # The job's own report, never the node's (state/report.json), which covers every GPU of the node.
+    assert calls[0] == f"--quiet --level quick --json {tmp_path}/state/jobs/42.prolog.json CVD=0 ORDER=PCI_BUS_ID"
 
 
 def test_the_prolog_measures_the_jobs_gpus_only(tmp_path: Path) -> None:
@@ -166,3 +173,33 @@ def test_the_health_check_measures_first_when_asked(tmp_path: Path) -> None:
                                                      "BISECT_SMEM_ARGS": "--device 0"})
     assert calls[0].startswith(f"--quiet --level quick --json {tmp_path}/state/report.json --device 0 ")
     assert calls[1].startswith(f"check --max-age 600 {tmp_path}/state/report.json")
+
+
+@pytest.mark.parametrize("node, resumed", [
+    ("State=IDLE+DRAIN ThreadsPerCore=1 Reason=bisect-smem: smem MISMATCH GPU-7d135d97 [root@2026-12-01T10:10:47]", True),
+    ("State=MIXED+DRAIN ThreadsPerCore=1 Reason=bisect-smem: smem MISMATCH GPU-7d135d97 [root@2026-12-01T10:10:47]", True),
+    ("State=IDLE+DRAIN ThreadsPerCore=1 Reason=new cables [admin@2026-12-01T10:10:47]", False),
+    ("State=IDLE+DRAIN ThreadsPerCore=1 Reason=bisect-smem prolog of job 7: smem MISMATCH [root@2026-12-01]", False),
+    ("State=IDLE+DRAIN ThreadsPerCore=1 Reason=NHC: check_smem_limits: bisect-smem: x [root@2026-12-01]", False),
+    ("State=IDLE ThreadsPerCore=1", False),
+], ids=["own-idle", "own-mixed", "admin", "prolog", "nhc", "not-drained"])
+def test_the_health_check_resumes_only_its_own_drain(node: str, resumed: bool, tmp_path: Path) -> None:
+    code, calls = run_hook("healthcheck.sh", tmp_path, {"FAKE_CHECK": "0", "FAKE_NODE": node})
+    assert code == 0 and (RESUME in calls) == resumed, calls
+    assert not any("State=DRAIN" in c for c in calls)
+    for checked in ("1", "2"):  # a node that does not pass is never resumed
+        _, calls = run_hook("healthcheck.sh", tmp_path, {"FAKE_CHECK": checked, "FAKE_NODE": node})
+        assert RESUME not in calls, calls
+
+
+def test_a_passing_epilog_removes_the_jobs_reports_and_a_failing_one_keeps_them(tmp_path: Path) -> None:
+    jobs = tmp_path / "state" / "jobs"
+    jobs.mkdir(parents=True)
+    for hook in ("prolog", "epilog"):
+        (jobs / f"42.{hook}.json").write_text("{}")
+    env = {"SLURM_JOB_GPUS": "0", "SLURM_SCRIPT_CONTEXT": "epilog_slurmd"}
+    assert run_hook("prolog.sh", tmp_path, {**env, "FAKE_MEASURE": "1", "FAKE_CHECK": "1"})[0] == 1
+    assert sorted(p.name for p in jobs.iterdir()) == ["42.epilog.json", "42.prolog.json"]
+    code, calls = run_hook("prolog.sh", tmp_path, env)
+    assert code == 0 and calls[0].startswith(f"--quiet --level quick --json {jobs}/42.epilog.json ")
+    assert list(jobs.iterdir()) == []

@@ -112,3 +112,14 @@ def test_no_gpu_prints_the_report_on_stdout_when_asked(args: list[str], capsys: 
     assert_valid(report)
     assert report["exit_code"] == 3 and report["error"].startswith("no usable GPU")
     assert captured.err.count("\n") == 1 and captured.err.startswith("error: no usable GPU")
+
+
+def test_a_compare_without_its_baseline_says_why_in_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "baselines").mkdir()
+    code, report = run_cli_json(["--simulate", "h200", "--compare", str(tmp_path / "baselines")], tmp_path, capsys)
+    assert code == 2 and report["result"] == "bad_input" and report["devices"][0]["summary"]["status"] == "pass"
+    assert report["error"] is not None and "no baseline" in report["error"], report["error"]
+    assert report["error"].endswith("(use --allow-missing to accept)")
+    code, report = run_cli_json(["--simulate", "h200", "--compare", str(tmp_path / "baselines"), "--allow-missing"],
+                                tmp_path, capsys, "allowed.json")
+    assert code == 0 and report["error"] is None

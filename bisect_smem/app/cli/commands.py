@@ -19,6 +19,8 @@ SUBCOMMANDS: dict[str, str] = {
     "check": "one line (<= 80 bytes) from the last report, for node-health agents",
     "export": "a saved report as Prometheus metrics (prom) or an NFD feature file (nfd)",
     "schema": "print the JSON Schema (draft 2020-12) of a report, fit result or baseline",
+    "completion": "print the shell completion for bash or zsh (to install where the shell looks)",
+    "man": "print the man page (roff), to install as man1/bisect-smem.1",
 }
 
 # Modules that stand in for a subcommand's own (tests register one here); else the module of that name.

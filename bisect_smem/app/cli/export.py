@@ -4,11 +4,13 @@ text that ``--prom`` and ``--nfd`` write after a measurement. The report is read
 from __future__ import annotations
 
 import argparse
+import datetime as dt
+import time
 from pathlib import Path
 
 from bisect_smem.app.cli.argtypes import WEEK, Once, positive_float
 from bisect_smem.app.cli.commands import SUBCOMMANDS
-from bisect_smem.app.outputs import writer
+from bisect_smem.app.outputs import stderr, writer
 from bisect_smem.app.render import nfd, prom
 from bisect_smem.core.errors import ExitCode, UsageError
 from bisect_smem.core.saved import load_report
@@ -29,9 +31,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def render(kind: str, report_file: Path, expiry_s: float) -> str:
-    """The text of ``kind`` for the report in ``report_file``."""
+    """The text of ``kind`` for the report in ``report_file``; for NFD labels that have expired already (an
+    old report), a warning on stderr: NFD drops every label of the file, which would pass unseen."""
     report = load_report(report_file)
-    return prom.render(report) if kind == "prom" else nfd.render(report, expiry_s)
+    if kind == "prom":
+        return prom.render(report)
+    expires = nfd.expires_at(report, expiry_s)
+    if expires <= time.time():
+        when = dt.datetime.fromtimestamp(expires, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        stderr.say(f"these labels expired at {when} ({report_file} was measured {report.created_utc}, "
+                   f"--nfd-expiry {expiry_s:g} s): NFD ignores them; measure again or give a longer --nfd-expiry",
+                   "warning")
+    return nfd.render(report, expiry_s)
 
 
 def run(args: argparse.Namespace) -> tuple[str, int]:

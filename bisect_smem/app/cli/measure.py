@@ -188,7 +188,7 @@ def execute(request: MeasureRequest) -> tuple[str, int]:
                      request.options.strict)
     regressions = {d.index: [baselines.regression_line(r) for r in c.regressions]
                    for d, c in zip(report.devices, comparisons or (), strict=False)}
-    report = fleet.finish(report, code, request.options.strict, regressions)
+    report = fleet.finish(report, code, request.options.strict, regressions, comparisons)
     document = json_render.render(report)
     shown = document if request.format == "json" else renderer(request.format)(report, request.options)
     delivery = Delivery()

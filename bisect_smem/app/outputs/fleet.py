@@ -14,10 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bisect_smem import __version__
+from bisect_smem.analysis.baseline import Comparison
 from bisect_smem.analysis.summary import with_status
 from bisect_smem.app.outputs import writer
 from bisect_smem.app.outputs.delivery import Delivery
 from bisect_smem.app.render import nfd, prom
+from bisect_smem.core.errors import ExitCode
 from bisect_smem.core.model import Report, dumps
 
 
@@ -30,9 +32,13 @@ class FleetPaths:
     nfd_expiry_s: float
 
 
-def finish(report: Report, code: int, strict: bool, regressions: dict[int, Sequence[str]] | None = None) -> Report:
-    """The report with its status fields, for the run's exit code."""
-    return with_status(report, code, strict, regressions)
+def finish(report: Report, code: int, strict: bool, regressions: dict[int, Sequence[str]] | None = None,
+           comparisons: Sequence[Comparison] | None = None) -> Report:
+    """The report with its status fields, for the run's exit code. A run that exits 2 because --compare found
+    no baseline says so in ``error`` (every device measured, so no device's error would)."""
+    missing = [c.note for c in comparisons or () if c.baseline is None]
+    error = f"{missing[0]} (use --allow-missing to accept)" if code == ExitCode.USAGE and missing else None
+    return with_status(report, code, strict, regressions, error=error)
 
 
 def deliver(report: Report, paths: FleetPaths, delivery: Delivery) -> None:

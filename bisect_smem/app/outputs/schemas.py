@@ -33,12 +33,17 @@ FIELDS: dict[str, dict[str, Any]] = {
     "Verdict.verdict": {"enum": list(VERDICTS)},
     "Verdict.kind": {"enum": list(VERDICT_KINDS)},
     "DeviceSummary.status": {"enum": list(STATUSES)},
+    "Report.created_utc": {"format": "date-time"},
     # The values a device can have, as every reader refuses the others (core/quantities.py declares them).
     **{f"{cls}.{q.name}": {"minimum": q.bounds[0], "maximum": q.bounds[1]}
        for q in declared() for cls in (("Measured",) if q.part == "measured" else ("DeviceAttributes", "DriverAttributes"))},
 }
-_NULLABLE_INT = {"type": ["integer", "null"]}
-_NULLABLE_STR = {"type": ["string", "null"]}
+_NULLABLE_INT = {"anyOf": [{"type": "integer"}, {"type": "null"}]}
+_NULLABLE_STR = {"anyOf": [{"type": "string"}, {"type": "null"}]}
+# A report's result is the word of its exit code (both null in a report written before they were recorded).
+RESULT_OF_EXIT_CODE = {"anyOf": [{"properties": {"result": {"const": word}, "exit_code": {"const": int(code)}}}
+                                 for code, word in RESULTS.items()]
+                       + [{"properties": {"result": {"type": "null"}, "exit_code": {"type": "null"}}}]}
 # What analysis/baseline.py provenance() records; saved.py requires driver_version.
 PROVENANCE = {
     "type": "object",
@@ -48,13 +53,15 @@ PROVENANCE = {
         "cuda_driver_version": _NULLABLE_INT, "cuda_runtime_version": _NULLABLE_INT,
         "cupy_version": _NULLABLE_STR, "numba_version": _NULLABLE_STR, "device": _NULLABLE_STR,
         "compute_capability": _NULLABLE_STR, "uuid": _NULLABLE_STR, "host": {"type": "string"},
-        "date_utc": {"type": "string"}, "backend": {"type": "string"}, "level": {"enum": list(LEVELS)},
+        "date_utc": {"type": "string", "format": "date-time"}, "backend": {"type": "string"}, "level": {"enum": list(LEVELS)},
     },
     "required": ["driver_version"],
+    "additionalProperties": False,
 }
 def report_schema() -> dict[str, Any]:
     """The report's schema: ``Report`` and everything in it."""
-    return generate(Report, REPORT_SCHEMA, "bisect-smem report", FIELDS, required=("schema",))
+    return {**generate(Report, REPORT_SCHEMA, "bisect-smem report", FIELDS, required=("schema",)),
+            **RESULT_OF_EXIT_CODE}
 
 
 def baseline_schema() -> dict[str, Any]:

@@ -86,6 +86,22 @@ def _failure(dev: DeviceReport, summary: DeviceSummary) -> str:
     return f"FAIL {device_id(dev)} {summary.reason or ''}"
 
 
+def _incomplete(dev: DeviceReport, summary: DeviceSummary) -> str:
+    """Why a device was not measured completely, from its rows and events, cause first: the fault the
+    worker met last and the first step it left unmeasured (``sticky fault in step static_split:0:32, given
+    up``), else the first unmeasured row and its note. The summary's reason, cut at 80 bytes, kept only the
+    row's empty values (``ERROR step ...: reported -, measured -; ...``), and this line is Slurm's drain
+    reason and NHC's and NPD's message."""
+    rows = [v for v in dev.verdicts if v.verdict == "ERROR"]
+    if not rows:
+        return summary.reason or dev.error or "not measured completely"
+    if dev.events:
+        # The faults are the events; a step they cost is the first one left unmeasured.
+        given_up = ", given up" if dev.error else ""
+        return f"{dev.events[-1].get('what', 'a fault')} in {rows[0].quantity}{given_up}"
+    return f"{rows[0].quantity}: {rows[0].note}"
+
+
 def report_line(report: Report) -> CheckLine:
     """The line for a report that was read: 1 when a device (or the run) failed, 2 when not every device
     was measured (or none was) or the run did not pass otherwise (no baseline to compare with), else 0."""
@@ -101,7 +117,7 @@ def report_line(report: Report) -> CheckLine:
     incomplete = [(d, s) for d, s in summaries if s.status == "incomplete"]
     if incomplete:
         dev, summary = incomplete[0]
-        return CheckLine(fit(f"smem INCOMPLETE {device_id(dev)}: {summary.reason}"), UNKNOWN)
+        return CheckLine(fit(f"smem INCOMPLETE {device_id(dev)}: {_incomplete(dev, summary)}"), UNKNOWN)
     if report.result not in (None, "pass"):
         return _run_line(report)
     optins = [d.measured.optin_dynamic_ceiling_bytes for d in report.devices
@@ -119,7 +135,9 @@ _RUN_RESULTS = {"fail": "the run failed", "bad_input": "the run found no baselin
 def _run_line(report: Report) -> CheckLine:
     """A run that did not pass though no device failed, as NFD's verdict says: a run that failed is a
     problem; one that could not compare (no baseline) or finish is unknown."""
-    why = report.error or _RUN_RESULTS.get(report.result or "", f"the run's result is {report.result}")
+    # A missing baseline's error names the model and the folder, which crowd out the point on one line.
+    why = (_RUN_RESULTS["bad_input"] if report.result == "bad_input" else
+           report.error or _RUN_RESULTS.get(report.result or "", f"the run's result is {report.result}"))
     code = f" (exit {report.exit_code})" if report.exit_code is not None else ""
     if report.result == "fail":
         return CheckLine(fit(f"smem FAIL: {why}", code), PROBLEM)

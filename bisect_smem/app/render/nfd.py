@@ -88,11 +88,17 @@ def labels(report: Report) -> dict[str, str]:
     return {name: slug(str(value)) for name, value in found.items() if value is not None and slug(str(value))}
 
 
+def expires_at(report: Report, expiry_s: float = NFD_DEFAULT_EXPIRY_S) -> int:
+    """When the labels expire, in Unix seconds: the report's time plus ``expiry_s`` rounded up (NFD reads whole
+    seconds)."""
+    return timestamp_seconds(report.created_utc) + math.ceil(expiry_s)
+
+
 def render(report: Report, expiry_s: float = NFD_DEFAULT_EXPIRY_S) -> str:
     """The feature file: the expiry line (the report's time plus ``expiry_s`` seconds, rounded up to a whole
     second), then one label a line."""
     # NFD reads whole seconds: a fraction cut off would expire 0.5 s labels at the second they were measured.
-    expires = timestamp_seconds(report.created_utc) + math.ceil(expiry_s)
+    expires = expires_at(report, expiry_s)
     expiry = dt.datetime.fromtimestamp(expires, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     lines = [f"# +expiry-time={expiry}", *(f"{NAMESPACE}/{name}={value}" for name, value in labels(report).items())]
     text = "\n".join(lines) + "\n"

@@ -2,9 +2,12 @@
 
 Every family is a gauge named ``bisect_smem_*`` in base units, with exactly one HELP and one TYPE line
 and its samples together; no sample carries a timestamp (the collector adds none either). Device
-series carry dcgm-exporter's label names (``gpu``, ``UUID``, ``pci_bus_id``) and ``driver_version``, so
-they join with DCGM's series (dcgm-exporter's camel-case ``modelName`` is left out: promtool's lint
-refuses it, and the UUID names the device anyway).
+series carry dcgm-exporter's label names (``gpu``, ``UUID``, ``pci_bus_id``) and ``driver_version``.
+They join with DCGM's series ``on(UUID)``, or ``on(pci_bus_id)``, which is written in NVML's format
+(``00000000:3B:00.0``, as DCGM writes it) also where NVML could not be read. ``gpu`` is the CUDA ordinal
+the tool measured, not DCGM's NVML index: the two differ inside a pod or a job that sees some of the
+node's GPUs, so it is no join key. (dcgm-exporter's camel-case ``modelName`` is left out: promtool's lint
+refuses it, and the UUID names the device anyway.)
 """
 
 from __future__ import annotations
@@ -44,8 +47,9 @@ def device_labels(dev: DeviceReport) -> Labels:
     """The labels that name a device as dcgm-exporter does, plus its driver version ('' where unknown)."""
     ctx = dev.context
     return (("gpu", str(dev.index)), ("UUID", str(ctx.nvml_uuid or "")),
-            ("pci_bus_id", str(ctx.nvml_pci_bus_id or ctx.pci_bus_id or "")),
+            ("pci_bus_id", str(ctx.nvml_format_pci_bus_id or "")),
             ("driver_version", str(ctx.nvml_driver_version or "")))
+
 
 
 def timestamp_seconds(created_utc: str) -> int:

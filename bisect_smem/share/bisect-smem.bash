@@ -5,7 +5,7 @@
 #    source ~/.local/share/bash_completion/bisect-smem
 # See also: https://github.com/scop/bash-completion/blob/main/doc/configuration.md
 
-_shtab_bisect_smem_subparsers=(profiles merge fit trace check export schema)
+_shtab_bisect_smem_subparsers=(profiles merge fit trace check export schema completion man)
 
 _shtab_bisect_smem_profiles_option_strings=(-h --help)
 _shtab_bisect_smem_merge_option_strings=(-h --help)
@@ -14,19 +14,53 @@ _shtab_bisect_smem_trace_option_strings=(-h --help --out --from --report --arch 
 _shtab_bisect_smem_check_option_strings=(-h --help --max-age)
 _shtab_bisect_smem_export_option_strings=(-h --help --output --nfd-expiry)
 _shtab_bisect_smem_schema_option_strings=(-h --help)
+_shtab_bisect_smem_completion_option_strings=(-h --help)
+_shtab_bisect_smem_man_option_strings=(-h --help)
 _shtab_bisect_smem_option_strings=(-h --help --version --device --simulate --backend --json --format --verbose --strict --plot --save-baseline --force --compare --allow-missing --level --confirm --device-timeout --probe-timeout --max-restarts --inline --quiet --prom --nfd --nfd-expiry)
 
-
+_shtab_bisect_smem_merge_pos_0_COMPGEN=_shtab_compgen_files
+_shtab_bisect_smem_fit___cubin_COMPGEN=_shtab_compgen_files
+_shtab_bisect_smem_fit___ptx_COMPGEN=_shtab_compgen_files
+_shtab_bisect_smem_fit___target_COMPGEN=_shtab_compgen_files
+_shtab_bisect_smem_fit___json_COMPGEN=_shtab_compgen_files
+_shtab_bisect_smem_fit___trace_COMPGEN=_shtab_compgen_dirs
+_shtab_bisect_smem_trace___out_COMPGEN=_shtab_compgen_dirs
+_shtab_bisect_smem_trace___from_COMPGEN=_shtab_compgen_dirs
+_shtab_bisect_smem_trace___report_COMPGEN=_shtab_compgen_files
+_shtab_bisect_smem_trace___target_COMPGEN=_shtab_compgen_files
+_shtab_bisect_smem_trace___json_COMPGEN=_shtab_compgen_files
+_shtab_bisect_smem_check_pos_0_COMPGEN=_shtab_compgen_files
+_shtab_bisect_smem_export_pos_1_COMPGEN=_shtab_compgen_files
+_shtab_bisect_smem_export___output_COMPGEN=_shtab_compgen_files
+_shtab_bisect_smem___json_COMPGEN=_shtab_compgen_files
+_shtab_bisect_smem___plot_COMPGEN=_shtab_compgen_files
+_shtab_bisect_smem___save_baseline_COMPGEN=_shtab_compgen_dirs
+_shtab_bisect_smem___compare_COMPGEN=_shtab_compgen_dirs
+_shtab_bisect_smem___prom_COMPGEN=_shtab_compgen_files
+_shtab_bisect_smem___nfd_COMPGEN=_shtab_compgen_files
 
 _shtab_bisect_smem_fit___rule_choices=(cutlass triton)
+_shtab_bisect_smem_fit___dtype_choices=(bf16 e2m1 e2m3 e3m2 e4m3 e5m2 fp16 fp32 fp4 fp6 fp8 fp8e4m3 int8 mxfp4 mxfp4-f8f6f4 mxfp6 mxfp8 nvfp4 tf32)
+_shtab_bisect_smem_fit___dtype_a_choices=(bf16 e2m1 e2m3 e3m2 e4m3 e5m2 fp16 fp32 fp4 fp6 fp8 fp8e4m3 int8 mxfp4 mxfp4-f8f6f4 mxfp6 mxfp8 nvfp4 tf32)
+_shtab_bisect_smem_fit___dtype_b_choices=(bf16 e2m1 e2m3 e3m2 e4m3 e5m2 fp16 fp32 fp4 fp6 fp8 fp8e4m3 int8 mxfp4 mxfp4-f8f6f4 mxfp6 mxfp8 nvfp4 tf32)
+_shtab_bisect_smem_fit___c_dtype_choices=(bf16 e4m3 e5m2 fp16 fp32 int8 void)
+_shtab_bisect_smem_fit___d_dtype_choices=(bf16 e4m3 e5m2 fp16 fp32 int8)
 _shtab_bisect_smem_fit___schedule_choices=(auto cooperative pingpong 1sm 2sm)
 _shtab_bisect_smem_fit___launcher_choices=(trtllm-moe)
 _shtab_bisect_smem_fit___fusion_choices=(none finalize)
 _shtab_bisect_smem_fit___cutlass_version_choices=(4.4.1 4.5.0 4.7.0)
+_shtab_bisect_smem_fit___warps_choices=(4 8)
 _shtab_bisect_smem_fit___b_layout_choices=(k n)
+_shtab_bisect_smem_fit___arch_choices=(sm_70 7.0 v100 volta sm_75 7.5 t4 turing sm_80 8.0 a100 ampere sm_86 8.6 a10 a40 rtx-3090 sm_87 8.7 orin sm_89 8.9 l4 l40s ada sm_90 9.0 h100 h200 gh200 hopper sm_100 10.0 b200 gb200 blackwell sm_103 10.3 b300 sm_110 11.0 thor sm_120 12.0 rtx-pro-6000 rtx-5090 sm_121 12.1 gb10 dgx-spark)
+_shtab_bisect_smem_fit___simulate_choices=(sm_70 7.0 v100 volta sm_75 7.5 t4 turing sm_80 8.0 a100 ampere sm_86 8.6 a10 a40 rtx-3090 sm_87 8.7 orin sm_89 8.9 l4 l40s ada sm_90 9.0 h100 h200 gh200 hopper sm_100 10.0 b200 gb200 blackwell sm_103 10.3 b300 sm_110 11.0 thor sm_120 12.0 rtx-pro-6000 rtx-5090 sm_121 12.1 gb10 dgx-spark)
+_shtab_bisect_smem_trace___arch_choices=(sm_70 7.0 v100 volta sm_75 7.5 t4 turing sm_80 8.0 a100 ampere sm_86 8.6 a10 a40 rtx-3090 sm_87 8.7 orin sm_89 8.9 l4 l40s ada sm_90 9.0 h100 h200 gh200 hopper sm_100 10.0 b200 gb200 blackwell sm_103 10.3 b300 sm_110 11.0 thor sm_120 12.0 rtx-pro-6000 rtx-5090 sm_121 12.1 gb10 dgx-spark)
+_shtab_bisect_smem_trace___simulate_choices=(sm_70 7.0 v100 volta sm_75 7.5 t4 turing sm_80 8.0 a100 ampere sm_86 8.6 a10 a40 rtx-3090 sm_87 8.7 orin sm_89 8.9 l4 l40s ada sm_90 9.0 h100 h200 gh200 hopper sm_100 10.0 b200 gb200 blackwell sm_103 10.3 b300 sm_110 11.0 thor sm_120 12.0 rtx-pro-6000 rtx-5090 sm_121 12.1 gb10 dgx-spark)
 _shtab_bisect_smem_export_pos_0_choices=(prom nfd)
 _shtab_bisect_smem_schema_pos_0_choices=(report fit baseline)
-_shtab_bisect_smem_pos_0_choices=(profiles merge fit trace check export schema)
+_shtab_bisect_smem_completion_pos_0_choices=(bash zsh)
+_shtab_bisect_smem_pos_0_choices=(profiles merge fit trace check export schema completion man)
+_shtab_bisect_smem___simulate_choices=(sm_70 7.0 v100 volta sm_75 7.5 t4 turing sm_80 8.0 a100 ampere sm_86 8.6 a10 a40 rtx-3090 sm_87 8.7 orin sm_89 8.9 l4 l40s ada sm_90 9.0 h100 h200 gh200 hopper sm_100 10.0 b200 gb200 blackwell sm_103 10.3 b300 sm_110 11.0 thor sm_120 12.0 rtx-pro-6000 rtx-5090 sm_121 12.1 gb10 dgx-spark)
+_shtab_bisect_smem___backend_choices=(cupy numba sim all)
 _shtab_bisect_smem___format_choices=(text markdown json)
 _shtab_bisect_smem___level_choices=(quick standard full)
 
@@ -53,6 +87,10 @@ _shtab_bisect_smem_export__h_nargs=0
 _shtab_bisect_smem_export___help_nargs=0
 _shtab_bisect_smem_schema__h_nargs=0
 _shtab_bisect_smem_schema___help_nargs=0
+_shtab_bisect_smem_completion__h_nargs=0
+_shtab_bisect_smem_completion___help_nargs=0
+_shtab_bisect_smem_man__h_nargs=0
+_shtab_bisect_smem_man___help_nargs=0
 _shtab_bisect_smem_pos_0_nargs=A...
 _shtab_bisect_smem__h_nargs=0
 _shtab_bisect_smem___help_nargs=0
@@ -214,4 +252,4 @@ _shtab_bisect_smem() {
   return 0
 }
 
-complete -o bashdefault -F _shtab_bisect_smem bisect-smem
+complete -o bashdefault -o default -F _shtab_bisect_smem bisect-smem

@@ -1,0 +1,75 @@
+"""The README and the docs site show only commands the tool takes: every ``bisect-smem`` command of a ```sh
+or ```console block is read by the tool's own parser, every console block is the tool's output (checked
+current by tools/generate.py --check in test_generated), and the README stays a front page."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import sys
+from pathlib import Path
+
+import pytest
+
+from bisect_smem.app.cli.main import build_parser
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools"))
+import doc_commands  # noqa: E402
+
+FRONT_PAGE_LINES = 200
+
+
+def _shown() -> list[tuple[str, list[str]]]:
+    out = []
+    for page in doc_commands.pages(ROOT):
+        for block in doc_commands.blocks(page.read_text(encoding="utf-8")):
+            if block.language in ("sh", "console"):
+                out += [(f"{page.relative_to(ROOT)}:{block.start}", argv) for argv in doc_commands.commands_in(block)]
+    return out
+
+
+SHOWN = _shown()
+
+
+def test_the_docs_show_commands() -> None:
+    # The pages' blocks are found at all: a change of fence or prompt would empty every check below.
+    assert len(SHOWN) >= 20
+    assert any(argv[:1] == ["fit"] for _, argv in SHOWN)
+
+
+@pytest.mark.parametrize(("where", "argv"), SHOWN, ids=[f"{w} {' '.join(a)[:40]}" for w, a in SHOWN])
+def test_every_command_shown_is_one_the_parser_takes(where: str, argv: list[str]) -> None:
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        try:
+            build_parser().parse_args(argv)
+        except SystemExit as ended:
+            assert ended.code in (0, None), f"{where}: bisect-smem {' '.join(argv)}: {err.getvalue().strip()}"
+
+
+def test_a_renamed_option_in_a_page_is_refused() -> None:
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), pytest.raises(SystemExit) as ended:
+        build_parser().parse_args(["--levle", "quick"])
+    assert ended.value.code == 2
+
+
+def test_a_console_block_cut_short_keeps_its_first_lines(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("```console\n$ bisect-smem check tests/data/h200_report.json\nstale\n...\n```\n")
+    assert doc_commands.regenerate(page, ROOT) == (
+        "```console\n$ bisect-smem check tests/data/h200_report.json\nsmem ok: 1 GPU, opt-in 232448 B\n```\n")
+    page.write_text("```console\n$ bisect-smem profiles\nold\n...\n```\n")
+    lines = doc_commands.regenerate(page, ROOT).splitlines()
+    assert lines[2].startswith("profile") and lines[3] == "..."
+
+
+def test_the_readme_is_a_front_page() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= FRONT_PAGE_LINES
+    first_screen = "\n".join(readme.splitlines()[:60])
+    for shown in ("make run", "make test", "bisect-smem trace", "docs/trace.md", "NVIDIA H200"):
+        assert shown in first_screen, shown
+    for link in ("docs/index.md", "docs/fleets.md", "docs/outputs.md", "docs/exit-codes.md", "docs/speed.md"):
+        assert (ROOT / link).exists() and f"({link}" in readme, link
