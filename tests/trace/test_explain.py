@@ -138,3 +138,20 @@ def test_fit_reads_a_trace_and_names_what_would_not_fit(recorded: Path, capsys: 
     assert summary["targets"] == ["sm_90"] and summary["limits"] is None
     assert cli.main(["fit", "--trace", str(recorded), "--tile", "128x128x64"]) == 2
     assert "--trace reads the kernels from the trace: drop --tile" in capsys.readouterr().err
+
+
+def test_the_summary_is_what_its_published_schema_says(recorded: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    validator = pytest.importorskip("jsonschema").Draft202012Validator
+    fast = pytest.importorskip("fastjsonschema")
+    from bisect_smem.app.cli import main as cli
+    from bisect_smem.app.outputs.schemas import published
+
+    schema = json.loads(published("trace"))
+    assert cli.main(["trace", "--from", str(recorded), "--arch", "12.0", "--json", "-"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["requests"] and summary["settings"]
+    validator(schema).validate(summary)
+    fast.compile(schema)(summary)
+    for nonsense in ({**summary, "processes": -1}, {**summary, "requests": "none"}, {k: v for k, v in summary.items()
+                                                                                      if k != "limits"}):
+        assert list(validator(schema).iter_errors(nonsense)), nonsense

@@ -18,7 +18,7 @@ SUBCOMMANDS: dict[str, str] = {
     "trace": "run a command and explain every shared-memory request its CUDA processes make",
     "check": "one line (<= 80 bytes) from the last report, for node-health agents",
     "export": "a saved report as Prometheus metrics (prom) or an NFD feature file (nfd)",
-    "schema": "print the JSON Schema (draft 2020-12) of a report, fit result or baseline",
+    "schema": "print the JSON Schema (draft 2020-12) of a report, fit result, baseline or trace summary",
     "completion": "print the shell completion for bash or zsh (to install where the shell looks)",
     "man": "print the man page (roff), to install as man1/bisect-smem.1",
 }

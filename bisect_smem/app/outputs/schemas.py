@@ -1,6 +1,7 @@
 """The published JSON Schemas of the files the tool writes, generated from the dataclasses each is built
 from: the report (``bisect_smem/report/v1``), the baseline (``bisect_smem/baseline/v1``) and the fit
-result (``bisect_smem/fit/v1``). ``bisect_smem/schemas/*.v1.json`` holds them as package data; a test
+result (``bisect_smem/fit/v1``); and the trace summary's (``bisect_smem/trace/v1``), declared in
+trace_schema.py. ``bisect_smem/schemas/*.v1.json`` holds them as package data; a test
 regenerates them and fails when a file and the model drift apart (``make generated`` rewrites them).
 """
 
@@ -14,14 +15,15 @@ from bisect_smem.analysis.fit import FIT_SCHEMA
 from bisect_smem.analysis.fit.explain import Explained
 from bisect_smem.analysis.fit.rules import gemm_schema
 from bisect_smem.analysis.fit.targets import FitRequest, FitResult
-from bisect_smem.core.json_schema import definition_of, document, generate
+from bisect_smem.app.outputs.trace_schema import TRACE_SCHEMA
+from bisect_smem.core.json_schema import definition_of, document, generate, without_type_lists
 from bisect_smem.core.levels import LEVELS
 from bisect_smem.core.model import BASELINE_SCHEMA, REPORT_SCHEMA, DeviceReport, Report
 from bisect_smem.core.quantities import declared
 from bisect_smem.core.rows import VERDICT_KINDS, VERDICTS
 from bisect_smem.core.status import RESULTS, STATUSES
 
-KINDS = ("report", "fit", "baseline")
+KINDS = ("report", "fit", "baseline", "trace")
 PACKAGE = "bisect_smem.schemas"
 # Keywords the annotations cannot say: the values a word may take.
 FIELDS: dict[str, dict[str, Any]] = {
@@ -90,8 +92,9 @@ def fit_schema() -> dict[str, Any]:
 
 
 def generated() -> dict[str, dict[str, Any]]:
-    """Every schema, by kind, as generated from the model now."""
-    return {"report": report_schema(), "fit": fit_schema(), "baseline": baseline_schema()}
+    """Every schema, by kind, as generated from the model now (the trace summary's from its declaration)."""
+    return {"report": report_schema(), "fit": fit_schema(), "baseline": baseline_schema(),
+            "trace": without_type_lists(TRACE_SCHEMA)}
 
 
 def text(schema: dict[str, Any]) -> str:
