@@ -46,7 +46,7 @@ def schema_validator(kind: str = "report") -> Any:
     checking formats (``date-time``) too."""
     from jsonschema import Draft202012Validator
 
-    from bisect_smem.app.outputs.schemas import published
+    from bisect_smem.app.outputs.schema_files import published
 
     schema = json.loads(published(kind))
     Draft202012Validator.check_schema(schema)
@@ -59,7 +59,7 @@ def fast_validator(kind: str = "report") -> Any:
     resolves references against the absolute $id and checks date-time by itself."""
     import fastjsonschema
 
-    from bisect_smem.app.outputs.schemas import published
+    from bisect_smem.app.outputs.schema_files import published
 
     return fastjsonschema.compile(json.loads(published(kind)))
 

@@ -74,7 +74,7 @@ def _page(path: Path) -> Callable[[], str]:
 
 def files() -> dict[Path, Callable[[], str]]:
     """Every generated file, by path below the repository, with the function that makes its text."""
-    from bisect_smem.app.outputs.schemas import KINDS, file_name
+    from bisect_smem.app.outputs.schema_files import KINDS, file_name
     from bisect_smem.share import FILES
 
     share = Path("bisect_smem/share")

@@ -42,7 +42,7 @@ def _complete(*words: str, cwd: Path = ROOT) -> list[str]:
 
 def test_bash_completes_subcommands_choices_and_options() -> None:
     assert _complete("ch") == ["check"]
-    assert _complete("schema", "") == ["report", "fit", "baseline"]
+    assert _complete("schema", "") == ["report", "fit", "baseline", "trace"]
     assert {"--prom", "--probe-timeout"} <= set(_complete("--pr"))
     assert _complete("export", "") == ["prom", "nfd"]
 

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from bisect_smem.app.cli import main as cli
-from bisect_smem.app.outputs.schemas import KINDS, generated, published, text
+from bisect_smem.app.outputs.schema_files import KINDS, published
+from bisect_smem.app.outputs.schemas import generated, text
 from bisect_smem.core.json_schema import generate
 from bisect_smem.core.levels import LEVELS
 from bisect_smem.core.model import to_jsonable

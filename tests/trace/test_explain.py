@@ -144,7 +144,7 @@ def test_the_summary_is_what_its_published_schema_says(recorded: Path, capsys: p
     validator = pytest.importorskip("jsonschema").Draft202012Validator
     fast = pytest.importorskip("fastjsonschema")
     from bisect_smem.app.cli import main as cli
-    from bisect_smem.app.outputs.schemas import published
+    from bisect_smem.app.outputs.schema_files import published
 
     schema = json.loads(published("trace"))
     assert cli.main(["trace", "--from", str(recorded), "--arch", "12.0", "--json", "-"]) == 0

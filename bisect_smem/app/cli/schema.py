@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from bisect_smem.app.cli.commands import SUBCOMMANDS
-from bisect_smem.app.outputs.schemas import KINDS, published
+from bisect_smem.app.outputs.schema_files import KINDS, published
 from bisect_smem.core.errors import ExitCode
 
 

@@ -8,7 +8,6 @@ regenerates them and fails when a file and the model drift apart (``make generat
 from __future__ import annotations
 
 import json
-from importlib import resources
 from typing import Any
 
 from bisect_smem.analysis.fit import FIT_SCHEMA
@@ -23,8 +22,6 @@ from bisect_smem.core.quantities import declared
 from bisect_smem.core.rows import VERDICT_KINDS, VERDICTS
 from bisect_smem.core.status import RESULTS, STATUSES
 
-KINDS = ("report", "fit", "baseline", "trace")
-PACKAGE = "bisect_smem.schemas"
 # Keywords the annotations cannot say: the values a word may take.
 FIELDS: dict[str, dict[str, Any]] = {
     "Report.schema": {"const": REPORT_SCHEMA},
@@ -100,13 +97,3 @@ def generated() -> dict[str, dict[str, Any]]:
 def text(schema: dict[str, Any]) -> str:
     """A schema as it is published: indented, keys sorted, one final newline."""
     return json.dumps(schema, indent=2, sort_keys=True) + "\n"
-
-
-def file_name(kind: str) -> str:
-    """``report.v1.json``."""
-    return f"{kind}.v1.json"
-
-
-def published(kind: str) -> str:
-    """The published schema of ``kind``, as the package ships it."""
-    return resources.files(PACKAGE).joinpath(file_name(kind)).read_text(encoding="utf-8")
