@@ -4,10 +4,15 @@ as JSON, the experiment reads what the handed-in writer wrote, and the writer pr
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
+from bisect_smem.app.run import leftover_writer
 from bisect_smem.app.run.leftover_writer import WriteAnswer, WriteRequest, write_elsewhere
 from bisect_smem.core.errors import MeasurementError, ProbeFault
 from bisect_smem.devices.backends.base import DeviceAddress
@@ -73,3 +78,36 @@ def test_the_writer_process_runs_and_its_failure_is_one_line(tmp_path: Path) -> 
     broken = write_elsewhere(Unopenable(), (0,), lines.append)  # type: ignore[arg-type]
     with pytest.raises(MeasurementError, match=r"^the writer process failed \(exit 1\): .*no-such-gpu"):
         broken(4096, H200_SMS, 7)
+
+
+class _Stop(BaseException):
+    """What the tool's SIGTERM handler raises where the program is."""
+
+
+def test_a_signal_while_the_writer_starts_still_ends_the_writer(monkeypatch: pytest.MonkeyPatch) -> None:
+    # SIGTERM lands inside Popen, after the fork: raised there, no wait would own the writer, which would live
+    # on; held while it starts, it is raised in the wait, which ends the writer before the error goes on.
+    started: list[subprocess.Popen[bytes]] = []
+    real_popen = subprocess.Popen
+
+    def popen_then_signal(*args: object, **kwargs: object) -> subprocess.Popen[bytes]:
+        proc = real_popen(*args, **kwargs)
+        started.append(proc)
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.05)  # where an unheld signal's handler would already have run
+        return proc
+
+    def stop(_signum: int, _frame: object) -> None:
+        raise _Stop
+
+    monkeypatch.setattr(leftover_writer, "python_command", lambda *_: ["sleep", "30"])
+    monkeypatch.setattr(leftover_writer.subprocess, "Popen", popen_then_signal)
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        request = WriteRequest(DeviceAddress("sim", 0, "h200"), (0,), 4096, 512, 132, 1)
+        with pytest.raises(_Stop):
+            leftover_writer._run_writer(request, lambda _text: None)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert len(started) == 1 and started[0].poll() is not None, "the writer outlived the signal"
+    assert signal.pthread_sigmask(signal.SIG_BLOCK, set()) == set()  # nothing left held

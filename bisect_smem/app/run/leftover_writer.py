@@ -34,6 +34,7 @@ WRITER_TIMEOUT_S = 120.0
 WRITER_MODULE = "bisect_smem.app.run.leftover_writer"
 POLL_S = 0.05
 PR_SET_PDEATHSIG = 1  # prctl(2)
+STOPPING = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}  # the signals that end a run
 
 
 @dataclass(frozen=True)
@@ -106,9 +107,16 @@ def _run_writer(request: WriteRequest, progress: Callable[[str], None]) -> Lefto
     """Start the writer process, wait for it to exit (or kill it after WRITER_TIMEOUT_S), read its answer."""
     # Files without a name: not a pipe, which the writer could fill while this side polls.
     with tempfile.TemporaryFile() as answer, tempfile.TemporaryFile() as errors:
-        proc = subprocess.Popen(python_command(WRITER_MODULE, request.to_json()), env=python_environment(),
-                                stdin=subprocess.DEVNULL, stdout=answer, stderr=errors)
-        _wait(proc, request, progress)
+        # Held while the writer starts: a signal raised inside Popen, after the fork, would leave a writer
+        # that nothing ends; held, it is raised in _wait, which ends the writer (which unblocks them itself).
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, STOPPING)
+        try:
+            proc = subprocess.Popen(python_command(WRITER_MODULE, request.to_json()), env=python_environment(),
+                                    stdin=subprocess.DEVNULL, stdout=answer, stderr=errors)
+        except BaseException:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+            raise
+        _wait(proc, request, progress, held)
         answer.seek(0)
         errors.seek(0)
         said, complaint = answer.read().decode(errors="replace"), errors.read().decode(errors="replace").strip()
@@ -119,10 +127,13 @@ def _run_writer(request: WriteRequest, progress: Callable[[str], None]) -> Lefto
     return WriteAnswer.from_json(lines[-1]).leftover_outcome()
 
 
-def _wait(proc: subprocess.Popen[bytes], request: WriteRequest, progress: Callable[[str], None]) -> None:
-    """Wait for the writer, or kill it after WRITER_TIMEOUT_S, or when this wait ends any other way."""
+def _wait(proc: subprocess.Popen[bytes], request: WriteRequest, progress: Callable[[str], None],
+          held: set[signal.Signals]) -> None:
+    """Wait for the writer, or kill it after WRITER_TIMEOUT_S, or when this wait ends any other way (the
+    signals ``held`` while it started are let through first, inside the wait)."""
     start = time.monotonic()
     try:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
         while proc.poll() is None:
             # Progress keeps the supervisor from taking the wait for a hung probe.
             progress(f"leftovers: another process writes {request.blocks} SMs")
@@ -150,6 +161,7 @@ def end_with(parent: int) -> None:
 def main(argv: list[str]) -> int:
     """The writer process: open the device anew, fill every SM's shared memory, record what ran, close
     it. An exception's traceback on stderr is the failure its parent reports."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPPING)  # held by the parent while it started this process
     request = WriteRequest.from_json(argv[0])
     end_with(request.parent_pid)
     session = open_address(request.address, request.static_sizes)
