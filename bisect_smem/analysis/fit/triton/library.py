@@ -31,7 +31,7 @@ class TritonRule:
     version = TRITON_VERSION
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
-        """--warps."""
+        """--warps, --b-layout."""
         parser.add_argument("--warps", metavar="N", help="Triton's num_warps: 4 (default) or 8")
         parser.add_argument("--b-layout", choices=B_LAYOUTS, help="how B is stored: k (K-major, N x K; the default "
                             "for fp8, as Triton's fp8 examples store it) or n (N-major, K x N; the default otherwise)")
