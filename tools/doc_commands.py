@@ -65,6 +65,8 @@ def commands_in(block: Block) -> list[list[str]]:
     joined, comments dropped, and cut at the first shell operator (``> FILE``, ``| head``)."""
     out, joined, pending = [], [], ""
     for line in block.lines:
+        if block.language == "console" and not pending and not line.startswith(PROMPT):
+            continue  # what the tool printed (which may begin with its own name), not a command
         text = pending + (line[len(PROMPT):] if line.startswith(PROMPT) else line)
         pending = text[:-1] + " " if text.endswith("\\") else ""
         if not pending:
