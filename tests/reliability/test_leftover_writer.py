@@ -85,23 +85,22 @@ class _Stop(BaseException):
 
 
 def test_a_signal_while_the_writer_starts_still_ends_the_writer(monkeypatch: pytest.MonkeyPatch) -> None:
-    # SIGTERM lands inside Popen, after the fork: raised there, no wait would own the writer, which would live
-    # on; held while it starts, it is raised in the wait, which ends the writer before the error goes on.
+    # SIGTERM lands inside Popen, after the fork: its exception leaves no Popen to end the writer with, so
+    # the writer would live on unless the start itself ends it.
     started: list[subprocess.Popen[bytes]] = []
-    real_popen = subprocess.Popen
 
-    def popen_then_signal(*args: object, **kwargs: object) -> subprocess.Popen[bytes]:
-        proc = real_popen(*args, **kwargs)
-        started.append(proc)
-        os.kill(os.getpid(), signal.SIGTERM)
-        time.sleep(0.05)  # where an unheld signal's handler would already have run
-        return proc
+    class SignalledPopen(subprocess.Popen):
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            super().__init__(*args, **kwargs)
+            started.append(self)
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.05)  # the handler runs here, still inside Popen
 
     def stop(_signum: int, _frame: object) -> None:
         raise _Stop
 
     monkeypatch.setattr(leftover_writer, "python_command", lambda *_: ["sleep", "30"])
-    monkeypatch.setattr(leftover_writer.subprocess, "Popen", popen_then_signal)
+    monkeypatch.setattr(leftover_writer.subprocess, "Popen", SignalledPopen)
     previous = signal.signal(signal.SIGTERM, stop)
     try:
         request = WriteRequest(DeviceAddress("sim", 0, "h200"), (0,), 4096, 512, 132, 1)
@@ -110,4 +109,3 @@ def test_a_signal_while_the_writer_starts_still_ends_the_writer(monkeypatch: pyt
     finally:
         signal.signal(signal.SIGTERM, previous)
     assert len(started) == 1 and started[0].poll() is not None, "the writer outlived the signal"
-    assert signal.pthread_sigmask(signal.SIG_BLOCK, set()) == set()  # nothing left held

@@ -21,7 +21,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any
 
 from bisect_smem.app.run.subprocesses import python_command, python_environment
 from bisect_smem.core.errors import MeasurementError
@@ -34,7 +34,6 @@ WRITER_TIMEOUT_S = 120.0
 WRITER_MODULE = "bisect_smem.app.run.leftover_writer"
 POLL_S = 0.05
 PR_SET_PDEATHSIG = 1  # prctl(2)
-STOPPING = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}  # the signals that end a run
 
 
 @dataclass(frozen=True)
@@ -107,16 +106,8 @@ def _run_writer(request: WriteRequest, progress: Callable[[str], None]) -> Lefto
     """Start the writer process, wait for it to exit (or kill it after WRITER_TIMEOUT_S), read its answer."""
     # Files without a name: not a pipe, which the writer could fill while this side polls.
     with tempfile.TemporaryFile() as answer, tempfile.TemporaryFile() as errors:
-        # Held while the writer starts: a signal raised inside Popen, after the fork, would leave a writer
-        # that nothing ends; held, it is raised in _wait, which ends the writer (which unblocks them itself).
-        held = signal.pthread_sigmask(signal.SIG_BLOCK, STOPPING)
-        try:
-            proc = subprocess.Popen(python_command(WRITER_MODULE, request.to_json()), env=python_environment(),
-                                    stdin=subprocess.DEVNULL, stdout=answer, stderr=errors)
-        except BaseException:
-            signal.pthread_sigmask(signal.SIG_SETMASK, held)
-            raise
-        _wait(proc, request, progress, held)
+        proc = _start(request, answer, errors)
+        _wait(proc, request, progress)
         answer.seek(0)
         errors.seek(0)
         said, complaint = answer.read().decode(errors="replace"), errors.read().decode(errors="replace").strip()
@@ -127,13 +118,30 @@ def _run_writer(request: WriteRequest, progress: Callable[[str], None]) -> Lefto
     return WriteAnswer.from_json(lines[-1]).leftover_outcome()
 
 
-def _wait(proc: subprocess.Popen[bytes], request: WriteRequest, progress: Callable[[str], None],
-          held: set[signal.Signals]) -> None:
-    """Wait for the writer, or kill it after WRITER_TIMEOUT_S, or when this wait ends any other way (the
-    signals ``held`` while it started are let through first, inside the wait)."""
+def _start(request: WriteRequest, answer: IO[bytes], errors: IO[bytes]) -> subprocess.Popen[bytes]:
+    """The writer process, made in two steps: a signal raised inside Popen after the fork (as a SIGTERM
+    handler raises where the program is) leaves no object to end the writer with, so it is ended here."""
+    proc = subprocess.Popen.__new__(subprocess.Popen)
+    try:
+        proc.__init__(python_command(WRITER_MODULE, request.to_json()), env=python_environment(),
+                      stdin=subprocess.DEVNULL, stdout=answer, stderr=errors)
+    except BaseException:
+        _end(proc)
+        raise
+    return proc
+
+
+def _end(proc: subprocess.Popen[bytes]) -> None:
+    """Kill the writer and reap it, if it was started and is still running."""
+    if getattr(proc, "pid", None) is not None and proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
+def _wait(proc: subprocess.Popen[bytes], request: WriteRequest, progress: Callable[[str], None]) -> None:
+    """Wait for the writer, or kill it after WRITER_TIMEOUT_S, or when this wait ends any other way."""
     start = time.monotonic()
     try:
-        signal.pthread_sigmask(signal.SIG_SETMASK, held)
         while proc.poll() is None:
             # Progress keeps the supervisor from taking the wait for a hung probe.
             progress(f"leftovers: another process writes {request.blocks} SMs")
@@ -141,9 +149,7 @@ def _wait(proc: subprocess.Popen[bytes], request: WriteRequest, progress: Callab
                 raise MeasurementError(f"the writer process did not finish within {WRITER_TIMEOUT_S:g} s")
             time.sleep(POLL_S)
     finally:  # a timeout, Ctrl-C or SIGTERM: the writer ends with the wait for it
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        _end(proc)
 
 
 def end_with(parent: int) -> None:
@@ -161,7 +167,6 @@ def end_with(parent: int) -> None:
 def main(argv: list[str]) -> int:
     """The writer process: open the device anew, fill every SM's shared memory, record what ran, close
     it. An exception's traceback on stderr is the failure its parent reports."""
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPPING)  # held by the parent while it started this process
     request = WriteRequest.from_json(argv[0])
     end_with(request.parent_pid)
     session = open_address(request.address, request.static_sizes)
