@@ -13,7 +13,7 @@ from pathlib import Path
 from bisect_smem.analysis.fit.targets import Target
 from bisect_smem.analysis.trace import Explained, explain, fit_advice
 from bisect_smem.app.cli.commands import SUBCOMMANDS
-from bisect_smem.app.outputs import writer as output
+from bisect_smem.app.outputs import writer
 from bisect_smem.app.render.trace import render_json, render_text
 from bisect_smem.app.run import fit_targets
 from bisect_smem.app.run.traced import INJECTION, CommandNotStarted, run_traced
@@ -101,7 +101,7 @@ def parse(args: argparse.Namespace) -> TraceQuery:
 def run(args: argparse.Namespace) -> tuple[str, int]:
     """Run the command traced (or read --from), explain, and return the summary and the exit code."""
     q = parse(args)
-    json_path = output.output_path(q.json, "the trace summary")
+    json_path = writer.output_path(q.json, "the trace summary")
     others = other_targets(q)
     env = None if q.replay else prepare(q)  # what would refuse the command is said before anything is measured
     here, note = here_target(q)
@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> tuple[str, int]:
     if note and q.json != "-":
         text += f"  ({note})\n"
     if json_path is not None:
-        output.write_atomic(json_path, render_json(explained), what="the trace summary")
+        writer.write_atomic(json_path, render_json(explained), what="the trace summary")
     if q.strict and code == 0 and explained.refusals:
         code = ExitCode.MISMATCH
     return text, code
@@ -120,11 +120,7 @@ def run(args: argparse.Namespace) -> tuple[str, int]:
 def here_target(q: TraceQuery) -> tuple[Target | None, str | None]:
     """The limits of the GPU the command runs on: --report, --simulate, or measured now, before the command."""
     if q.report:
-        try:
-            found = fit_targets.file_targets(q.report)
-        except UsageError as exc:
-            raise UsageError(str(exc).replace(f"--target {q.report}", f"--report {q.report}")) from None
-        here = found[0]  # the GPU the command runs on is the report's first
+        here = fit_targets.file_targets(q.report, "--report")[0]  # the GPU the command runs on is the report's first
         model = (here.short or "").replace(here.driver_version or "\0", "").strip()
         return replace(here, short=model or here.short), None
     if not q.simulate and not q.measure:

@@ -23,19 +23,20 @@ def targets(profiles: tuple[ArchProfile, ...], files: tuple[str, ...], simulate:
     return found + [Target.from_report(d) for d in devices], note
 
 
-def file_targets(text: str) -> list[Target]:
-    """Every device of a saved report, or every baseline of a folder laid out DIR/<gpu-model>/<driver>.json."""
+def file_targets(text: str, option: str = "--target") -> list[Target]:
+    """Every device of a saved report, or every baseline of a folder laid out DIR/<gpu-model>/<driver>.json;
+    an error names the file as ``option`` gave it."""
     path = Path(text)
     if path.is_dir():
         files = sorted(path.glob("*/*.json"))
         if not files:
-            raise UsageError(f"--target {text}: no baselines in it (expected {text}/<gpu-model>/<driver>.json)")
+            raise UsageError(f"{option} {text}: no baselines in it (expected {text}/<gpu-model>/<driver>.json)")
         return [_baseline_target(load_baseline(f)) for f in files]
-    saved = load_saved(path, name=f"--target {path}")
+    saved = load_saved(path, name=f"{option} {path}")
     if not isinstance(saved, Report):
         return [_baseline_target(saved)]
     if not saved.devices:
-        raise UsageError(f"--target {text}: the report has no devices")
+        raise UsageError(f"{option} {text}: the report has no devices")
     gpus: dict[int, list[DeviceReport]] = {}  # --backend all lists a GPU once per backend, under one index
     for dev in saved.devices:
         gpus.setdefault(dev.index, []).append(dev)
