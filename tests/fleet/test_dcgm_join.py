@@ -20,8 +20,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from bisect_smem.app.render.prom import render
 from bisect_smem.core.attributes import nvml_bus_id
 from bisect_smem.core.saved import load_report
+from tests.paths import DATA
 
-DATA = Path(__file__).resolve().parents[1] / "data"
 DCGM_PAGE = DATA / "dcgm_exporter_h200.prom"
 OURS = "bisect_smem_optin_dynamic_ceiling_bytes"
 JOIN = f"{OURS} * on(UUID) group_left(modelName, Hostname) (DCGM_FI_DEV_FB_USED * 0 + 1)"

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from bisect_smem.app.cli.main import build_parser
+from tests.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
 import doc_commands  # noqa: E402
 

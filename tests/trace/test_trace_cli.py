@@ -16,6 +16,7 @@ import pytest
 
 from bisect_smem.app.render.trace import WIDTH
 from tests.conftest import assert_valid, one_error, run_main
+from tests.paths import H200_REPORT
 from tests.trace.fakes import need_cc
 
 
@@ -148,7 +149,7 @@ def test_the_summary_names_the_cutlass_kernel_and_what_fit_says(recorded: Path,
 
     if demangler() is None:
         pytest.skip("no c++filt to demangle with")
-    report = Path(__file__).parent.parent / "data" / "h200_report.json"  # measured on the H200
+    report = H200_REPORT  # measured on the H200
     code, out, _ = run_main(["trace", "--from", str(recorded), "--report", str(report), "--arch", "12.0"], capsys)
     assert code == 0 and "limits of the GPU it ran on: NVIDIA H200" in out
     block = out[out.index("void cutlass::device_kernel<…MainloopSm90TmaGmmaWarpSpecialized<5,…>…>(…)"):]
