@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +22,10 @@ sys.path.insert(0, str(ROOT / "tools"))  # doc_commands, beside this script, whe
 
 import completion_tags  # noqa: E402
 import doc_commands  # noqa: E402
+
+# argparse wraps usage lines to the terminal (COLUMNS): the man page is written as at 80 columns wherever it
+# is generated or checked.
+os.environ["COLUMNS"] = "80"
 
 
 def _completion(shell: str) -> Callable[[], str]:
