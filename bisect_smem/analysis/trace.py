@@ -1,5 +1,5 @@
-"""Each shared-memory request a traced process made, explained against limits: the GPU it ran on (measured,
-from a report or a quick measurement before the command; else its published row) and the other targets
+"""Each shared-memory request a traced process made, explained against limits: the GPU it ran on (measured:
+from a report, a quick measurement before the command, or as recorded with the trace) and the other targets
 asked for (``--arch``, ``--target``), with the static-footprint rule the tool measures (the dynamic array
 starts after the static data, aligned), and what ``fit`` says of a CUTLASS or Triton kernel's name.
 

@@ -164,3 +164,58 @@ def test_a_killed_command_keeps_its_trace(tmp_path: Path, fakes: Path, collector
     code, out, _ = run_main(["trace", "--no-measure", "--out", str(tmp_path / "t"), "--", "sh", "-c", play], capsys)
     assert code == 128 + 9
     assert "1 process, 3 kernels, 3 attribute set(s), 3 refusal(s)" in out
+
+
+def test_from_explains_against_the_limits_recorded_with_the_trace(tmp_path: Path, fakes: Path, collector: Path,
+                                                                  cupti: None, capsys: pytest.CaptureFixture[str]) -> None:
+    # Traced against a simulated RTX PRO 6000, read back with --from and no device: the same limits, not
+    # this machine's (the test machine has no GPU, so only the record can give them).
+    out = tmp_path / "t"
+    play = f"{sys.executable} {Path(__file__).with_name('fake_process.py')} {fakes} {collector} all"
+    code, live, _ = run_main(["trace", "--simulate", "rtx-pro-6000", "--out", str(out), "--", "sh", "-c", play], capsys)
+    assert code == 0 and "accepts at most 101376 B" in live
+    code, replayed, _ = run_main(["trace", "--from", str(out)], capsys)
+    assert code == 0 and replayed == live + "  (limits as recorded with the trace, in limits.json)\n"
+    recorded = json.loads((out / "limits.json").read_text())
+    assert recorded["here"]["optin_limit_bytes"] == 101376 and recorded["here"]["compute_capability"] == [12, 0]
+    # The folder now holds a trace: a second trace into it is refused, and leaves it as it is.
+    code, _, err = run_main(["trace", "--no-measure", "--out", str(out), "--", "true"], capsys)
+    assert code == 2 and "already holds a trace" in one_error(err)
+
+
+def test_from_without_recorded_limits_measures_nothing_and_says_so(recorded: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_main(["trace", "--from", str(recorded)], capsys)
+    assert code == 0 and "limits: none known here" in out
+    assert out.endswith("(no limits were recorded with this trace: give --report or --simulate)\n")
+
+
+@pytest.mark.parametrize("content, says", [
+    ("{", "line 1 column 2"),
+    ('{"format": 2, "here": {}}', "not the limits trace records"),
+    ('{"format": 1, "here": {"name": "x"}}', "not a record of limits"),
+])
+def test_damaged_recorded_limits_are_one_line(recorded: Path, tmp_path: Path, content: str, says: str,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "copy"
+    folder.mkdir()
+    for path in recorded.glob("*.jsonl"):
+        (folder / path.name).write_bytes(path.read_bytes())
+    (folder / "limits.json").write_text(content)
+    code, _, err = run_main(["trace", "--from", str(folder)], capsys)
+    assert code == 2 and says in one_error(err) and "limits.json" in one_error(err)
+
+
+def test_recorded_limits_refuse_values_no_device_has(recorded: Path, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    from bisect_smem.analysis.fit.targets import Target, target_record
+    from bisect_smem.core.profiles import find_profile
+
+    good = target_record(Target.from_profile(find_profile("9.0")))
+    for field, value in (("optin_limit_bytes", -1), ("compute_capability", [9]), ("granule_bytes", None),
+                         ("kind", "guessed")):
+        folder = tmp_path / field
+        folder.mkdir()
+        (folder / "limits.json").write_text(json.dumps({"format": 1, "here": {**good, field: value}}))
+        code, _, err = run_main(["trace", "--from", str(folder)], capsys)
+        assert code == 2 and str(folder / "limits.json") in one_error(err), (field, err)

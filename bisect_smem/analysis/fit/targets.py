@@ -4,6 +4,7 @@ not at all, by how many bytes, and how many such blocks fit on one SM."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -152,6 +153,33 @@ class Target:
             driver.get("max_blocks_per_multiprocessor"), driver.get("max_threads_per_multiprocessor"),
             cc, driver_version, error, source,
             f"device {dev.index}" if source is None else f"{dev.name} {driver_version or ''}".strip())
+
+
+def target_record(target: Target) -> dict[str, Any]:
+    """``target`` as JSON: what ``target_from_record`` reads back."""
+    return {f.name: (list(v) if isinstance(v := getattr(target, f.name), tuple) else v) for f in dataclasses.fields(Target)}
+
+
+def target_from_record(data: Any, where: str) -> Target:
+    """A Target written by ``target_record``; a UsageError naming ``where`` for anything else."""
+    names = {f.name for f in dataclasses.fields(Target)}
+    if not isinstance(data, dict) or set(data) != names:
+        raise UsageError(f"{where}: not a record of limits (expected the fields {', '.join(sorted(names))})")
+    texts = ("name", "kind", "driver_version", "error", "source", "short")
+    if data["kind"] not in ("measured", "published") or any(
+            data[n] is not None and not isinstance(data[n], str) for n in texts) or not isinstance(data["name"], str):
+        raise UsageError(f"{where}: kind, name and the labels of a record of limits are strings "
+                         "(kind 'measured' or 'published')")
+    cc = data["compute_capability"]
+    if cc is not None and (not isinstance(cc, list) or len(cc) != 2 or
+                           not all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 100 for v in cc)):
+        raise UsageError(f"{where}: compute_capability {cc!r} is not [major, minor]")
+    if data["reserved_bytes"] is None or data["granule_bytes"] is None:
+        raise UsageError(f"{where}: reserved_bytes and granule_bytes of a record of limits are whole numbers")
+    try:
+        return Target(**{**data, "compute_capability": tuple(cc) if cc else None})
+    except UsageError as exc:
+        raise UsageError(f"{where}: {exc}") from None
 
 
 @dataclass(frozen=True)

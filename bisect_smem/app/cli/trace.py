@@ -5,18 +5,20 @@ explain each shared-memory request it made against the GPU's measured limits and
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from bisect_smem.analysis.fit.targets import Target
+from bisect_smem.analysis.fit.targets import Target, target_from_record, target_record
 from bisect_smem.analysis.trace import Explained, explain, fit_advice
 from bisect_smem.app.cli.commands import SUBCOMMANDS
 from bisect_smem.app.outputs import writer
 from bisect_smem.app.render.trace import render_json, render_text
 from bisect_smem.app.run import fit_targets
 from bisect_smem.app.run.traced import INJECTION, CommandNotStarted, run_traced
+from bisect_smem.core import input as reader
 from bisect_smem.core.errors import BisectSmemError, ExitCode, UsageError
 from bisect_smem.core.profiles import find_profile, profile_names
 from bisect_smem.core.trace_events import read_trace
@@ -25,6 +27,10 @@ from bisect_smem.devices.collector.demangle import demangle_all
 
 HELP = SUBCOMMANDS["trace"]
 DEFAULT_OUT = "bisect-smem-trace"
+# The limits a trace was explained against, kept beside its JSON lines: --from explains it the same way on any
+# machine, rather than against whatever GPU that machine has.
+LIMITS_FILE = "limits.json"
+LIMITS_FORMAT = 1
 COLLECTOR_CHOICE = "BISECT_SMEM_COLLECTOR"  # "python": the ctypes collector even where cc builds the C one
 EXIT_HELP = """exit codes:
   N    the command's own exit code (128+N when signal N ended it); the trace is kept under --out
@@ -66,7 +72,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", metavar="DIR", help=f"where the per-process JSON lines go (default ./{DEFAULT_OUT}; "
                                                 "it must hold no trace yet)")
-    p.add_argument("--from", dest="replay", metavar="DIR", help="explain the trace in DIR; run nothing")
+    p.add_argument("--from", dest="replay", metavar="DIR", help="explain the trace in DIR against the limits recorded with it "
+                                                      "(or --report, --simulate); run nothing")
     p.add_argument("--report", metavar="REPORT.json", help="the measured limits of the GPU the command runs on "
                                                            "(a report of bisect-smem --json)")
     p.add_argument("--arch", action="append", metavar="PROFILE", help="also say which requests would not fit on "
@@ -105,6 +112,8 @@ def run(args: argparse.Namespace) -> tuple[str, int]:
     others = other_targets(q)
     env = None if q.replay else prepare(q)  # what would refuse the command is said before anything is measured
     here, note = here_target(q)
+    if env is not None and here is not None:
+        record_limits(q.out, here)
     code = 0 if env is None else run_command(q, env)
     explained = explain_folder(q.out, here, others)
     text = render_json(explained) if q.json == "-" else render_text(explained)
@@ -118,17 +127,42 @@ def run(args: argparse.Namespace) -> tuple[str, int]:
 
 
 def here_target(q: TraceQuery) -> tuple[Target | None, str | None]:
-    """The limits of the GPU the command runs on: --report, --simulate, or measured now, before the command."""
+    """The limits of the GPU the command runs on: --report, --simulate, the limits recorded with a trace read
+    with --from, or measured now, before the command (never for --from: that GPU may not be the one it ran on)."""
     if q.report:
         here = fit_targets.file_targets(q.report, "--report")[0]  # the GPU the command runs on is the report's first
         model = (here.short or "").replace(here.driver_version or "\0", "").strip()
         return replace(here, short=model or here.short), None
+    if q.replay and not q.simulate:
+        return recorded_limits(q.out)
     if not q.simulate and not q.measure:
         return None, None
     devices, note = fit_targets.local_devices(q.simulate, True)
     if not devices:
         return None, note
     return replace(Target.from_report(devices[0]), short=devices[0].name), note
+
+
+def record_limits(out: Path, here: Target) -> None:
+    """Keep ``here`` beside the trace in ``out``, for --from."""
+    document = {"format": LIMITS_FORMAT, "here": target_record(here)}
+    writer.write_atomic(out / LIMITS_FILE, json.dumps(document, indent=1) + "\n", exclusive=True,
+                        what="the trace's limits")
+
+
+def recorded_limits(folder: Path) -> tuple[Target | None, str | None]:
+    """The limits recorded with the trace in ``folder``; None, and why, where it has none."""
+    path = folder / LIMITS_FILE
+    if not path.exists():
+        return None, "no limits were recorded with this trace: give --report or --simulate"
+    try:
+        document = reader.parse_json(reader.read_file(path, 1 << 20).data)
+    except reader.InputError as exc:
+        raise UsageError(f"{path}: {exc}") from None
+    if not isinstance(document, dict) or document.get("format") != LIMITS_FORMAT or set(document) != {"format", "here"}:
+        raise UsageError(f"{path}: not the limits trace records (format {LIMITS_FORMAT})")
+    here = target_from_record(document["here"], str(path))
+    return here, f"limits as recorded with the trace, in {LIMITS_FILE}"
 
 
 def other_targets(q: TraceQuery) -> list[Target]:
@@ -176,7 +210,7 @@ def _is_python(command: tuple[str, ...]) -> bool:
 
 def prepare(q: TraceQuery) -> dict[str, str]:
     """A new --out folder, and the command's environment with the collector in it."""
-    if q.out.is_dir() and any(q.out.glob("*.jsonl")):
+    if q.out.is_dir() and (any(q.out.glob("*.jsonl")) or (q.out / LIMITS_FILE).exists()):
         raise UsageError(f"--out {q.out} already holds a trace: name another folder, or explain it with --from")
     env = environment(q.out, q.command)
     try:
