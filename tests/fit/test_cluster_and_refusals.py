@@ -37,6 +37,10 @@ def test_auto_with_a_2x1x1_cluster_is_the_2sm_kernel(capsys: pytest.CaptureFixtu
      "sm90_fp16_128x128x8_cooperative_cbf16_dbf16"),
     (["--tile", "256x128x64", "--dtype", "bf16", "--schedule", "2sm", "--arch", "sm_100"],
      "sm100_bf16_256x128x64_2sm_cbf16_dbf16"),
+    (["--tile", "128x256x256", "--dtype", "nvfp4", "--cluster", "2x1x1", "--arch", "sm_100"],
+     "sm100_nvfp4_128x256x256_2sm_cbf16_dbf16_cluster2x1x1"),
+    (["--tile", "128x128x128", "--dtype", "mxfp8", "--schedule", "2sm", "--cluster", "2x1x1", "--arch", "sm_100"],
+     "sm100_mxfp8_128x128x128_2sm_cbf16_dbf16_cluster2x1x1"),
 ])
 def test_refusals_in_the_builders_words(args: list[str], name: str, capsys: pytest.CaptureFixture[str]) -> None:
     real = ROWS[name]
@@ -45,9 +49,14 @@ def test_refusals_in_the_builders_words(args: list[str], name: str, capsys: pyte
     assert out.splitlines()[0].endswith(f": {real['refusal']}")
 
 
-def test_what_is_not_modelled_is_unknown_not_guessed(capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_2sm_kernel_with_tile_m_128_is_the_compiled_one(capsys: pytest.CaptureFixture[str]) -> None:
+    real = ROWS["sm100_bf16_128x256x64_auto_cbf16_dbf16_cluster2x1x1"]
     code, out = fit(["--tile", "128x256x64", "--dtype", "bf16", "--cluster", "2x1x1", "--arch", "sm_100"], capsys)
-    assert code == 4 and "not modelled" in out
+    assert code == 0 and out.startswith(f"{real['stages']} stages fit on sm_100: {real['shared_storage_bytes']} of ")
+    # Its epilogue runs 2x2 warps: a 64x64 tile of two 32-column runs, swizzled 64 B (512-B aligned), not 128 B.
+    _, out = fit(["--tile", "128x256x64", "--dtype", "bf16", "--cluster", "2x1x1", "--arch", "sm_100", "--verbose"],
+                 capsys)
+    assert f"{real['epilogue_tensor_bytes']} B  epilogue C/D buffers (64x64 tile, 4 C / 2 D stages)" in out
 
 
 @pytest.mark.parametrize("cluster", ["2x1", "0x1x1", "4x4x2", "x1x1"])

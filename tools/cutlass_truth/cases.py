@@ -95,6 +95,25 @@ def _sm100() -> list[Case]:
             # KernelScheduleAuto takes the 2-SM kernel for a cluster even along M; mxfp4 through MXF8F6F4.
             Case(100, "bf16", "bf16", (256, 128, 64), "auto", cluster=(2, 1, 1)),
             Case(100, "mxfp4-f8f6f4", "mxfp4-f8f6f4", (128, 128, 256), "1sm")]
+    return out + _sm100_2sm_m128()
+
+
+def _sm100_2sm_m128() -> list[Case]:
+    """The 2-SM kernel with MMA tile M 128: each CTA holds 64 rows and its epilogue runs 2x2 warps."""
+    out = [Case(100, "bf16", "bf16", (128, n, 64), "2sm", cluster=(2, 1, 1)) for n in (64, 128, 192, 256)]
+    out += [Case(100, "fp16", "fp16", (128, 128, 64), "2sm", "fp16", "fp16", cluster=(4, 1, 1)),
+            Case(100, "fp16", "fp16", (128, 256, 64), "2sm", "fp16", "fp16", cluster=(4, 1, 1)),
+            Case(100, "bf16", "bf16", (128, 256, 64), "2sm", "fp32", "fp32", cluster=(2, 1, 1)),
+            Case(100, "bf16", "bf16", (128, 128, 64), "2sm", "fp32", "fp32", cluster=(2, 1, 1)),
+            Case(100, "e4m3", "e4m3", (128, 256, 128), "2sm", "void", "bf16", cluster=(2, 1, 1)),
+            Case(100, "e4m3", "e4m3", (128, 128, 128), "2sm", cluster=(2, 1, 1)),
+            Case(100, "e4m3", "e4m3", (128, 64, 128), "2sm", "void", "e4m3", cluster=(2, 1, 1)),
+            Case(100, "bf16", "bf16", (128, 256, 64), "auto", cluster=(2, 1, 1)),
+            Case(100, "bf16", "bf16", (128, 128, 64), "auto", cluster=(4, 1, 1)),
+            Case(100, "bf16", "bf16", (128, 256, 64), "2sm", stages=4, cluster=(2, 1, 1)),
+            Case(100, "e4m3", "e4m3", (128, 128, 128), "2sm", stages=3, cluster=(4, 1, 1)),
+            Case(100, "bf16", "bf16", (128, 256, 64), "2sm", grouped=True, cluster=(2, 1, 1)),
+            Case(100, "bf16", "bf16", (128, 128, 64), "2sm", grouped=True, cluster=(2, 1, 1))]
     return out
 
 
@@ -144,6 +163,8 @@ REFUSED = [Case(120, "bf16", "bf16", (128, 128, 64), "auto"),
            Case(90, "bf16", "bf16", (128, 128, 64), "auto", grouped=True),
            Case(100, "bf16", "bf16", (256, 128, 64), "auto"),
            Case(100, "bf16", "bf16", (256, 128, 64), "2sm"),
+           Case(100, "nvfp4", "nvfp4", (128, 256, 256), "2sm", cluster=(2, 1, 1)),
+           Case(100, "mxfp8", "mxfp8", (128, 128, 128), "2sm", cluster=(2, 1, 1)),
            Case(120, "nvfp4", "nvfp4", (128, 192, 128), "auto"),
            Case(90, "fp16", "fp16", (1, 1, 1), "auto"),
            Case(90, "fp16", "fp16", (128, 128, 8), "cooperative"),

@@ -57,13 +57,15 @@ def stages(tiles: int, reuse: bool, c_most: int, d_most: int = 2) -> tuple[int, 
 
 
 def storage(tile: tuple[int, int], c_bits: int, d_bits: int, stages_c: int, stages_d: int, reuse: bool,
-            tensormap_count: int = 0, column_major: bool = False, fusion: Part = EMPTY) -> Epilogue:
+            tensormap_count: int = 0, column_major: bool = False, fusion: Part = EMPTY,
+            swizzled: int | None = None) -> Epilogue:
     """The storage of a TMA epilogue with these buffers (bytes per element from bits; a void D keeps its
     buffer in the fusion's aux type, ``d_bits``). ``column_major`` C and D swizzle along M; ``fusion`` is
-    the fusion callbacks' SharedStorage (empty for a linear combination)."""
+    the fusion callbacks' SharedStorage (empty for a linear combination); ``swizzled`` the elements of one
+    contiguous run that the swizzle is chosen for, where it is shorter than the tile's row."""
     elems = tile[0] * tile[1]
     c_stage, d_stage = elems * c_bits // 8, elems * d_bits // 8
-    contiguous = tile[0] if column_major else tile[1]
+    contiguous = swizzled or (tile[0] if column_major else tile[1])
     align_d = swizzle_alignment(contiguous * d_bits // 8)
     if c_bits == 0:
         collective = union(Part(0, 1), array(stages_d * d_stage, align_d))
@@ -129,6 +131,18 @@ def sm100_tile(cta_m: int, n: int, c_bits: int, d_bits: int, warps: Sequence[int
     return m, n_tmp if n % n_tmp == 0 else n
 
 
+def sm100_tmem_warps(two_sm: bool, mma_m: int) -> tuple[int, int]:
+    """sm100_tmem_warps: the epilogue's 4 warps along (M, N); 2x2 when a 2-SM MMA of M 128 leaves each CTA
+    64 rows of the accumulator."""
+    return (2, 2) if two_sm and mma_m == 128 else (4, 1)
+
+
+def sm100_swizzled_run(tile_n: int, n: int, warp_n: int) -> int:
+    """The contiguous columns of an auto epilogue tile: its N is strided over the warps along N
+    ((N/WarpN, WarpN):(1, CtaN/WarpN)), one run unless the tile spans the whole CTA tile."""
+    return tile_n if tile_n == n else tile_n // warp_n
+
+
 def sm100(cta_m: int, n: int, c_bits: int, d_bits: int, warps: Sequence[int], block_scaled: bool,
           grouped: bool) -> Epilogue:
     """sm_100's TmaWarpSpecialized1Sm/2Sm epilogue: C's smem reused whenever C is wider than 8 bits."""
@@ -136,4 +150,6 @@ def sm100(cta_m: int, n: int, c_bits: int, d_bits: int, warps: Sequence[int], bl
     tiles = (cta_m // tile[0]) * (n // tile[1])
     reuse = c_bits > 8
     stages_c, stages_d = stages(tiles, reuse, 4)
-    return storage(tile, c_bits, d_bits, stages_c, stages_d, reuse, 2 if grouped else 0)
+    # The block-scaled N = 256 tile is a plain (M, 128) tile, not strided over the warps.
+    run = tile[1] if block_scaled and n == 256 else sm100_swizzled_run(tile[1], n, warps[1])
+    return storage(tile, c_bits, d_bits, stages_c, stages_d, reuse, 2 if grouped else 0, swizzled=run)

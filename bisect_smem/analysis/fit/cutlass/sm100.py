@@ -53,6 +53,14 @@ def uses_two_sms(g: GemmKernel) -> bool:
     return g.schedule == "2sm"
 
 
+def tile_ms(two_sm: bool, block_scaled: bool) -> tuple[int, ...]:
+    """The MMA tile M the builder's trivial tiled MMA takes: 1-SM 64 or 128; 2-SM 128 or 256, but only 256
+    for the block-scaled 2-SM MMA (sm100_make_blockscaled_2sm_trivial_tiled_mma)."""
+    if not two_sm:
+        return 64, 128
+    return (256,) if block_scaled else (128, 256)
+
+
 def refuse(g: GemmKernel) -> str | None:
     """Why sm_100 has no collective modelled here for this kernel, or None."""
     if g.schedule in ("cooperative", "pingpong"):
@@ -63,7 +71,7 @@ def refuse(g: GemmKernel) -> str | None:
     # The epilogue is built first: its schedule against the cluster, then the MMA's M.
     if two_sm and g.cluster[0] % 2:
         return "schedule + cluster mismatch"
-    if g.m not in ((128, 256) if two_sm else (64, 128)):
+    if g.m not in tile_ms(two_sm, g.block_scaled):
         return "Invalid TileShape_M."
     return None
 
@@ -74,17 +82,12 @@ def build(g: GemmKernel) -> Build:
     if reason:
         return Build("sm100", False, reason)
     two_sm = uses_two_sms(g)
-    if two_sm and g.m == 128:
-        # A real build (128x256x64 bf16, cluster 2x1x1) keeps 512 B less epilogue storage than this model's
-        # 64x64 epilogue tile: no number rather than a wrong one.
-        return Build("sm100", False, "the 2-SM kernel with tile M 128 is not modelled (its epilogue tile)",
-                     modelled=False)
     cta_m, cta_n = (g.m // 2, g.n // 2) if two_sm else (g.m, g.n)
     a = int(alloc_bytes(g, g.op_a.bits) * cta_m * g.k)
     b = int(alloc_bytes(g, g.op_b.bits) * cta_n * g.k)
     acc = accumulator_stages(g, cta_m, two_sm)
     capacity = CAPACITY_BYTES - carveout_of(g, acc)
-    warps = [4, 1]  # the epilogue's warps along M and N
+    warps = epi.sm100_tmem_warps(two_sm, g.m)
     ep = epi.sm100(cta_m, g.n, g.c_bits, g.d_bits, warps, g.block_scaled, g.grouped)
     if g.epilogue_bytes is not None:
         # The given storage is the epilogue's in the kernel's total and breakdown, not only in the carveout.
