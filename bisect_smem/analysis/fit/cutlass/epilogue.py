@@ -131,10 +131,10 @@ def sm100_tile(cta_m: int, n: int, c_bits: int, d_bits: int, warps: Sequence[int
     return m, n_tmp if n % n_tmp == 0 else n
 
 
-def sm100_tmem_warps(two_sm: bool, mma_m: int) -> tuple[int, int]:
-    """sm100_tmem_warps: the epilogue's 4 warps along (M, N); 2x2 when a 2-SM MMA of M 128 leaves each CTA
+def sm100_tmem_warps(two_sm: bool, mma_m: int) -> list[int]:
+    """sm100_tmem_warps: the epilogue's 4 warps along M and N; 2x2 when a 2-SM MMA of M 128 leaves each CTA
     64 rows of the accumulator."""
-    return (2, 2) if two_sm and mma_m == 128 else (4, 1)
+    return [2, 2] if two_sm and mma_m == 128 else [4, 1]
 
 
 def sm100_swizzled_run(tile_n: int, n: int, warp_n: int) -> int:
