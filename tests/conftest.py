@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 import json
+import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +99,17 @@ def run_cli_json(args: list[str], folder: Path, capsys: pytest.CaptureFixture[st
     assert_valid(report)
     assert report["exit_code"] == code, (report["exit_code"], code)
     return code, report
+
+
+def consumer_tool(name: str, installed_by: str) -> str:
+    """The path of a consumer's own tool (promtool, shellcheck, zsh, lexgrog) that a test runs: without it the
+    test skips, except on CI, where `make test` installs it and its absence is a failure."""
+    tool = shutil.which(name)
+    if tool is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"{name} must run on CI: {installed_by}")
+        pytest.skip(f"{name} is not installed ({installed_by})")
+    return tool
 
 
 def run_main(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:

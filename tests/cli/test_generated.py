@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
+from tests.conftest import consumer_tool
 from tests.paths import ROOT
 
 BASH = ROOT / "bisect_smem" / "share" / "bisect-smem.bash"
@@ -48,8 +46,7 @@ def test_bash_completes_subcommands_choices_and_options() -> None:
 
 
 def test_zsh_parses_the_completion() -> None:
-    if shutil.which("zsh") is None:
-        pytest.skip("zsh is not installed")
+    consumer_tool("zsh", "`make test` installs it as root")
     done = subprocess.run(["zsh", "-n", str(ZSH)], capture_output=True, text=True, timeout=30)
     assert done.returncode == 0, done.stderr
 
@@ -125,8 +122,7 @@ def _zsh_candidates(line: str, cwd: Path) -> set[str]:
 
 
 def test_zsh_offers_choices_and_files_in_a_real_line_editor(tmp_path: Path) -> None:
-    if shutil.which("zsh") is None:
-        pytest.skip("zsh is not installed (make tool-deps installs it)")
+    consumer_tool("zsh", "`make test` installs it as root")
     (tmp_path / "report.json").write_text("{}")
     (tmp_path / "reports").mkdir()
     assert _zsh_candidates("bisect-smem --backend ", tmp_path) == {"cupy", "numba", "sim", "all"}
@@ -137,8 +133,7 @@ def test_zsh_offers_choices_and_files_in_a_real_line_editor(tmp_path: Path) -> N
 
 
 def test_the_man_page_has_a_name_whatis_reads() -> None:
-    if shutil.which("lexgrog") is None:
-        pytest.skip("lexgrog (man-db) is not installed")
+    consumer_tool("lexgrog", "`make test` installs man-db as root")
     done = subprocess.run(["lexgrog", str(MAN)], capture_output=True, text=True, timeout=30)
     assert done.returncode == 0 and '"bisect-smem - measure how much shared memory' in done.stdout, done.stdout
 

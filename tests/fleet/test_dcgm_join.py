@@ -9,7 +9,6 @@ tests/data/h200_report.json and a second GPU."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from dataclasses import replace
 from pathlib import Path
@@ -20,6 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from bisect_smem.app.render.prom import render
 from bisect_smem.core.attributes import nvml_bus_id
 from bisect_smem.core.saved import load_report
+from tests.conftest import consumer_tool
 from tests.paths import DATA
 
 DCGM_PAGE = DATA / "dcgm_exporter_h200.prom"
@@ -75,8 +75,7 @@ def _promtool_series(text: str) -> list[str]:
 
 def test_promql_joins_the_two_pages_on_uuid(tmp_path: Path) -> None:
     # Prometheus' own PromQL engine (promtool test rules) evaluates the join the docs give.
-    if shutil.which("promtool") is None:
-        pytest.skip("promtool is not installed (make tool-deps installs it)")
+    consumer_tool("promtool", "`make test` installs Debian's prometheus package as root")
     ours = render(load_report(DATA / "h200_report.json"))
     tests = tmp_path / "join_test.yml"
     tests.write_text("\n".join([

@@ -8,7 +8,6 @@ the check line the DaemonSet left on the host."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.conftest import consumer_tool
 from tests.fleet.test_kubernetes import K8S, _env, scripts
 
 kubernetes_validate = pytest.importorskip("kubernetes_validate.utils")
@@ -169,11 +169,7 @@ def _shell_scripts() -> dict[str, str]:
 
 @pytest.mark.parametrize("name", sorted(_shell_scripts()))
 def test_shellcheck_finds_nothing_in_the_pods_scripts(name: str) -> None:
-    tool = shutil.which("shellcheck")
-    if tool is None:
-        if os.environ.get("CI"):
-            pytest.fail("shellcheck must run on CI: `make test` installs it as root")
-        pytest.skip("shellcheck is not installed (`make test` installs it as root)")
+    tool = consumer_tool("shellcheck", "`make test` installs it as root")
     done = subprocess.run([tool, "-s", "sh", "-"], input=_shell_scripts()[name], capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 0, done.stdout

@@ -4,8 +4,6 @@ the parser does not make, and promtool (Debian's prometheus package; `make test`
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 from collections import Counter
 from dataclasses import replace
@@ -17,6 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from bisect_smem.app.cli import main as cli
 from bisect_smem.app.render.prom import render
 from bisect_smem.core.saved import load_report
+from tests.conftest import consumer_tool
 from tests.paths import ROOT
 
 H200_REPORT = ROOT / "tests" / "data" / "h200_report.json"
@@ -47,11 +46,7 @@ def families(text: str) -> dict[str, object]:
 
 def promtool(text: str) -> None:
     """promtool check metrics on the text, where promtool is installed."""
-    tool = shutil.which("promtool")
-    if tool is None:
-        if os.environ.get("CI"):
-            pytest.fail("promtool must run on CI: `make test` installs Debian's prometheus package as root")
-        pytest.skip("promtool not installed (`make test` installs Debian's prometheus package as root)")
+    tool = consumer_tool("promtool", "`make test` installs Debian's prometheus package as root")
     checked = subprocess.run([tool, "check", "metrics"], input=text, capture_output=True, text=True, timeout=60)
     assert checked.returncode == 0, checked.stdout + checked.stderr
 

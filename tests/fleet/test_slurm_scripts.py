@@ -6,7 +6,6 @@ tests/fleet/test_slurm_health.py runs them on a real one-node Slurm."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from bisect_smem.app.cli import main as cli
+from tests.conftest import consumer_tool
 from tests.paths import ROOT
 
 SLURM = ROOT / "examples" / "slurm"
@@ -42,11 +42,7 @@ def test_bash_parses_the_script(script: Path) -> None:
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
 def test_shellcheck_finds_nothing(script: Path) -> None:
-    tool = shutil.which("shellcheck")
-    if tool is None:
-        if os.environ.get("CI"):
-            pytest.fail("shellcheck must run on CI: `make test` installs it as root")
-        pytest.skip("shellcheck is not installed (`make test` installs it as root)")
+    tool = consumer_tool("shellcheck", "`make test` installs it as root")
     done = subprocess.run([tool, "-s", "bash", str(script)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stdout
 
