@@ -101,6 +101,17 @@ def run_cli_json(args: list[str], folder: Path, capsys: pytest.CaptureFixture[st
     return code, report
 
 
+@pytest.fixture
+def h200_baseline(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    """A baseline folder saved from a simulated H200's standard run."""
+    from bisect_smem.app.cli.main import main
+
+    folder = tmp_path / "baselines"
+    assert main(["--simulate", "h200", "--save-baseline", str(folder), "--quiet", "--inline"]) == 0
+    capsys.readouterr()
+    return folder
+
+
 def consumer_tool(name: str, installed_by: str) -> str:
     """The path of a consumer's own tool (promtool, shellcheck, zsh, lexgrog) that a test runs: without it the
     test skips, except on CI, where `make test` installs it and its absence is a failure."""

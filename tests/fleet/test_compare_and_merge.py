@@ -22,14 +22,6 @@ ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("P
 
 
 
-@pytest.fixture
-def h200_baseline(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
-    folder = tmp_path / "b"
-    assert main(["--simulate", "h200", "--save-baseline", str(folder), "--quiet"]) == 0
-    capsys.readouterr()
-    return folder
-
-
 def test_a_regression_beside_a_missing_baseline_is_exit_1(h200_baseline: Path,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(["--simulate", "h200,fewer=1", "--simulate", "a100", "--compare", str(h200_baseline)], capsys)

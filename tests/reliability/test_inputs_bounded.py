@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from bisect_smem.app.cli.main import main
 from bisect_smem.core import saved
 from tests.conftest import one_error
 from tests.conftest import run_main as run
@@ -38,24 +37,16 @@ def within(seconds: float, call):
     return result[0]
 
 
-@pytest.fixture
-def baseline_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
-    folder = tmp_path / "b"
-    assert main(["--simulate", "h200", "--save-baseline", str(folder), "--quiet"]) == 0
-    capsys.readouterr()
-    return folder
-
-
-def test_a_fifo_as_input_is_refused_without_waiting(tmp_path: Path, baseline_folder: Path,
+def test_a_fifo_as_input_is_refused_without_waiting(tmp_path: Path, h200_baseline: Path,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     fifo = tmp_path / "r.json"
     os.mkfifo(fifo)
-    (model,) = baseline_folder.iterdir()
+    (model,) = h200_baseline.iterdir()
     (model / "simulated.json").unlink()  # the baseline this run is compared with (the others are not read)
     os.mkfifo(model / "simulated.json")
     for args, name in ((["merge", str(fifo)], str(fifo)), (["--simulate", str(fifo)], f"--simulate {fifo}"),
                        (["fit", "1000", "--target", str(fifo)], f"--target {fifo}"),
-                       (["--simulate", "h200", "--compare", str(baseline_folder)], str(model / "simulated.json"))):
+                       (["--simulate", "h200", "--compare", str(h200_baseline)], str(model / "simulated.json"))):
         code, _, err = within(30, lambda args=args: run(args, capsys))
         assert code == 2 and one_error(err).startswith(f"error: {name}: not a readable "), args
         assert "(a FIFO, not a regular file)" in err
@@ -142,7 +133,7 @@ def test_a_number_of_thousands_of_digits_is_one_line(digits: int, tmp_path: Path
 
 
 @pytest.mark.parametrize("depth", [900, 5000, 100000])
-def test_json_nested_deep_is_one_line(depth: int, tmp_path: Path, baseline_folder: Path,
+def test_json_nested_deep_is_one_line(depth: int, tmp_path: Path, h200_baseline: Path,
                                       capsys: pytest.CaptureFixture[str]) -> None:
     doc = h200()
     doc["devices"][0]["context"]["deep"] = None
@@ -151,11 +142,11 @@ def test_json_nested_deep_is_one_line(depth: int, tmp_path: Path, baseline_folde
     path.write_text(text)
     code, _, err = run(["merge", str(path)], capsys)
     assert code == 2 and ("nested" in one_error(err)), err
-    (baseline,) = baseline_folder.rglob("*.json")
+    (baseline,) = h200_baseline.rglob("*.json")
     saved_doc = json.loads(baseline.read_text())
     saved_doc["device"]["context"]["deep"] = None
     baseline.write_text(json.dumps(saved_doc).replace('"deep": null', '"deep": ' + "[" * depth + "]" * depth))
-    code, _, err = run(["--simulate", "h200", "--compare", str(baseline_folder)], capsys)
+    code, _, err = run(["--simulate", "h200", "--compare", str(h200_baseline)], capsys)
     assert code == 2 and "nested" in one_error(err), err
 
 
@@ -200,23 +191,23 @@ def test_a_value_no_device_can_have_is_refused_when_read(where: str, value: obje
         assert one_error(err) == f"error: {name}: {field} {problem}", args
 
 
-def test_a_cluster_key_that_is_no_cluster_size_is_refused(baseline_folder: Path,
+def test_a_cluster_key_that_is_no_cluster_size_is_refused(h200_baseline: Path,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
-    (path,) = baseline_folder.rglob("*.json")
+    (path,) = h200_baseline.rglob("*.json")
     doc = json.loads(path.read_text())
     doc["device"]["measured"]["clusters"][0]["active_clusters"]["abc"] = {"measured": 1, "api": 1}
     path.write_text(json.dumps(doc))
-    code, _, err = run(["--simulate", "h200", "--compare", str(baseline_folder)], capsys)
+    code, _, err = run(["--simulate", "h200", "--compare", str(h200_baseline)], capsys)
     assert code == 2 and one_error(err) == (f"error: {path}: field device.measured.clusters[0].active_clusters has a "
                                             "key that is not a cluster size (1..16): 'abc'")
 
 
-def test_a_baseline_saved_at_a_bogus_level_is_refused(baseline_folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    (path,) = baseline_folder.rglob("*.json")
+def test_a_baseline_saved_at_a_bogus_level_is_refused(h200_baseline: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (path,) = h200_baseline.rglob("*.json")
     doc = json.loads(path.read_text())
     doc["provenance"]["level"] = "bogus"
     path.write_text(json.dumps(doc))
-    code, _, err = run(["--simulate", "h200", "--compare", str(baseline_folder)], capsys)
+    code, _, err = run(["--simulate", "h200", "--compare", str(h200_baseline)], capsys)
     assert code == 2 and one_error(err) == (f"error: {path}: field provenance.level must be one of quick, "
                                             "standard, full (got 'bogus')")
 
