@@ -21,13 +21,12 @@ from bisect_smem.core.levels import LEVELS
 from bisect_smem.core.model import to_jsonable
 from bisect_smem.core.profiles import PROFILES
 from tests.conftest import assert_valid, fast_validator, run_cli_json, schema_problems, schema_validator
-from tests.paths import ROOT
+from tests.paths import H200_REPORT
 
 # The test extra installs jsonschema; a GPU image without it still collects the other tests.
 Draft202012Validator = pytest.importorskip("jsonschema").Draft202012Validator
 fastjsonschema = pytest.importorskip("fastjsonschema")
 
-H200_REPORT = ROOT / "tests" / "data" / "h200_report.json"
 
 
 @pytest.mark.parametrize("kind", KINDS)

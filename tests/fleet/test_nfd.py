@@ -14,9 +14,8 @@ import pytest
 from bisect_smem.app.cli import main as cli
 from bisect_smem.app.render.nfd import render, slug
 from bisect_smem.core.saved import load_report
-from tests.paths import ROOT
+from tests.paths import H200_REPORT
 
-H200_REPORT = ROOT / "tests" / "data" / "h200_report.json"
 # k8s.io/apimachinery/pkg/util/validation: qualified name part and label value, 63 characters at most;
 # the prefix is a DNS-1123 subdomain of at most 253.
 NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")

@@ -16,9 +16,8 @@ from bisect_smem.app.cli import main as cli
 from bisect_smem.app.render.prom import render
 from bisect_smem.core.saved import load_report
 from tests.conftest import consumer_tool
-from tests.paths import ROOT
+from tests.paths import H200_REPORT
 
-H200_REPORT = ROOT / "tests" / "data" / "h200_report.json"
 DEVICE_LABELS = {"gpu", "UUID", "pci_bus_id", "driver_version"}
 
 

@@ -14,11 +14,10 @@ import pytest
 
 from bisect_smem.app.cli import main as cli
 from tests.conftest import consumer_tool
-from tests.paths import ROOT
+from tests.paths import H200_REPORT, ROOT
 
 SLURM = ROOT / "examples" / "slurm"
 SCRIPTS = [SLURM / "healthcheck.sh", SLURM / "prolog.sh", SLURM / "bisect_smem.nhc", SLURM / "fleet.sbatch"]
-H200_REPORT = ROOT / "tests" / "data" / "h200_report.json"
 # Stands in for "python -m bisect_smem": records each call with the CUDA variables it saw, and answers
 # with the exit codes the test asks for.
 FAKE_PYTHON = """#!/usr/bin/env bash

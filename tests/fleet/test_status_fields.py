@@ -13,9 +13,7 @@ from bisect_smem.app.cli import main as cli
 from bisect_smem.core.saved import load_report
 from bisect_smem.core.status import DeviceSummary
 from tests.conftest import assert_valid, run_cli_json
-from tests.paths import ROOT
-
-H200_REPORT = ROOT / "tests" / "data" / "h200_report.json"
+from tests.paths import H200_REPORT
 
 
 def _counted(dev: dict) -> dict[str, int]:
