@@ -14,9 +14,8 @@ import pytest
 
 from bisect_smem.app.cli import main as cli
 from bisect_smem.app.cli.check import DEFAULT_REPORT, REPORT_ENV
-from tests.paths import ROOT
+from tests.paths import H200_REPORT, ROOT
 
-H200_REPORT = ROOT / "tests" / "data" / "h200_report.json"
 NPD_CONFIG = ROOT / "examples" / "kubernetes" / "npd-bisect-smem.json"
 
 
@@ -32,6 +31,14 @@ def check(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
 def _report(tmp_path: Path, name: str, *args: str) -> Path:
     path = tmp_path / name
     cli.main([*args, "--json", str(path), "--quiet"])
+    return path
+
+
+def _dated(path: Path, seconds_from_now: int) -> Path:
+    """The real H200 report, written to ``path`` as if created ``seconds_from_now`` from now (negative: ago)."""
+    report = json.loads(H200_REPORT.read_text())
+    report["created_utc"] = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(time.time() + seconds_from_now))
+    path.write_text(json.dumps(report))
     return path
 
 
@@ -62,10 +69,7 @@ def test_an_incomplete_report_is_unknown(tmp_path: Path) -> None:
 
 
 def test_a_stale_report_is_unknown(tmp_path: Path) -> None:
-    report = json.loads(H200_REPORT.read_text())
-    report["created_utc"] = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(time.time() - 7200))
-    path = tmp_path / "old.json"
-    path.write_text(json.dumps(report))
+    path = _dated(tmp_path / "old.json", -7200)
     code, line = check(str(path), "--max-age", "3600")
     assert code == 2 and line.startswith("smem STALE: report 7") and line.endswith(" s old (max 3600 s)")
     assert check(str(path), "--max-age", "9000")[0] == 0
@@ -128,20 +132,14 @@ def test_a_gpu_measured_by_two_backends_is_one_gpu(tmp_path: Path) -> None:
 
 
 def test_a_report_dated_ahead_of_the_clock_is_not_fresh(tmp_path: Path) -> None:
-    report = json.loads(H200_REPORT.read_text())
-    report["created_utc"] = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(time.time() + 7200))
-    path = tmp_path / "ahead.json"
-    path.write_text(json.dumps(report))
+    path = _dated(tmp_path / "ahead.json", 7200)
     code, line = check(str(path), "--max-age", "3600")
     assert code == 2 and line.startswith("smem STALE: report dated 7") and line.endswith(" s ahead of this clock (max 3600 s)")
     assert check(str(path), "--max-age", "9000")[0] == 0
 
 
 def test_a_fractional_max_age_is_said_as_given(tmp_path: Path) -> None:
-    report = json.loads(H200_REPORT.read_text())
-    report["created_utc"] = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(time.time() - 60))
-    path = tmp_path / "old.json"
-    path.write_text(json.dumps(report))
+    path = _dated(tmp_path / "old.json", -60)
     code, line = check(str(path), "--max-age", "1.5")
     assert code == 2 and line.startswith("smem STALE: report 6") and line.endswith(" s old (max 1.5 s)")
 
