@@ -7,6 +7,7 @@ constants or user reports rather than the guide.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from bisect_smem.core.errors import UsageError
@@ -126,12 +127,18 @@ def profile_names() -> list[str]:
     return names
 
 
+# CUTLASS builds name the architecture-specific target (sm_90a, sm_100a, sm_120f): the same limits.
+_ARCH_SUFFIX = re.compile(r"(?<=\d)[af]$")
+
+
 def find_profile(name: str) -> ArchProfile | None:
-    """The profile called ``name`` (key, cc string or alias, case-insensitive), or None."""
+    """The profile called ``name`` (key, cc string or alias, case-insensitive, with or without CUTLASS's
+    a/f suffix), or None."""
     wanted = name.strip().lower()
-    for p in PROFILES:
-        if wanted in (p.key, p.cc_string, *p.aliases):
-            return p
+    for candidate in dict.fromkeys((wanted, _ARCH_SUFFIX.sub("", wanted))):
+        for p in PROFILES:
+            if candidate in (p.key, p.cc_string, *p.aliases):
+                return p
     return None
 
 

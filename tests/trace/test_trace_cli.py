@@ -219,3 +219,9 @@ def test_recorded_limits_refuse_values_no_device_has(recorded: Path, tmp_path: P
         (folder / "limits.json").write_text(json.dumps({"format": 1, "here": {**good, field: value}}))
         code, _, err = run_main(["trace", "--from", str(folder)], capsys)
         assert code == 2 and str(folder / "limits.json") in one_error(err), (field, err)
+
+
+def test_arch_takes_cutlass_s_target_names_as_fit_does(recorded: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plain = run_main(["trace", "--from", str(recorded), "--simulate", "h200", "--arch", "12.0"], capsys)
+    for name in ("sm_120a", "sm_120f"):
+        assert run_main(["trace", "--from", str(recorded), "--simulate", "h200", "--arch", name], capsys) == plain

@@ -27,12 +27,11 @@ from bisect_smem.app.run import fit_targets
 from bisect_smem.core import input as reader
 from bisect_smem.core.errors import BackendUnavailable, UsageError
 from bisect_smem.core.model import to_jsonable
-from bisect_smem.core.profiles import PROFILES, ArchProfile, find_profile, profile_names
+from bisect_smem.core.profiles import ArchProfile
 from bisect_smem.core.sizes import parse_count, parse_size, shown
 
 EXIT_FITS, EXIT_DOES_NOT_FIT, EXIT_INCOMPLETE = 0, 1, 4
 DEFAULT_THREADS = "128"
-ARCH_SUFFIX = re.compile(r"(?<=\d)[af]$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -91,7 +90,7 @@ def parse_query(args: argparse.Namespace) -> FitQuery:
                          "size; drop --threads")
     threads = parse_count(args.threads or DEFAULT_THREADS, "--threads")
     return FitQuery(dynamic, static, threads, Path(compiled) if compiled else None, bool(args.ptx), args.kernel,
-                    kernels, explained, tuple(published(args.arch, bool(args.target))), tuple(args.target or ()),
+                    kernels, explained, tuple(fit_targets.published(args.arch, bool(args.target))), tuple(args.target or ()),
                     tuple(args.simulate or ()), not (args.no_local or args.target or args.simulate), args.json,
                     args.verbose)
 
@@ -151,20 +150,6 @@ def parse_explain(text: str) -> Explained:
         raise UsageError("--explain 0: a kernel that needs no shared memory never fails for lack of it; give the "
                          "size the failing kernel asked for")
     return Explained("bytes", required, None, ())
-
-
-def published(names: list[str] | None, targets: bool) -> list[ArchProfile]:
-    """The published rows asked for: every --arch once, in order; all of them unless --arch or --target."""
-    if not names:
-        return [] if targets else list(PROFILES)
-    profiles: dict[str, ArchProfile] = {}
-    for name in names:
-        # CUTLASS builds name the architecture-specific target (sm_90a, sm_100a, sm_120f): the same limits.
-        p = find_profile(name) or find_profile(ARCH_SUFFIX.sub("", name.strip()))
-        if p is None:
-            raise UsageError(f"unknown profile {name!r}; valid: {', '.join(profile_names())}")
-        profiles.setdefault(p.key, p)
-    return list(profiles.values())
 
 
 def kernel_request(query: FitQuery) -> tuple[FitRequest, str]:
@@ -280,11 +265,10 @@ def traced_answer(args: argparse.Namespace) -> tuple[str, int]:
     from bisect_smem.app.cli.trace import explain_folder
     from bisect_smem.app.render.trace import render_json, render_text
 
-    targets = [Target.from_profile(p) for p in published(args.arch, bool(args.target))]
-    for text in args.target or ():
-        targets += fit_targets.file_targets(text)
+    profiles = tuple(fit_targets.published(args.arch, bool(args.target)))
+    targets = fit_targets.targets(profiles, tuple(args.target or ()), (), False)[0]
     explained = explain_folder(Path(args.trace), None, targets)
-    json_path = writer.output_path(args.json, "the fit result") if args.json not in (None, "-") else None
+    json_path = writer.output_path(args.json, "the fit result")
     if json_path is not None:
         writer.write_atomic(json_path, render_json(explained), what="the fit result")
     failing = any(explained.would_not_fit(t) for t in explained.targets)

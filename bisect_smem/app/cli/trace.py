@@ -20,7 +20,7 @@ from bisect_smem.app.run import fit_targets
 from bisect_smem.app.run.traced import INJECTION, CommandNotStarted, run_traced
 from bisect_smem.core import input as reader
 from bisect_smem.core.errors import BisectSmemError, ExitCode, UsageError
-from bisect_smem.core.profiles import find_profile, profile_names
+from bisect_smem.core.profiles import ArchProfile
 from bisect_smem.core.trace_events import read_trace
 from bisect_smem.devices.collector import build, libcupti
 from bisect_smem.devices.collector.demangle import demangle_all
@@ -58,7 +58,7 @@ class TraceQuery:
     out: Path
     replay: bool  # --from: explain a trace recorded before
     report: str | None
-    arch: tuple[str, ...]
+    arch: tuple[ArchProfile, ...]
     targets: tuple[str, ...]
     simulate: tuple[str, ...]
     measure: bool
@@ -97,11 +97,8 @@ def parse(args: argparse.Namespace) -> TraceQuery:
         raise UsageError("give either --from DIR or a command, not both")
     if not args.replay and not command:
         raise UsageError("trace needs a command: bisect-smem trace [options] -- COMMAND [ARGS...]")
-    for name in args.arch or ():
-        if find_profile(name) is None:
-            raise UsageError(f"unknown profile {name!r}; valid: {', '.join(profile_names())}")
     out = Path(args.replay or args.out or DEFAULT_OUT)
-    return TraceQuery(tuple(command), out, bool(args.replay), args.report, tuple(args.arch or ()),
+    return TraceQuery(tuple(command), out, bool(args.replay), args.report, tuple(fit_targets.published(args.arch, True)),
                       tuple(args.target or ()), tuple(args.simulate or ()), not args.no_measure, args.strict, args.json)
 
 
@@ -167,10 +164,7 @@ def recorded_limits(folder: Path) -> tuple[Target | None, str | None]:
 
 def other_targets(q: TraceQuery) -> list[Target]:
     """The targets of --arch and --target."""
-    found = [Target.from_profile(p) for name in q.arch if (p := find_profile(name)) is not None]
-    for text in q.targets:
-        found += fit_targets.file_targets(text)
-    return found
+    return fit_targets.targets(q.arch, q.targets, (), False)[0]
 
 
 def environment(out: Path, command: tuple[str, ...]) -> dict[str, str]:

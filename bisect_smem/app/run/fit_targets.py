@@ -9,8 +9,21 @@ from pathlib import Path
 from bisect_smem.analysis.fit.targets import Target
 from bisect_smem.core.errors import BackendUnavailable, UsageError
 from bisect_smem.core.model import DeviceReport, Report
-from bisect_smem.core.profiles import ArchProfile
+from bisect_smem.core.profiles import PROFILES, ArchProfile, find_profile, profile_names
 from bisect_smem.core.saved import Baseline, load_baseline, load_saved
+
+
+def published(names: list[str] | None, targets: bool) -> list[ArchProfile]:
+    """The published rows asked for: every --arch once, in order; all of them unless --arch or --target."""
+    if not names:
+        return [] if targets else list(PROFILES)
+    profiles: dict[str, ArchProfile] = {}
+    for name in names:
+        p = find_profile(name)
+        if p is None:
+            raise UsageError(f"unknown profile {name!r}; valid: {', '.join(profile_names())}")
+        profiles.setdefault(p.key, p)
+    return list(profiles.values())
 
 
 def targets(profiles: tuple[ArchProfile, ...], files: tuple[str, ...], simulate: tuple[str, ...],
