@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from bisect_smem.app.cli import main as cli
+from bisect_smem.app.cli import interrupts
 from bisect_smem.app.outputs import writer as output
 from tests.conftest import one_error
 from tests.conftest import run_main as run
@@ -244,7 +244,7 @@ def test_a_signal_after_the_report_was_written_says_so(tmp_path: Path, monkeypat
 
     def then_terminated(path, content, exclusive=False, what=None):
         real(path, content, exclusive, what)
-        raise cli.Terminated(signal.SIGTERM)
+        raise interrupts.Signalled(signal.SIGTERM)
 
     monkeypatch.setattr(output, "write_atomic", then_terminated)
     report = tmp_path / "r.json"
@@ -259,7 +259,7 @@ def test_nothing_written_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     from bisect_smem.app.run import runner
 
     def interrupted(*_args, **_kwargs):
-        raise cli.Terminated(signal.SIGTERM)
+        raise interrupts.Signalled(signal.SIGTERM)
 
     monkeypatch.setattr(runner, "run_all", interrupted)
     code, _, err = run(["--simulate", "h200", "--json", str(tmp_path / "r.json")], capsys)

@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from bisect_smem.app.cli import interrupts
-from bisect_smem.app.cli import main as cli
 from bisect_smem.app.outputs import writer as output
 from tests.conftest import one_error
 from tests.conftest import run_main as run
@@ -53,8 +52,8 @@ class _SignalOnSetName:
 
 @pytest.mark.parametrize(("exc", "code", "line"), [
     (KeyboardInterrupt(), 130, "error: interrupted; no report was written"),
-    (cli.Terminated(signal.SIGTERM), 143, "error: SIGTERM received; workers ended, no report was written"),
-    (cli.Terminated(signal.SIGHUP), 129, "error: SIGHUP received; workers ended, no report was written"),
+    (interrupts.Signalled(signal.SIGTERM), 143, "error: SIGTERM received; workers ended, no report was written"),
+    (interrupts.Signalled(signal.SIGHUP), 129, "error: SIGHUP received; workers ended, no report was written"),
 ], ids=["SIGINT", "SIGTERM", "SIGHUP"])
 def test_a_signal_while_a_class_is_created_is_one_line(exc: BaseException, code: int, line: str,
                                                        monkeypatch: pytest.MonkeyPatch,

@@ -95,14 +95,18 @@ def hold_early() -> None:
         _originals.clear()
 
 
-def install() -> dict[int, Handler]:
-    """Raise ``Signalled`` on every signal the caller does not ignore; returns the handlers to restore at
-    the end. ``raise_pending`` then answers a signal that came while the entry point loaded."""
-    previous = dict(_originals) or {signum: signal.getsignal(signum) for signum in SIGNALS
+def install(signals: tuple[int, ...] = SIGNALS) -> dict[int, Handler]:
+    """Raise ``Signalled`` on each of ``signals`` the caller does not ignore; returns the handlers to restore
+    at the end (none off the main thread, where signals are not ours to take). ``raise_pending`` then
+    answers a signal that came while the entry point loaded."""
+    previous = dict(_originals) or {signum: signal.getsignal(signum) for signum in signals
                                     if signal.getsignal(signum) is not signal.SIG_IGN}
+    try:
+        for signum in previous:
+            signal.signal(signum, raise_signalled)
+    except ValueError:  # not the main thread: the first one is refused, before any is set
+        return {}
     _originals.clear()
-    for signum in previous:
-        signal.signal(signum, raise_signalled)
     return previous
 
 

@@ -12,7 +12,6 @@ import argparse
 import os
 import signal
 import sys
-import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -87,11 +86,6 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-# SIGTERM or SIGHUP: raised where the program is, like KeyboardInterrupt, so that the runner's cleanup ends
-# every worker. One class with the entry point's, so that a signal is one thing wherever it lands.
-Terminated = interrupts.Signalled
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """The command line: parse, run, and map every outcome to one line and an exit code."""
     mark("parent start")
@@ -99,11 +93,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr = open(os.devnull, "w")  # noqa: SIM115
     if sys.stdout is None:
         return _fail(ExitCode.USAGE, "stdout is closed; nothing could be reported")
-    previous: dict[int, object] = {}
+    previous: dict[int, interrupts.Handler] = {}
     try:
         reader.forget_reads()
         writer.forget()
-        previous = _install_signal_handlers()
+        # SIGTERM or SIGHUP: raised where the program is, like KeyboardInterrupt (SIGINT, left to Python here),
+        # so that the runner's cleanup ends every worker.
+        previous = interrupts.install((signal.SIGTERM, signal.SIGHUP))
         code = _main(argv)
         sys.stdout.flush()
         mark("output written")
@@ -118,8 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         head_start.release()  # workers started for a run that never came (bad usage, --help)
         writer.forget()  # closes what was opened for outputs never written
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+        interrupts.restore(previous)
 
 
 def _signalled(exc: BaseException) -> int:
@@ -129,14 +124,6 @@ def _signalled(exc: BaseException) -> int:
     if signum is None:
         raise exc
     return _fail(interrupts.exit_code(signum), interrupts.ended_line(signum, writer.written()))
-
-
-def _install_signal_handlers() -> dict[int, object]:
-    if threading.current_thread() is not threading.main_thread():
-        return {}
-    # A signal the caller ignores (nohup's SIGHUP) stays ignored.
-    return {signum: signal.signal(signum, interrupts.raise_signalled) for signum in (signal.SIGTERM, signal.SIGHUP)
-            if signal.getsignal(signum) is not signal.SIG_IGN}
 
 
 def _silence_stdout() -> None:
