@@ -17,7 +17,7 @@ from bisect_smem.app.cli.commands import SUBCOMMANDS
 from bisect_smem.app.outputs import writer
 from bisect_smem.app.render.trace import render_json, render_text
 from bisect_smem.app.run import fit_targets
-from bisect_smem.app.run.traced import INJECTION, CommandNotStarted, run_traced
+from bisect_smem.app.run.traced import INJECTION, run_traced
 from bisect_smem.core import input as reader
 from bisect_smem.core.errors import BisectSmemError, ExitCode, UsageError
 from bisect_smem.core.profiles import ArchProfile
@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> tuple[str, int]:
     here, note = here_target(q)
     if env is not None and here is not None:
         record_limits(q.out, here)
-    code = 0 if env is None else run_command(q, env)
+    code = 0 if env is None else run_traced(q.command, env)
     explained = explain_folder(q.out, here, others)
     text = render_json(explained) if q.json == "-" else render_text(explained)
     if note and q.json != "-":
@@ -212,22 +212,6 @@ def prepare(q: TraceQuery) -> dict[str, str]:
     except OSError as exc:
         raise UsageError(f"cannot make --out {q.out}: {exc.strerror or exc}") from None
     return env
-
-
-def run_command(q: TraceQuery, env: dict[str, str]) -> int:
-    """Run the command traced into the --out folder; its exit code."""
-    try:
-        return run_traced(q.command, env)
-    except CommandNotStarted as exc:
-        raise _NotStarted(str(exc), exc.code) from None
-
-
-class _NotStarted(UsageError):
-    """The command could not be started (126 or 127, as the shells say it)."""
-
-    def __init__(self, message: str, code: int) -> None:
-        super().__init__(message)
-        self.exit_code = code  # type: ignore[misc]
 
 
 def explain_folder(folder: Path, here: Target | None, others: list[Target]) -> Explained:

@@ -12,17 +12,20 @@ import sys
 from collections.abc import Mapping, Sequence
 from types import FrameType
 
+from bisect_smem.core.errors import UsageError
+
 INJECTION = "CUDA_INJECTION64_PATH"
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 NOT_FOUND, NOT_EXECUTABLE = 127, 126  # as env(1), timeout(1) and the shells say it
 
 
-class CommandNotStarted(Exception):
-    """The command could not be started: ``code`` is 127 (not found) or 126 (found, not executable)."""
+class CommandNotStarted(UsageError):
+    """The command could not be started: exit 127 (not found) or 126 (found, not executable), as the shells
+    say it."""
 
     def __init__(self, message: str, code: int) -> None:
         super().__init__(message)
-        self.code = code
+        self.exit_code = code  # type: ignore[misc]
 
 
 def _foreground_of_terminal() -> bool:
