@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import subprocess
 import sys
 import types
 
@@ -91,6 +92,18 @@ def test_a_subcommand_is_one_registration(monkeypatch: pytest.MonkeyPatch, capsy
     monkeypatch.setitem(commands.OVERRIDES, "hello", hello)
     assert cli.main(["hello", "world"]) == 1
     assert capsys.readouterr().out == "hello world\n"
+
+
+def test_only_the_subcommand_and_words_that_may_be_it_are_loaded() -> None:
+    assert commands.named_in(["schema", "trace"]) == ["schema"]
+    assert commands.named_in(["trace", "--", "bisect-smem", "fit"]) == ["trace"]
+    # "check" may be --json's value: both load, and the subcommand is the word after it
+    assert commands.named_in(["--json", "check", "fit", "--dynamic", "1K"]) == ["check", "fit"]
+    script = ("import contextlib, io, sys; from bisect_smem.app.cli.main import main\n"
+              "with contextlib.redirect_stdout(io.StringIO()): main(['schema', 'trace'])\n"
+              "print(sorted(m for m in sys.modules if m.startswith('bisect_smem.app.cli.') and 'trace' in m))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout == "[]\n", done.stdout
 
 
 def test_dash() -> None:

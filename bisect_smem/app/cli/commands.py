@@ -33,6 +33,14 @@ def load(name: str) -> ModuleType:
 
 
 def named_in(argv: list[str]) -> list[str]:
-    """The subcommands whose names appear in ``argv``: those whose parsers must be whole. A word that is an
-    option's value (``--json check``) costs only the import of that subcommand's module."""
-    return [name for name in SUBCOMMANDS if name in argv]
+    """The subcommands whose parsers must be whole for ``argv``: each name up to the first that no option
+    word stands before, which is the subcommand; the words after it are its own (``schema trace`` needs
+    only schema). A name right after an option may be that option's value (``--json check``): it costs only
+    the import of that subcommand's module, and the search goes on."""
+    named = []
+    for i, word in enumerate(argv):
+        if word in SUBCOMMANDS:
+            named.append(word)
+            if i == 0 or not argv[i - 1].startswith("-"):
+                break
+    return named
