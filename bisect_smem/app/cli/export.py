@@ -4,7 +4,6 @@ text that ``--prom`` and ``--nfd`` write after a measurement. The report is read
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import time
 from pathlib import Path
 
@@ -38,8 +37,7 @@ def render(kind: str, report_file: Path, expiry_s: float) -> str:
         return prom.render(report)
     expires = nfd.expires_at(report, expiry_s)
     if expires <= time.time():
-        when = dt.datetime.fromtimestamp(expires, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        stderr.say(f"these labels expired at {when} ({report_file} was measured {report.created_utc}, "
+        stderr.say(f"these labels expired at {nfd.expiry_text(expires)} ({report_file} was measured {report.created_utc}, "
                    f"--nfd-expiry {expiry_s:g} s): NFD ignores them; measure again or give a longer --nfd-expiry",
                    "warning")
     return nfd.render(report, expiry_s)

@@ -94,13 +94,16 @@ def expires_at(report: Report, expiry_s: float = NFD_DEFAULT_EXPIRY_S) -> int:
     return timestamp_seconds(report.created_utc) + math.ceil(expiry_s)
 
 
+def expiry_text(expires: float) -> str:
+    """An expiry time (seconds since the epoch) as NFD's +expiry-time reads it: UTC, whole seconds."""
+    return dt.datetime.fromtimestamp(expires, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def render(report: Report, expiry_s: float = NFD_DEFAULT_EXPIRY_S) -> str:
     """The feature file: the expiry line (the report's time plus ``expiry_s`` seconds, rounded up to a whole
     second), then one label a line."""
     # NFD reads whole seconds: a fraction cut off would expire 0.5 s labels at the second they were measured.
-    expires = expires_at(report, expiry_s)
-    expiry = dt.datetime.fromtimestamp(expires, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    lines = [f"# +expiry-time={expiry}", *(f"{NAMESPACE}/{name}={value}" for name, value in labels(report).items())]
+    lines = [f"# +expiry-time={expiry_text(expires_at(report, expiry_s))}", *(f"{NAMESPACE}/{name}={value}" for name, value in labels(report).items())]
     text = "\n".join(lines) + "\n"
     if len(text.encode()) > MAX_FILE_BYTES:
         raise ValueError(f"the feature file would be {len(text.encode())} B; NFD ignores files over {MAX_FILE_BYTES} B")
