@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 
-INCOMPLETE_EXIT = 4  # the tool's own "a measurement could not be completed" (core/errors.py ExitCode.INCOMPLETE)
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     """The plugin's options: --smem-baseline, --smem-simulate, --smem-allow-missing."""
@@ -149,6 +148,8 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Exit 4, as --compare does, when the only failures are devices not measured completely: the run is to
     be repeated, nothing regressed."""
+    from bisect_smem.core.errors import ExitCode  # deferred, as in collect()
+
     incomplete = [i for i in session.items if isinstance(i, QuantityItem) and i.incomplete]
     if incomplete and exitstatus == pytest.ExitCode.TESTS_FAILED and session.testsfailed == len(incomplete):
-        session.exitstatus = INCOMPLETE_EXIT
+        session.exitstatus = ExitCode.INCOMPLETE
