@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from bisect_smem.app.render.trace import TRACE_SCHEMA as TRACE_ID
+
 TRACE_SCHEMA: dict[str, Any] = {'$schema': 'https://json-schema.org/draft/2020-12/schema',
  '$id': 'urn:bisect-smem:trace:v1',
  'title': 'bisect-smem trace summary',
@@ -23,7 +25,7 @@ TRACE_SCHEMA: dict[str, Any] = {'$schema': 'https://json-schema.org/draft/2020-1
               'torn_lines',
               'requests',
               'settings'],
- 'properties': {'schema': {'const': 'bisect_smem/trace/v1'},
+ 'properties': {'schema': {'const': TRACE_ID},
                 'processes': {'type': 'integer',
                               'minimum': 0,
                               'description': 'processes the collector was loaded into'},

@@ -19,17 +19,20 @@ def _name(request: Request | Any, width: int = NAME_WIDTH) -> str:
     return shorten(name, width)
 
 
+def _static(lim: Limit) -> int:
+    """The static footprint the limit was lessened by (its opt-in limit less what it accepts)."""
+    return lim.optin_limit_bytes - lim.accepts_bytes if lim.optin_limit_bytes is not None else 0
+
+
 def _limit_text(lim: Limit, where: str) -> str:
     if lim.accepts_bytes is None:
         return f"{where}: no limit known"
-    static = lim.optin_limit_bytes - lim.accepts_bytes if lim.optin_limit_bytes is not None else 0
     verdict = f"over by {lim.over_bytes} B" if lim.over_bytes > 0 else f"fits, {-lim.over_bytes} B to spare"
-    return f"{where} accepts at most {lim.accepts_bytes} B with {static} B static: {verdict}"
+    return f"{where} accepts at most {lim.accepts_bytes} B with {_static(lim)} B static: {verdict}"
 
 
 def _short_limit(lim: Limit) -> str:
-    static = lim.optin_limit_bytes - lim.accepts_bytes if lim.optin_limit_bytes is not None else 0
-    return f"{lim.target} accepts {lim.accepts_bytes} B with {static} B static: over by {lim.over_bytes} B"
+    return f"{lim.target} accepts {lim.accepts_bytes} B with {_static(lim)} B static: over by {lim.over_bytes} B"
 
 
 def request_lines(r: Request) -> list[str]:
@@ -68,7 +71,7 @@ def render_text(e: Explained) -> str:
         for r in sorted(asked, key=lambda r: -r.requested_bytes)[:MOST_LISTED]:
             lines += request_lines(r)
     for s in e.settings[:MOST_LISTED]:
-        lines.append(f"  {shorten(s.readable or s.kernel or 'an unnamed kernel', NAME_WIDTH - 40)}: {s.attribute} = "
+        lines.append(f"  {_name(s, NAME_WIDTH - 40)}: {s.attribute} = "
                      f"{s.value} ({s.api}: {s.result})")
     if e.targets and e.at_ceiling:
         lines.append(f"  ({len(e.at_ceiling)} attribute set(s) asked for exactly this GPU's ceiling: a library asking "
