@@ -117,9 +117,7 @@ def find_baseline(directory: Path, dev: DeviceReport) -> tuple[Baseline, str] | 
         return None
     current = driver_version(dev)
     older: Baseline | None = None
-    for baseline in _candidates(folder, current):
-        if baseline.device.compute_capability != dev.compute_capability:
-            continue
+    for baseline in _candidates(folder, current, dev.compute_capability):
         saved = str(baseline.provenance.get("driver_version"))
         if saved == current:
             return baseline, f"baseline {baseline.path} (same driver {current})"
@@ -131,21 +129,26 @@ def find_baseline(directory: Path, dev: DeviceReport) -> tuple[Baseline, str] | 
                    f"the newest older than {current})")
 
 
-def _candidates(folder: Path, current: str) -> Iterable[Baseline]:
-    """The folder's baselines, read lazily: the one named after ``current`` first, then by the driver
-    version in their names, newest first. A file named after a newer driver is not read, and once one
-    older than ``current`` was read, only files whose name says ``current`` could still answer better."""
+def _candidates(folder: Path, current: str, cc: str | None) -> Iterable[Baseline]:
+    """The folder's baselines of compute capability ``cc``, read lazily: the one named after ``current``
+    first, then by the driver version in their names, newest first. A file named after a newer driver is
+    not read, and once one older than ``current`` was read, only files whose name says ``current`` could
+    still answer better."""
     own = folder / f"{safe_name(current, 'unknown-driver')}.json"
     paths = sorted((p for p in folder.glob("*.json") if p != own), key=lambda p: (_version_key(p.stem), p.name),
                    reverse=True)
     if os.path.lexists(own):  # anything there is read, and what is no baseline (a FIFO, a folder) refused
-        yield load_baseline(own)
+        baseline = load_baseline(own)
+        if baseline.device.compute_capability == cc:
+            yield baseline
     found_older, now = False, _version_key(current)
     for path in paths:
         named = _version_key(path.stem)
         if (named and named > now) or (found_older and named != now):
             continue  # filed under a newer driver, or no better than the older one found
         baseline = load_baseline(path)
+        if baseline.device.compute_capability != cc:
+            continue  # another GPU under the same model name: it answers nothing, and ends no search
         found_older = found_older or _version_key(str(baseline.provenance.get("driver_version"))) < now
         yield baseline
 

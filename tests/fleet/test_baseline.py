@@ -113,6 +113,25 @@ def test_compare_takes_the_newest_older_driver(saved: Path, capsys: pytest.Captu
     assert found.path.name == "550.54.15.json" and "the newest older than 580.159.04" in note
 
 
+def test_a_baseline_of_another_cc_in_the_model_folder_hides_no_older_one(saved: Path) -> None:
+    # The folder of one model name may hold another compute capability (unknown-gpu/): a newer driver's
+    # baseline of that cc must not end the search before this cc's older one.
+    from bisect_smem.analysis.baseline import find_baseline
+    from bisect_smem.core.saved import load_baseline
+
+    original = json.loads((saved / H200_DIR / "simulated.json").read_text())
+    for version, cc in (("550.54.15", original["device"]["compute_capability"]), ("570.1", "8.0")):
+        document = json.loads(json.dumps(original))
+        document["provenance"]["driver_version"] = version
+        document["device"]["compute_capability"] = cc
+        (saved / H200_DIR / f"{version}.json").write_text(json.dumps(document))
+    (saved / H200_DIR / "simulated.json").unlink()
+    dev = load_baseline(saved / H200_DIR / "550.54.15.json").device
+    dev = dataclasses.replace(dev, context=dataclasses.replace(dev.context, nvml_driver_version="580.159.04"))
+    found, note = find_baseline(saved, dev)
+    assert found.path.name == "550.54.15.json" and "the newest older than 580.159.04" in note
+
+
 def test_compare_folder_must_exist(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = main(["--simulate", "h200", "--compare", str(tmp_path / "none")], capsys)
     assert code == 2 and "does not exist" in err
