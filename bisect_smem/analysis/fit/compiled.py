@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bisect_smem.core import input as reader
 from bisect_smem.core.errors import UsageError
 from bisect_smem.core.hardware import DEFAULT_RESERVED_BYTES
 
@@ -183,7 +184,9 @@ def _check_ptx_head(path: Path, head: bytes) -> None:
 
 def read_compiled(path: Path, check_head: Callable[[Path, bytes], None]) -> bytes:
     """The bytes of a cubin or PTX file, at most MAX_COMPILED_FILE_BYTES, its first bytes checked by
-    ``check_head`` before the rest is read (so /dev/zero or a FIFO cannot be read without end)."""
+    ``check_head`` before the rest is read (so /dev/zero cannot be read without end); a FIFO or a socket is
+    refused before it is opened, which would wait for a writer."""
+    reader.refuse_waiting(str(path))
     try:
         with open(path, "rb") as handle:
             info = os.fstat(handle.fileno())

@@ -24,7 +24,6 @@ from bisect_smem.app.cli.commands import SUBCOMMANDS
 from bisect_smem.app.outputs import writer
 from bisect_smem.app.render.fit import render, render_explain, render_gemm
 from bisect_smem.app.run import fit_targets
-from bisect_smem.core import input as reader
 from bisect_smem.core.errors import BackendUnavailable, UsageError
 from bisect_smem.core.model import to_jsonable
 from bisect_smem.core.profiles import ArchProfile
@@ -246,8 +245,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> tuple[str, int]:
     """The ``fit`` subcommand: the text for stdout and the exit code."""
-    for value in (args.cubin, args.ptx):  # refused before anything opens them: fit never waits on a FIFO
-        reader.refuse_waiting(value)
     if args.trace is not None:
         return traced_answer(args)
     return answer(parse_query(args))
