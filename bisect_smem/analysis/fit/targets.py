@@ -47,8 +47,7 @@ def check_limits(where: str, positive: dict[str, Any], non_negative: dict[str, A
             if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= MAX_FIT_BYTES:
                 raise UsageError(f"{where}: {name} {value!r} is not a value a device can have "
                                  f"(expected a whole number in {low}..{MAX_FIT_BYTES})")
-    optin, default = positive.get("optin_dynamic_ceiling_bytes", positive.get("opt-in limit")), \
-        positive.get("default_dynamic_ceiling_bytes", positive.get("default limit"))
+    optin, default = positive.get("opt-in limit"), positive.get("default limit")
     if optin is not None and default is not None and optin < default:
         raise UsageError(f"{where}: an opt-in limit of {optin} B below the default limit of {default} B is not a "
                          "value a device can have")
