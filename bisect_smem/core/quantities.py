@@ -31,7 +31,7 @@ BYTES, SOME_BYTES = (0, MAX_SMEM_BYTES), (1, MAX_SMEM_BYTES)
 # Every CUDA device since cc 2.0 offers a block 48 KiB; a simulated device can be told less (optin=1K), so
 # 1 KiB is the floor: an opt-in ceiling of 0 or 100 B is a broken file, not a device.
 OPTIN_BYTES = (1024, MAX_SMEM_BYTES)
-_FIELDS = frozenset(f.name for f in dataclasses.fields(Measured))
+MEASURED_FIELDS = frozenset(f.name for f in dataclasses.fields(Measured))  # a quantity without one is in .quantities
 
 
 @dataclass(frozen=True)
@@ -69,8 +69,8 @@ class Quantity:
         if measured is None:
             return None
         if isinstance(measured, Measured):
-            return getattr(measured, self.name) if self.name in _FIELDS else measured.quantities.get(self.name)
-        if self.name in _FIELDS:
+            return getattr(measured, self.name) if self.name in MEASURED_FIELDS else measured.quantities.get(self.name)
+        if self.name in MEASURED_FIELDS:
             return measured.get(self.name)
         more = measured.get("quantities")
         return more.get(self.name) if isinstance(more, dict) else None

@@ -10,13 +10,12 @@ themselves live with their experiments: ceilings, residency, clusters, validatio
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from bisect_smem.core.model import Ceiling, Measured
-from bisect_smem.core.quantities import Filled, Record
+from bisect_smem.core.quantities import MEASURED_FIELDS, Filled, Record
 from bisect_smem.devices.backends.families import Ceilings
 from bisect_smem.experiments.context import StepContext
 
@@ -34,7 +33,6 @@ class StepResult:
 
 
 Done = dict["Step", StepResult]
-MEASURED_FIELDS = frozenset(f.name for f in dataclasses.fields(Measured))
 
 
 @dataclass(frozen=True)
