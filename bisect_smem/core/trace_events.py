@@ -16,7 +16,6 @@ from typing import Any
 
 from bisect_smem.core import input as reader
 
-FORMAT_VERSION = 1  # the collector's "format" field
 MAX_TRACE_FILES = 4096  # processes in one trace
 MAX_TRACE_FILE_BYTES = 64 << 20
 MAX_LINE_BYTES = 1 << 20  # a CUTLASS kernel's mangled name is a few KiB; a line is its name and some numbers
@@ -125,11 +124,6 @@ class Launch:
     def refused(self) -> bool:
         """The launch (or node) did not succeed."""
         return self.result != 0
-
-    @property
-    def threads(self) -> int:
-        """Threads per block."""
-        return self.block[0] * max(self.block[1], 1) * max(self.block[2], 1)
 
 
 @dataclass(frozen=True)
