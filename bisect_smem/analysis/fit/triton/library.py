@@ -15,7 +15,7 @@ from bisect_smem.analysis.fit.triton import TRITON_VERSION
 from bisect_smem.analysis.fit.triton.rule import B_LAYOUTS, TritonKernel, evaluate_triton, stages_giving, triton_dtype
 from bisect_smem.core.errors import UsageError
 from bisect_smem.core.hardware import DEFAULT_SMEM_PER_BLOCK_BYTES
-from bisect_smem.core.profiles import PROFILES
+from bisect_smem.core.profiles import PROFILES, parse_cc
 from bisect_smem.core.sizes import parse_count
 
 # Triton's OutOfResources text. Numbers are ASCII digits; more than MAX_DIGITS is refused by parse_count.
@@ -106,7 +106,4 @@ class TritonRule:
 
 
 def _cc(result: FitResult) -> tuple[int, int] | None:
-    if result.compute_capability is None:
-        return None
-    major, minor = result.compute_capability.split(".")
-    return int(major), int(minor)
+    return None if result.compute_capability is None else parse_cc(result.compute_capability)
