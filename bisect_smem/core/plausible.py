@@ -18,7 +18,7 @@ from bisect_smem.core.errors import UsageError
 from bisect_smem.core.hardware import MAX_THREADS_PER_BLOCK, NONPORTABLE_CLUSTER_SIZE, STATIC_SMEM_COMPILE_CAP_BYTES
 from bisect_smem.core.levels import LEVELS, REFERENCE_THREADS, is_reference_split
 from bisect_smem.core.profiles import parse_cc
-from bisect_smem.core.quantities import BYTES, MAX_SMS, OPTIN_CEILING, SOME_BYTES, Bounds, declared
+from bisect_smem.core.quantities import BYTES, MAX_SMS, OPTIN_CEILING, SOME_BYTES, Bounds, declared, find
 from bisect_smem.core.schema import SchemaError
 
 MAX_COUNT = 1 << 24  # blocks, clusters, probes, launches
@@ -108,7 +108,7 @@ def check_quantities(m: dict[str, Any], where: str) -> None:
         value = q.of(m)
         at = f"{where}.{q.name}" if q.name in m or value is None else f"{where}.quantities.{q.name}"
         _in(at, value, q.bounds)
-        floor = next((f for f in declared("measured") if f.name == q.at_least), None)
+        floor = find(f"measured.{q.at_least}") if q.at_least else None
         low = floor.of(m) if floor is not None else None
         if type(value) is int and type(low) is int and value < low:
             raise SchemaError(f"field {at} must be at least {floor.name if floor else ''} ({low}) (got {value})")
