@@ -40,6 +40,12 @@ def given(size: int) -> Epilogue:
     return Epilogue(None, 0, 0, Part(size, 1), Part(0, 1), None, Part(size, 1))
 
 
+def chosen(built: Epilogue, given_bytes: int | None) -> Epilogue:
+    """The epilogue a kernel counts: the builder's, or the one --epilogue gave, which is then the epilogue's
+    storage in the kernel's total and breakdown, not only in the carveout."""
+    return built if given_bytes is None else given(given_bytes)
+
+
 def swizzle_alignment(row_bytes: int) -> int:
     """alignment_for_swizzle of the widest swizzle a K-major row of ``row_bytes`` takes: 128 B rows swizzle
     128 B (Swizzle<3,4,3>: 1024 B), 64 B rows 512, 32 B rows 256, narrower ones interleave (128)."""

@@ -88,10 +88,7 @@ def build(g: GemmKernel) -> Build:
     acc = accumulator_stages(g, cta_m, two_sm)
     capacity = CAPACITY_BYTES - carveout_of(g, acc)
     warps = epi.sm100_tmem_warps(two_sm, g.m)
-    ep = epi.sm100(cta_m, g.n, g.c_bits, g.d_bits, warps, g.block_scaled, g.grouped)
-    if g.epilogue_bytes is not None:
-        # The given storage is the epilogue's in the kernel's total and breakdown, not only in the carveout.
-        ep = epi.given(g.epilogue_bytes)
+    ep = epi.chosen(epi.sm100(cta_m, g.n, g.c_bits, g.d_bits, warps, g.block_scaled, g.grouped), g.epilogue_bytes)
     carveout = ep.shared.size
     sfa = scale_factors(cta_m, g.k, g.op_a.scale_vector) if g.block_scaled else 0
     sfb = scale_factors(g.n, g.k, g.op_b.scale_vector) if g.block_scaled else 0

@@ -62,11 +62,8 @@ def build(g: GemmKernel) -> Build:
         return Build("sm120", False, reason)
     pingpong = g.schedule == "pingpong"
     fusion = launchers.fusion_storage(g.fusion, g.swap_ab, g.n, g.d_bits)
-    ep = epi.sm120(g.m, g.n, g.c_bits, g.d_bits, g.grouped, column_major=g.swap_ab, fusion=fusion,
-                   d_void=g.fusion == "finalize")
-    if g.epilogue_bytes is not None:
-        # The given storage is the epilogue's in the kernel's total and breakdown, not only in the carveout.
-        ep = epi.given(g.epilogue_bytes)
+    ep = epi.chosen(epi.sm120(g.m, g.n, g.c_bits, g.d_bits, g.grouped, column_major=g.swap_ab, fusion=fusion,
+                              d_void=g.fusion == "finalize"), g.epilogue_bytes)
     carveout = ep.shared.size
     a = int(alloc_bytes(g, g.op_a.bits) * g.m * g.k)
     b = int(alloc_bytes(g, g.op_b.bits) * g.n * g.k)

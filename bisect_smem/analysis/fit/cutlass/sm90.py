@@ -86,11 +86,9 @@ def build(g: GemmKernel) -> Build:
     # The MoE launcher gives sm_90's kernel no C; its FINALIZE fusion keeps a row-broadcast vector.
     c_bits = 0 if g.launcher is not None else g.c_bits
     fusion = launchers.fusion_storage(g.fusion, g.swap_ab, g.n, g.d_bits)
-    ep = epi.NO_SMEM if g.schedule == "auto" else epi.sm90(g.m, g.n, c_bits, g.d_bits, not pingpong, g.grouped,
-                                                           g.swap_ab, fusion)
-    if g.epilogue_bytes is not None:
-        # The given storage is the epilogue's in the kernel's total and breakdown, not only in the carveout.
-        ep = epi.given(g.epilogue_bytes)
+    built = epi.NO_SMEM if g.schedule == "auto" else epi.sm90(g.m, g.n, c_bits, g.d_bits, not pingpong, g.grouped,
+                                                              g.swap_ab, fusion)
+    ep = epi.chosen(built, g.epilogue_bytes)
     carveout = ep.shared.size
     a, b = g.op_a.bits * g.m * g.k // 8, g.op_b.bits * g.n * g.k // 8
     stage = round_up(a + b, ALIGNMENT) + barriers(1).size
