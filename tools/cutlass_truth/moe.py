@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from truth import HEADER, cutlass_version, nvcc_version  # noqa: E402 - the shared probe program
+from truth import HEADER, build_and_run, cutlass_version, nvcc_version  # noqa: E402 - the shared probe program
 
 TILES = ((128, 256, 128), (256, 128, 128), (128, 128, 128), (128, 128, 64), (128, 64, 128), (128, 32, 128))
 NVFP4 = "cutlass::nv_float4_t<cutlass::float_e2m1_t>"
@@ -90,21 +89,15 @@ def main() -> int:
     args = parser.parse_args()
     start, todo = time.monotonic(), cases(args.arch)
     body = "".join(program(i, args.arch, tuple(c["tile"]), c["fusion"], c["swap_ab"]) for i, c in enumerate(todo))
-    calls = "".join(f'  show<case{i}::Main, case{i}::Epi, case{i}::Kernel>("{c["name"]}");\n'
-                    for i, c in enumerate(todo))
     header = HEADER.replace('#include "cutlass/gemm/kernel/gemm_universal.hpp"\n',
                             '#include "cutlass/gemm/kernel/gemm_universal.hpp"\n' + SCATTER)
     with tempfile.TemporaryDirectory() as tmp:
-        source, binary = Path(tmp) / "moe.cu", Path(tmp) / "moe"
-        source.write_text(header + body + "int main() {\n" + calls + "  return 0;\n}\n")
-        built = subprocess.run(["nvcc", "-std=c++17", f"-arch=sm_{args.arch}a", "--expt-relaxed-constexpr", "-w", "-DNDEBUG",
-                                f"-I{args.cutlass / 'include'}", f"-I{args.extensions}", "-o", str(binary),
-                                str(source)], capture_output=True, text=True)
-        if built.returncode != 0:
-            print(built.stderr[-3000:], file=sys.stderr)
-            return 1
-        ran = subprocess.run([str(binary)], capture_output=True, text=True, check=True)
-    measured = {r["name"]: r for r in map(json.loads, ran.stdout.splitlines())}
+        results, log = build_and_run(header, body, [c["name"] for c in todo], args.arch,
+                                     [args.cutlass / "include", args.extensions], Path(tmp), "moe")
+    if log:
+        print(log[-3000:], file=sys.stderr)
+        return 1
+    measured = {r["name"]: r for r in results}
     rows = [c | measured[c["name"]] | {"builds": True} for c in todo]
     doc = {"cutlass_version": cutlass_version(args.cutlass), "nvcc": nvcc_version(),
            "made_by": "tools/cutlass_truth/moe.py", "rows": rows}

@@ -163,12 +163,19 @@ using Kernel = cutlass::gemm::kernel::GemmUniversal<{problem}, Main, Epi, void>;
 def compile_and_run(cutlass: Path, arch: int, cases: list[Case], workdir: Path, tag: str) -> tuple[list[dict], str]:
     """Build one program over ``cases`` for sm_{arch}a and run it: one JSON line a case, or the compiler's error."""
     body = "".join(program(c, i) for i, c in enumerate(cases))
-    calls = "".join(f'  show<case{i}::Main, case{i}::Epi, case{i}::Kernel>("{c.name}");\n' for i, c in enumerate(cases))
+    return build_and_run(HEADER, body, [c.name for c in cases], arch, [cutlass / "include"], workdir, tag)
+
+
+def build_and_run(header: str, body: str, names: list[str], arch: int, includes: list[Path], workdir: Path,
+                  tag: str) -> tuple[list[dict], str]:
+    """Compile ``header`` and ``body`` (namespaces case0, case1, ... each with Main, Epi and Kernel) with a main
+    that shows each under its name, for sm_{arch}a, and run it: one JSON line a case, or the compiler's log."""
+    calls = "".join(f'  show<case{i}::Main, case{i}::Epi, case{i}::Kernel>("{name}");\n' for i, name in enumerate(names))
     source = workdir / f"{tag}.cu"
-    source.write_text(HEADER + body + "int main() {\n" + calls + "  return 0;\n}\n")
+    source.write_text(header + body + "int main() {\n" + calls + "  return 0;\n}\n")
     binary = workdir / tag
     cmd = ["nvcc", "-std=c++17", f"-arch=sm_{arch}a", "--expt-relaxed-constexpr", "-w", "-DNDEBUG",
-           f"-I{cutlass / 'include'}", "-o", str(binary), str(source)]
+           *(f"-I{folder}" for folder in includes), "-o", str(binary), str(source)]
     built = subprocess.run(cmd, capture_output=True, text=True)
     if built.returncode != 0:
         return [], built.stderr + built.stdout
