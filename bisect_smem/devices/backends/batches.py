@@ -5,11 +5,14 @@ share (attribute, seed, launch into its own row, one read of every row)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
 
 from bisect_smem.devices.backends.base import CudaErrorFunnel
 from bisect_smem.devices.backends.families import Ceilings, Residency
 from bisect_smem.devices.kernel_abi import decode_probe_result
 from bisect_smem.devices.probes import Launch, LaunchOutcome, ResidencyOutcome, ResidencyProbe
+
+Outcome = TypeVar("Outcome", LaunchOutcome, ResidencyOutcome)
 
 
 def launch_each(session: Ceilings, launches: Sequence[Launch]) -> list[LaunchOutcome]:
@@ -48,10 +51,18 @@ def launch_rows(session: Ceilings, launches: Sequence[Launch], seeds: Iterator[i
         with cuda_errors() as failed:
             launch_one(row, probe, seed)
         pending.append(LaunchOutcome(failed.outcome, failed.detail) if failed else seed)
+    return read_then_decode(pending, LaunchOutcome, cuda_errors, read_rows, lambda i, row, seed: decode_probe_result(
+        row, launches[i].kernel.static_bytes, launches[i].dynamic_bytes, seed))
+
+
+def read_then_decode(pending: Sequence[Any], outcome: type[Outcome], cuda_errors: CudaErrorFunnel,
+                     read_rows: Callable[[], list[list[int]]],
+                     decode: Callable[[int, list[int], Any], Outcome]) -> list[Outcome]:
+    """The end of a batch launched into rows: ``pending`` holds, per probe, its outcome already (an
+    ``outcome``) or what its row is decoded with. Every row is read at once (the one synchronisation); a CUDA
+    error there, a fault in any launch, is the outcome of every probe still unanswered."""
     with cuda_errors() as failed:
         rows = read_rows()
     if failed:
-        return [p if isinstance(p, LaunchOutcome) else LaunchOutcome(failed.outcome, failed.detail) for p in pending]
-    return [p if isinstance(p, LaunchOutcome) else
-            decode_probe_result(rows[i], launches[i].kernel.static_bytes, launches[i].dynamic_bytes, p)
-            for i, p in enumerate(pending)]
+        return [p if isinstance(p, outcome) else outcome(failed.outcome, failed.detail) for p in pending]
+    return [p if isinstance(p, outcome) else decode(i, rows[i], p) for i, p in enumerate(pending)]

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bisect_smem.devices.backends.base import CudaErrorFunnel
+from bisect_smem.devices.backends.batches import read_then_decode
 from bisect_smem.devices.backends.families import Carveout, Residency
 from bisect_smem.devices.kernel_abi import (
     RESIDENCY_CARVEOUT,
@@ -55,12 +56,8 @@ class CupyResidency(Residency, Carveout):
                 api = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.kernel.ptr, threads, n)
                 fn((self._residency_grid,), (threads,), (counters[row], cupy.uint64(probe.hold_ns)), shared_mem=n)
             pending.append(ResidencyOutcome(failed.outcome, failed.detail) if failed else int(api))
-        with self.cuda_errors() as failed:
-            # Copied whole and sliced on the host: a strided device view would need CuPy to compile a copy
-            # kernel, which a cold node pays for.
-            peaks = counters.get()[:, ResidencyWord.PEAK::len(ResidencyWord)].tolist()
-        if failed:
-            return [p if isinstance(p, ResidencyOutcome) else ResidencyOutcome(failed.outcome, failed.detail)
-                    for p in pending]
-        return [p if isinstance(p, ResidencyOutcome) else residency_from_peaks(peaks[i], p)
-                for i, p in enumerate(pending)]
+        # Copied whole and sliced on the host: a strided device view would need CuPy to compile a copy kernel,
+        # which a cold node pays for.
+        return read_then_decode(pending, ResidencyOutcome, self.cuda_errors,
+                                lambda: counters.get()[:, ResidencyWord.PEAK::len(ResidencyWord)].tolist(),
+                                lambda _, peaks, api: residency_from_peaks(peaks, api))

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bisect_smem.devices.backends.base import CudaErrorFunnel, driver_value
+from bisect_smem.devices.backends.batches import read_then_decode
 from bisect_smem.devices.backends.families import Residency
 from bisect_smem.devices.backends.numba_driver import kernel_handle, set_kernel_max_dynamic_smem
 from bisect_smem.devices.kernel_abi import RESIDENCY_COUNTER_WORDS, ResidencyWord
@@ -69,10 +70,6 @@ class NumbaResidency(Residency):
             else:
                 pending.append(ResidencyOutcome(failed.outcome, failed.detail) if failed
                                else None if blocks is None else int(blocks))
-        with self.cuda_errors() as failed:
-            rows = counters.copy_to_host()[:, W_PEAK::COUNTER_STRIDE].tolist()  # the one synchronisation
-        if failed:
-            return [p if isinstance(p, ResidencyOutcome) else ResidencyOutcome(failed.outcome, failed.detail)
-                    for p in pending]
-        return [p if isinstance(p, ResidencyOutcome) else residency_from_peaks(rows[i], p)
-                for i, p in enumerate(pending)]
+        return read_then_decode(pending, ResidencyOutcome, self.cuda_errors,
+                                lambda: counters.copy_to_host()[:, W_PEAK::COUNTER_STRIDE].tolist(),
+                                lambda _, peaks, api: residency_from_peaks(peaks, api))
