@@ -17,7 +17,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-SYSTEM_CUDA = "/usr/local/cuda"  # where NVIDIA's installers put the toolkit
+from bisect_smem.devices.toolkit import toolkit_homes
+
 WHEEL_HOMES = ("cu13", "cuda_nvcc")  # under the nvidia namespace package, newest first
 PTXAS_TIMEOUT_S = 120  # a library's PTX of thousands of kernels assembles in tens of seconds
 _ENTRY = re.compile(r"Compiling entry function '([^']+)' for '(\w+)'")
@@ -43,7 +44,7 @@ def find_ptxas() -> Path | None:
     found = shutil.which("ptxas")
     if found:
         return Path(found)
-    homes = [Path(home) for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), SYSTEM_CUDA) if home]
+    homes = toolkit_homes()
     try:
         wheels = importlib.util.find_spec("nvidia")
     except (ImportError, ValueError):

@@ -285,7 +285,7 @@ def test_ptxas_is_found_in_nvidia_s_cuda_13_wheel(tmp_path: Path, monkeypatch: p
     monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
     for name in ("CUDA_HOME", "CUDA_PATH"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr("bisect_smem.devices.ptxas.SYSTEM_CUDA", str(tmp_path / "no-toolkit"))
+    monkeypatch.setattr("bisect_smem.devices.toolkit.SYSTEM_CUDA", str(tmp_path / "no-toolkit"))
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, "nvidia", raising=False)
     assert find_ptxas() == ptxas

@@ -14,6 +14,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from bisect_smem.devices.toolkit import SYSTEM_CUDA, toolkit_homes
+
 OVERRIDE = "BISECT_SMEM_CUPTI_LIBRARY"
 WHEEL_DIRS = ("nvidia/cu13/lib", "nvidia/cuda_cupti/lib", "nvidia/cu12/lib")
 TOOLKIT_DIRS = ("extras/CUPTI/lib64", "lib64", "lib", "targets/x86_64-linux/lib", "targets/sbsa-linux/lib")
@@ -61,8 +63,7 @@ def candidates(search_path: list[str] | None = None, environ: dict[str, str] | N
             path = _newest(Path(entry or ".") / sub)
             if path:
                 found.append(Found(path, f"wheel ({sub})"))
-    homes = [env[name] for name in ("CUDA_HOME", "CUDA_PATH") if env.get(name)]
-    homes += ["/usr/local/cuda", *sorted(glob.glob("/usr/local/cuda-*"), reverse=True)]
+    homes = [*toolkit_homes(env), *map(Path, sorted(glob.glob(f"{SYSTEM_CUDA}-*"), reverse=True))]
     for home in homes:
         for sub in TOOLKIT_DIRS:
             path = _newest(Path(home) / sub)
