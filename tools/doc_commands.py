@@ -74,12 +74,18 @@ def commands_in(block: Block) -> list[list[str]]:
     for text in joined:
         if not text.startswith("bisect-smem ") and text != "bisect-smem":
             continue
-        lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
-        lexer.whitespace_split, lexer.commenters = True, "#"
-        words = list(lexer)
-        cut = next((i for i, w in enumerate(words) if w and set(w) <= set(_OPERATORS)), len(words))
-        out.append(words[1:cut])
+        out.append(words(text)[1:])
     return out
+
+
+def words(text: str) -> list[str]:
+    """A shell command line's words, as sh splits them: comments dropped, cut at the first shell operator
+    (``> FILE``, ``| head``)."""
+    lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
+    lexer.whitespace_split, lexer.commenters = True, "#"
+    found = list(lexer)
+    cut = next((i for i, w in enumerate(found) if w and set(w) <= set(_OPERATORS)), len(found))
+    return found[:cut]
 
 
 def run(argv: list[str], root: Path = ROOT) -> str:
@@ -102,8 +108,8 @@ def _console(block: Block, root: Path) -> list[str]:
         elif groups:
             groups[-1][1].append(line)
     for prompt, shown in groups:
-        words = shlex.split(prompt[len(PROMPT):], comments=True)
-        printed = run(words[1:], root).rstrip("\n").splitlines() if words and words[0] == "bisect-smem" else shown
+        argv = words(prompt[len(PROMPT):])  # the words commands_in checks against the parser
+        printed = run(argv[1:], root).rstrip("\n").splitlines() if argv and argv[0] == "bisect-smem" else shown
         if shown and shown[-1] == ELLIPSIS:
             keep = len(shown) - 1
             printed = [*printed[:keep], ELLIPSIS] if len(printed) > keep else printed
