@@ -7,6 +7,7 @@ import dataclasses
 import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -98,37 +99,39 @@ def test_a_bad_file_is_exit_2_naming_it(saved: Path, content: str, message: str,
     assert tree(saved) == before
 
 
-def test_compare_takes_the_newest_older_driver(saved: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def _filed_under(saved: Path, drivers: dict[str, str | None]) -> None:
+    """The simulated H200's baseline filed again under each driver version, with another compute capability
+    where one is given; the original file removed."""
+    original = json.loads((saved / H200_DIR / "simulated.json").read_text())
+    for version, cc in drivers.items():
+        document = json.loads(json.dumps(original))
+        document["provenance"]["driver_version"] = version
+        document["device"]["compute_capability"] = cc or original["device"]["compute_capability"]
+        (saved / H200_DIR / f"{version}.json").write_text(json.dumps(document))
+    (saved / H200_DIR / "simulated.json").unlink()
+
+
+def _found_for_driver(saved: Path, device_from: str, driver: str) -> tuple[Any, str] | None:
+    """find_baseline for the device of the baseline ``device_from``, running ``driver``."""
     from bisect_smem.analysis.baseline import find_baseline
     from bisect_smem.core.saved import load_baseline
 
-    original = json.loads((saved / H200_DIR / "simulated.json").read_text())
-    for version in ("535.1", "550.54.15", "600.1"):
-        original["provenance"]["driver_version"] = version
-        (saved / H200_DIR / f"{version}.json").write_text(json.dumps(original))
-    (saved / H200_DIR / "simulated.json").unlink()
-    dev = load_baseline(saved / H200_DIR / "600.1.json").device
-    dev = dataclasses.replace(dev, context=dataclasses.replace(dev.context, nvml_driver_version="580.159.04"))
-    found, note = find_baseline(saved, dev)
+    dev = load_baseline(saved / H200_DIR / device_from).device
+    dev = dataclasses.replace(dev, context=dataclasses.replace(dev.context, nvml_driver_version=driver))
+    return find_baseline(saved, dev)
+
+
+def test_compare_takes_the_newest_older_driver(saved: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _filed_under(saved, {"535.1": None, "550.54.15": None, "600.1": None})
+    found, note = _found_for_driver(saved, "600.1.json", "580.159.04")
     assert found.path.name == "550.54.15.json" and "the newest older than 580.159.04" in note
 
 
 def test_a_baseline_of_another_cc_in_the_model_folder_hides_no_older_one(saved: Path) -> None:
     # The folder of one model name may hold another compute capability (unknown-gpu/): a newer driver's
     # baseline of that cc must not end the search before this cc's older one.
-    from bisect_smem.analysis.baseline import find_baseline
-    from bisect_smem.core.saved import load_baseline
-
-    original = json.loads((saved / H200_DIR / "simulated.json").read_text())
-    for version, cc in (("550.54.15", original["device"]["compute_capability"]), ("570.1", "8.0")):
-        document = json.loads(json.dumps(original))
-        document["provenance"]["driver_version"] = version
-        document["device"]["compute_capability"] = cc
-        (saved / H200_DIR / f"{version}.json").write_text(json.dumps(document))
-    (saved / H200_DIR / "simulated.json").unlink()
-    dev = load_baseline(saved / H200_DIR / "550.54.15.json").device
-    dev = dataclasses.replace(dev, context=dataclasses.replace(dev.context, nvml_driver_version="580.159.04"))
-    found, note = find_baseline(saved, dev)
+    _filed_under(saved, {"550.54.15": None, "570.1": "8.0"})
+    found, note = _found_for_driver(saved, "550.54.15.json", "580.159.04")
     assert found.path.name == "550.54.15.json" and "the newest older than 580.159.04" in note
 
 
@@ -195,12 +198,8 @@ def test_compare_reads_only_the_baselines_it_needs(saved: Path, current: str, ex
     from bisect_smem.analysis import baseline as module
     from bisect_smem.core.saved import load_baseline
 
-    original = json.loads((saved / H200_DIR / "simulated.json").read_text())
     versions = [f"{major}.{minor}" for major in range(300, 400) for minor in range(10)]  # 1000 old drivers
-    for version in [*versions, "535.1", "550.54.15", "600.1"]:
-        original["provenance"]["driver_version"] = version
-        (saved / H200_DIR / f"{version}.json").write_text(json.dumps(original))
-    (saved / H200_DIR / "simulated.json").unlink()
+    _filed_under(saved, dict.fromkeys([*versions, "535.1", "550.54.15", "600.1"]))
     dev = load_baseline(saved / H200_DIR / "600.1.json").device
     dev = dataclasses.replace(dev, context=dataclasses.replace(dev.context, nvml_driver_version=current))
     read: list[str] = []
