@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The H200 cases of bisect-smem trace, each traced, with the explanation against the GPU's measured limits and
 # against sm_120 (--arch 12.0). Usage: bash bench/trace_cases.sh OUT [CUTLASS_DIR]
+# Optional: WHEELS12=DIR of cuda-bindings 12.x and nvidia-cuda-cupti-cu12 wheels (the CUDA 12 stack case);
+# WHEEL=a built bisect-smem wheel (traced from its prebuilt collector on a PATH without a C compiler).
 # Writes OUT/cases.log (everything a person reads), OUT/overhead.txt and OUT/traces.tgz (every JSON line and
 # summary). Needs a GPU, nvcc, CuPy, PyTorch and Triton; CUTLASS_DIR (default .cutlass) holds CUTLASS's
 # include/ and tools/util/include/.
@@ -43,6 +45,43 @@ trace_case runtime_over "$bin/runtime_over"
 trace_case sdpa $py "$here/torch_cases.py" sdpa
 trace_case triton_matmul $py "$here/torch_cases.py" matmul
 trace_case multiprocessing_child $py "$here/cupy_over.py" child
+trace_case under_ceiling $py "$here/cupy_over.py" under_ceiling
+trace_case graph_replays $py "$here/torch_cases.py" graph
+
+say "case sigterm_server: SIGTERM to trace while the traced command launches in a loop"
+$py -m bisect_smem trace "${limits[@]}" --out "$work/sigterm_server" --json "$work/sigterm_server.summary.json" \
+    -- $py "$here/cupy_over.py" server "$work/server_count.txt" >>"$log" 2>&1 &
+tracer=$!
+for _ in $(seq 100); do [ -s "$work/server_count.txt" ] && break; sleep 0.2; done
+sleep 2; kill -TERM "$tracer"; wait "$tracer"
+say "case sigterm_server: exit $? (143 expected); the server counted $(cat "$work/server_count.txt" 2>/dev/null) launches"
+$py - "$work/sigterm_server.summary.json" >>"$log" 2>&1 <<'PY' || say "no summary"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+print("== traced counts of the server's launches:", [r.get("count") for r in doc.get("requests", [])
+      if r.get("requested_bytes") == 4096])
+PY
+sleep 1; say "processes left after SIGTERM: $(pgrep -fc 'cupy_over.py server' || true)"
+
+if [ -n "${WHEELS12:-}" ] && [ -d "$WHEELS12" ]; then
+  say "case cuda12: cuda-bindings 12 and libcupti 12 on this driver"
+  $py -m pip install -q --no-index --no-deps --no-compile --target "$work/site12" "$WHEELS12"/*.whl >>"$log" 2>&1
+  nvcc -cubin -arch=sm_90 -o "$bin/fill.cubin" "$here/fill.cu" >>"$log" 2>&1
+  cupti12=$(ls "$work"/site12/nvidia/cuda_cupti/lib/libcupti.so.12* 2>/dev/null | head -1)
+  PYTHONPATH="$work/site12" BISECT_SMEM_CUPTI_LIBRARY="$cupti12" trace_case cuda12 $py "$here/cuda12_driver.py" "$bin/fill.cubin"
+  PYTHONPATH="$work/site12" trace_case cuda12_default_cupti $py "$here/cuda12_driver.py" "$bin/fill.cubin"
+fi
+
+if [ -n "${WHEEL:-}" ] && [ -f "$WHEEL" ]; then
+  say "case wheel_no_cc: the wheel's prebuilt collector, PATH without cc"
+  $py -m pip install -q --no-index --no-deps --no-compile --target "$work/wheel_site" "$WHEEL" >>"$log" 2>&1
+  mkdir -p "$work/nocc"; ln -sf "$(command -v $py)" "$work/nocc/$py"
+  (cd "$work" && PATH="$work/nocc" PYTHONPATH="$work/wheel_site" XDG_CACHE_HOME="$work/empty_cache" \
+     $py -c 'import bisect_smem, shutil; print("== from", bisect_smem.__file__, "cc:", shutil.which("cc"))' >>"$log" 2>&1
+   PATH="$work/nocc" PYTHONPATH="$work/wheel_site" XDG_CACHE_HOME="$work/empty_cache" \
+     $py -m bisect_smem trace "${limits[@]}" --out "$work/wheel_no_cc" -- "$bin/runtime_over" >>"$log" 2>&1
+   echo "== case wheel_no_cc: exit $? (1 expected: the program's own)" | tee -a "$log")
+fi
 wait $build
 tail -5 "$work/cutlass_build.log" | tee -a "$log"
 [ -x "$bin/cutlass_gemm" ] && trace_case cutlass_gemm "$bin/cutlass_gemm"
