@@ -14,7 +14,7 @@ FLEET_PACKAGES := slurmctld slurmd slurm-client munge
 # NAME as whatis and apropos do.
 TOOL_PACKAGES := prometheus shellcheck zsh man-db
 
-.PHONY: run test demo bench lint clean fleet-deps tool-deps generated docs
+.PHONY: run test demo bench lint clean fleet-deps tool-deps generated docs wheel wheel-tools
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -85,5 +85,25 @@ test: fleet-deps tool-deps $(VENV)/.test-installed
 lint: $(VENV)/.test-installed
 	$(PY) -m ruff check bisect_smem tests
 
+# The wheels, one per manylinux2014 platform (py3-none-manylinux2014_x86_64, ..._aarch64) into $(DIST): each
+# ships the collector prebuilt for it by zig cc against glibc 2.17 (no docker; tools/prebuilt_collector.py
+# refuses a library that needs a newer glibc), and auditwheel must find it manylinux2014-compatible (a tag of
+# glibc 2.17 or older).
+# build/ is removed first: it outlives a build, and setup.py picks one machine's library.
+DIST ?= dist
+WHEEL_MACHINES := x86_64 aarch64
+
+wheel: $(WHEEL_MACHINES:%=wheel-%)
+
+wheel-tools: | $(PY)
+	@$(PY) -c "import ziglang, auditwheel, wheel" 2>/dev/null || $(PY) -m pip install -q ziglang auditwheel wheel
+
+wheel-%: wheel-tools
+	$(PY) tools/prebuilt_collector.py $*
+	rm -rf build
+	BISECT_SMEM_WHEEL_MACHINE=$* $(PY) -m pip wheel -q --no-deps --no-build-isolation -w $(DIST) .
+	@shown="$$($(PY) -m auditwheel show $(DIST)/bisect_smem-*-py3-none-manylinux2014_$*.whl)" && echo "$$shown" && \
+	  echo "$$shown" | grep -Eq '"manylinux_2_([0-9]|1[0-7])_$*"' || { echo "error: auditwheel: the $* wheel is not manylinux2014"; exit 1; }
+
 clean:
-	rm -rf $(VENV) build site *.egg-info .pytest_cache
+	rm -rf $(VENV) build dist site *.egg-info .pytest_cache bisect_smem/devices/collector/prebuilt
