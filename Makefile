@@ -96,7 +96,7 @@ WHEEL_MACHINES := x86_64 aarch64
 wheel: $(WHEEL_MACHINES:%=wheel-%)
 
 wheel-tools: | $(PY)
-	@$(PY) -c "import ziglang, auditwheel, wheel" 2>/dev/null || $(PY) -m pip install -q ziglang auditwheel wheel
+	@$(PY) -c "import ziglang, auditwheel, setuptools, wheel" 2>/dev/null || $(PY) -m pip install -q ziglang auditwheel setuptools wheel
 
 wheel-%: wheel-tools
 	$(PY) tools/prebuilt_collector.py $*

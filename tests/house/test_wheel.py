@@ -9,6 +9,7 @@ Builds once per module into a temporary copy of the project (about 10 s; zig cac
 from __future__ import annotations
 
 import json
+import os
 import platform
 import re
 import shutil
@@ -41,8 +42,11 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     work = tmp_path_factory.mktemp("wheel")
     project, dist = work / "project", work / "dist"
     shutil.copytree(ROOT, project, ignore=NOT_COPIED)
+    # Run from `make test`, this make must not take the outer one's flags; and the build asks no index.
+    env = {**{k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")},
+           "PIP_NO_INDEX": "1"}
     done = subprocess.run(["make", "-C", str(project), f"wheel-{MACHINE}", f"PY={sys.executable}", f"DIST={dist}"],
-                          capture_output=True, text=True, timeout=600, check=False)
+                          env=env, capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     wheels = list(dist.glob("*.whl"))
     assert len(wheels) == 1, wheels

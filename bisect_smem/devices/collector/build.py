@@ -26,6 +26,8 @@ import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from bisect_smem.core.atomic import replace_atomically
+
 SOURCE_DIR = Path(__file__).resolve().parent
 SOURCES = ("collector.c", "cupti_abi.h")
 FLAGS = ("-O2", "-fPIC", "-shared", "-std=gnu11", "-fvisibility=default")
@@ -128,17 +130,16 @@ def _build(target: Path, environ: dict[str, str] | None, why_not_prebuilt: str) 
     if cc is None:
         raise CollectorBuildError(f"no prebuilt collector: {why_not_prebuilt}; no C compiler (cc, gcc or clang)")
     try:
-        # Built in a folder of its own, then moved into place whole: a concurrent or killed build never
-        # leaves half a library where another run would load it. Its mode is set, not taken from the file
-        # it replaces (a planted one may be writable by all) nor from the umask.
+        # Built in a folder of its own, then put in place whole: a concurrent or killed build never leaves
+        # half a library where another run would load it. Its mode is set, not taken from the file it
+        # replaces (a planted one may be writable by all) nor from the umask.
         with tempfile.TemporaryDirectory(prefix=".collector-", dir=target.parent) as work:
             built = Path(work) / "collector.so"
             done = subprocess.run(compile_command([cc], built), capture_output=True, text=True,
                                   timeout=COMPILE_TIMEOUT_S, check=False)
             if done.returncode != 0:
                 raise CollectorBuildError(f"{cc} failed to build the collector: {done.stderr.strip()[-500:]}")
-            os.chmod(built, LIBRARY_MODE)
-            os.replace(built, target)
+            replace_atomically(target, built.read_bytes(), mode=LIBRARY_MODE)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise CollectorBuildError(f"cannot build the collector in {target.parent}: {exc}") from None
     return target
