@@ -153,3 +153,28 @@ def test_no_prebuilt_and_no_compiler_says_both(shipped: Path, tmp_path: Path) ->
     with pytest.raises(build.CollectorBuildError) as refused:
         build.collector_library(no_compiler)
     assert "no prebuilt collector: " in str(refused.value) and "no C compiler (cc, gcc or clang)" in str(refused.value)
+
+
+def test_a_shipped_library_of_another_account_is_used_only_where_that_account_keeps_the_package(
+        collector: Path, shipped: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("only root can give a file to another user")
+    machine = build.PREBUILT_MACHINES[0]
+    copy = _ship(shipped, collector, machine)
+    os.chown(copy.parent, OTHER_UID, OTHER_UID)
+    os.chown(copy, OTHER_UID, OTHER_UID)
+    assert build.prebuilt(machine)[0] is None  # the package (this module) is root's: a stranger's file
+    module = tmp_path / "build.py"
+    module.write_text("")
+    os.chown(module, OTHER_UID, OTHER_UID)
+    monkeypatch.setattr(build, "__file__", str(module))  # a shared environment kept by that account
+    assert build.prebuilt(machine) == (copy, "shipped")
+
+
+def test_a_private_folder_of_one_run_is_removed_by_that_process_alone(tmp_path: Path) -> None:
+    folder = tmp_path / "run"
+    folder.mkdir()
+    build._remove_in(os.getpid() + 1, folder)  # a forked child's exit
+    assert folder.is_dir()
+    build._remove_in(os.getpid(), folder)
+    assert not folder.exists()

@@ -8,9 +8,9 @@ in a checkout never runs a stale binary. Elsewhere (another platform, an edited 
 needs no CUDA headers, so any C compiler does in well under a second.
 
 What is injected into every CUDA process must be the tool's own: a library is used only where it and its
-folder belong to this user (or root, for an installed package) and nobody else can write them. A cached one
-that fails is rebuilt; a cache folder that fails is left alone, and the collector is built for this run in a
-fresh private folder instead.
+folder belong to this user (or, for the shipped one, to root or the owner of the package) and nobody else can
+write them. A cached one that fails is rebuilt; a cache folder that fails is left alone, and the collector is
+built for this run in a fresh private folder instead.
 """
 
 from __future__ import annotations
@@ -100,7 +100,9 @@ def prebuilt(machine: str | None = None) -> tuple[Path | None, str]:
         built = any(library.parent.glob("collector-*.so"))
         return None, ("the one shipped was built from another source" if built else
                       "this installation ships none (a checkout, or an install from source)")
-    owners = {os.geteuid(), 0}  # an installed package belongs to root or to the user who installed it
+    # Trusted as far as this module, which is running: an installed package belongs to root, to the user who
+    # installed it, or to the account that keeps a shared environment.
+    owners = {os.geteuid(), 0, os.stat(__file__).st_uid}
     if not (_private(library.parent, owners, stat.S_ISDIR) and _private(library, owners, stat.S_ISREG)):
         return None, f"the one shipped, {library}, or its folder could be written by someone else"
     return library, "shipped"
@@ -117,7 +119,7 @@ def collector_library(environ: dict[str, str] | None = None) -> Path:
         # Not ours, or others can write it: what is in it cannot be trusted, and neither can a build put
         # there. This run builds in a folder of its own, gone when the tool ends.
         folder = Path(tempfile.mkdtemp(prefix="bisect-smem-collector-"))
-        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        atexit.register(_remove_in, os.getpid(), folder)
     target = folder / library_name()
     if _private(target, {os.geteuid()}, stat.S_ISREG):
         return target
@@ -143,6 +145,12 @@ def _build(target: Path, environ: dict[str, str] | None, why_not_prebuilt: str) 
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise CollectorBuildError(f"cannot build the collector in {target.parent}: {exc}") from None
     return target
+
+
+def _remove_in(pid: int, folder: Path) -> None:
+    """Remove ``folder`` at the exit of process ``pid`` alone: a forked child inherits the atexit hooks."""
+    if os.getpid() == pid:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _private_folder(folder: Path) -> bool:
