@@ -178,3 +178,22 @@ def test_a_private_folder_of_one_run_is_removed_by_that_process_alone(tmp_path: 
     assert folder.is_dir()
     build._remove_in(os.getpid(), folder)
     assert not folder.exists()
+
+
+def test_trace_never_injects_a_planted_library(cache: dict[str, str], fakes: Path, tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch,
+                                               capfd: pytest.CaptureFixture[str]) -> None:
+    # Through the real entry point: a library anyone could have written, where trace would look for its build.
+    from bisect_smem.app.cli.main import main
+
+    folder = build.cache_dir(cache)
+    folder.mkdir(mode=0o700, parents=True)
+    planted = folder / build.library_name()
+    planted.write_bytes(PLANTED)
+    planted.chmod(0o666)
+    monkeypatch.setenv("XDG_CACHE_HOME", cache["XDG_CACHE_HOME"])
+    monkeypatch.setenv("BISECT_SMEM_CUPTI_LIBRARY", str(fakes / "libcupti.so.13"))
+    monkeypatch.delenv("CUDA_INJECTION64_PATH", raising=False)
+    code = main(["trace", "--no-measure", "--out", str(tmp_path / "t"), "--", "sh", "-c", 'echo "$CUDA_INJECTION64_PATH"'])
+    injected = Path(capfd.readouterr().out.splitlines()[0])
+    assert code == 0 and injected == planted and _is_a_fresh_build(injected)  # rebuilt in its place
