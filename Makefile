@@ -11,10 +11,13 @@ RUN_EXTRA := $(if $(filter 12,$(CUDA_MAJOR)),cuda12,$(if $(filter 13 14,$(CUDA_M
 FLEET_PACKAGES := slurmctld slurmd slurm-client munge
 # Consumers' own tools the tests run: promtool (Debian's prometheus package), shellcheck, zsh, whose
 # completion system the completion test asks for candidates, and man-db, whose lexgrog reads the man page's
-# NAME as whatis and apropos do.
-TOOL_PACKAGES := prometheus shellcheck zsh man-db
+# NAME as whatis and apropos do; qemu-user and the C library of the other wheel platform, on which the wheel
+# test runs that platform's collector.
+QEMU_MACHINE := $(if $(filter aarch64,$(shell uname -m)),x86_64,aarch64)
+CROSS_LIBC := $(if $(filter aarch64,$(QEMU_MACHINE)),libc6-arm64-cross,libc6-amd64-cross)
+TOOL_PACKAGES := prometheus shellcheck zsh man-db qemu-user $(CROSS_LIBC)
 
-.PHONY: run test demo bench lint clean fleet-deps tool-deps generated docs
+.PHONY: run test demo bench lint clean fleet-deps tool-deps generated docs wheel wheel-tools
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -50,16 +53,16 @@ fleet-deps:
 	  fi; \
 	fi
 
-# promtool, shellcheck, zsh and lexgrog for the tests that run them; as root with apt, install them, else
+# promtool, shellcheck, zsh, lexgrog and qemu for the tests that run them; as root with apt, install them, else
 # those tests skip (on CI they fail). The prometheus package's service is not started (no init here).
 tool-deps:
-	@if ! command -v promtool >/dev/null 2>&1 || ! command -v shellcheck >/dev/null 2>&1 || ! command -v zsh >/dev/null 2>&1 || ! command -v lexgrog >/dev/null 2>&1; then \
+	@if ! command -v promtool >/dev/null 2>&1 || ! command -v shellcheck >/dev/null 2>&1 || ! command -v zsh >/dev/null 2>&1 || ! command -v lexgrog >/dev/null 2>&1 || ! command -v qemu-$(QEMU_MACHINE) >/dev/null 2>&1 || [ ! -d /usr/$(QEMU_MACHINE)-linux-gnu/lib ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing $(TOOL_PACKAGES) for the promtool, shellcheck, zsh and man page tests"; \
+	    echo "installing $(TOOL_PACKAGES) for the promtool, shellcheck, zsh, man page and wheel tests"; \
 	    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 	      $(TOOL_PACKAGES) >/dev/null; \
 	  else \
-	    echo "note: promtool, shellcheck, zsh or lexgrog is missing and this is not root with apt: their tests will skip"; \
+	    echo "note: promtool, shellcheck, zsh, lexgrog or qemu-$(QEMU_MACHINE) is missing and this is not root with apt: their tests will skip"; \
 	  fi; \
 	fi
 
@@ -85,5 +88,25 @@ test: fleet-deps tool-deps $(VENV)/.test-installed
 lint: $(VENV)/.test-installed
 	$(PY) -m ruff check bisect_smem tests
 
+# The wheels, one per manylinux2014 platform (py3-none-manylinux2014_x86_64, ..._aarch64) into $(DIST): each
+# ships the collector prebuilt for it by zig cc against glibc 2.17 (no docker; tools/prebuilt_collector.py
+# refuses a library that needs a newer glibc), and auditwheel must find it manylinux2014-compatible (a tag of
+# glibc 2.17 or older).
+# build/ is removed first: it outlives a build, and setup.py picks one machine's library.
+DIST ?= dist
+WHEEL_MACHINES := x86_64 aarch64
+
+wheel: $(WHEEL_MACHINES:%=wheel-%)
+
+wheel-tools: | $(PY)
+	@$(PY) -c "import ziglang, auditwheel, setuptools, wheel" 2>/dev/null || $(PY) -m pip install -q ziglang auditwheel setuptools wheel
+
+wheel-%: wheel-tools
+	$(PY) tools/prebuilt_collector.py $*
+	rm -rf build
+	BISECT_SMEM_WHEEL_MACHINE=$* $(PY) -m pip wheel -q --no-deps --no-build-isolation -w $(DIST) .
+	@shown="$$($(PY) -m auditwheel show $(DIST)/bisect_smem-*-py3-none-manylinux2014_$*.whl)" && echo "$$shown" && \
+	  echo "$$shown" | grep -Eq '"manylinux_2_([0-9]|1[0-7])_$*"' || { echo "error: auditwheel: the $* wheel is not manylinux2014"; exit 1; }
+
 clean:
-	rm -rf $(VENV) build site *.egg-info .pytest_cache
+	rm -rf $(VENV) build dist site *.egg-info .pytest_cache bisect_smem/devices/collector/prebuilt

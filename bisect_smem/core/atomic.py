@@ -36,16 +36,17 @@ def _temporary_stem(path: Path) -> str:
     return os.fsdecode(raw[:max(1, name_max - _TEMPORARY_EXTRA_BYTES)])
 
 
-def replace_atomically(path: Path, data: bytes, exclusive: bool = False) -> None:
+def replace_atomically(path: Path, data: bytes, exclusive: bool = False, mode: int | None = None) -> None:
     """Write ``data`` to a temporary file beside ``path``, flush it to disk, and move it into place,
-    keeping an existing file's mode (else the umask's). ``exclusive`` refuses with FileExistsError when
+    with ``mode`` where given, else keeping an existing file's mode (else the umask's). ``exclusive`` refuses with FileExistsError when
     ``path`` exists, decided atomically by link(2) on the finished file, so of two writers exactly one
     wins. The temporary file lives in the same folder (rename and link are atomic only within one file
     system) and is removed if anything fails, a full disk included. OS errors propagate."""
-    try:
-        mode = stat.S_IMODE(os.stat(path).st_mode)
-    except FileNotFoundError:
-        mode = umask_mode()
+    if mode is None:
+        try:
+            mode = stat.S_IMODE(os.stat(path).st_mode)
+        except FileNotFoundError:
+            mode = umask_mode()
     fd, tmp = tempfile.mkstemp(prefix=f".{_temporary_stem(path)}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:

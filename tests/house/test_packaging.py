@@ -26,3 +26,17 @@ def test_the_files_read_at_run_time_are_package_data() -> None:
     data = _setuptools()["package-data"]
     assert data["bisect_smem.kernels"] == ["*.cu"] and any((ROOT / "kernels").glob("*.cu"))
     assert "*.json" in data["bisect_smem.schemas"]
+
+
+def test_the_prebuilt_collectors_are_package_data_and_never_committed() -> None:
+    from fnmatch import fnmatch
+
+    from bisect_smem.devices.collector import build
+
+    patterns = _setuptools()["package-data"]["bisect_smem.devices.collector"]
+    for machine in build.PREBUILT_MACHINES:
+        shipped = build.prebuilt_path(machine).relative_to(build.SOURCE_DIR).as_posix()
+        assert any(fnmatch(shipped, pattern) for pattern in patterns), shipped
+    # Build outputs (make wheel), not sources: git ignores the folder they are built into.
+    ignored = (ROOT / ".gitignore").read_text().splitlines()
+    assert build.PREBUILT_DIR.relative_to(ROOT).as_posix() + "/" in ignored
