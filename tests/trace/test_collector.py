@@ -166,6 +166,12 @@ def _largest(lines: list[dict[str, Any]], event: str, key: str) -> dict[Any, int
     return largest
 
 
+@pytest.fixture(params=["c", "python"])
+def any_collector(request: pytest.FixtureRequest, collector: Path) -> Path:
+    """The C collector, and the ctypes fallback that stands in for it in Python commands: the same record."""
+    return collector if request.param == "c" else build.SOURCE_DIR / "fallback" / "sitecustomize.py"
+
+
 def _played(fakes: Path, collector: Path, out: Path, scenario: str, env: dict[str, str] | None = None,
             code: int = 0) -> dict[str, list[dict[str, Any]]]:
     done = play(fakes, collector, out, scenario, env)
@@ -173,9 +179,9 @@ def _played(fakes: Path, collector: Path, out: Path, scenario: str, env: dict[st
     return _files(out)
 
 
-def test_a_refused_launch_carries_the_kernels_limits_at_the_refusal(fakes: Path, collector: Path,
+def test_a_refused_launch_carries_the_kernels_limits_at_the_refusal(fakes: Path, any_collector: Path,
                                                                     tmp_path: Path) -> None:
-    (lines,) = _played(fakes, collector, tmp_path, "unraised").values()
+    (lines,) = _played(fakes, any_collector, tmp_path, "unraised").values()
     launches = [(r["dynamic_bytes"], r["block"][0], r["result"], r.get("max_dynamic_bytes"), r.get("max_threads"),
                  r.get("registers")) for r in lines if r["event"] == "launch"]
     assert launches == [
@@ -195,8 +201,8 @@ def test_a_refused_runtime_launch_has_unknown_limits(recorded: Path) -> None:
     assert all("max_dynamic_bytes" not in r for r in lines if r["event"] == "launch" and r["result"] == 0)
 
 
-def test_each_program_image_writes_its_own_private_file(fakes: Path, collector: Path, tmp_path: Path) -> None:
-    files = _played(fakes, collector, tmp_path, "exec")
+def test_each_program_image_writes_its_own_private_file(fakes: Path, any_collector: Path, tmp_path: Path) -> None:
+    files = _played(fakes, any_collector, tmp_path, "exec")
     assert len(files) == 2, files
     pid = str(files[min(files)][0]["pid"])
     assert sorted(files) == [f"{pid}.2.jsonl", f"{pid}.jsonl"]
@@ -209,9 +215,9 @@ def test_each_program_image_writes_its_own_private_file(fakes: Path, collector: 
         assert (tmp_path / name).stat().st_mode & 0o777 == 0o600
 
 
-def test_a_forked_child_writes_its_own_file_with_its_process_line(fakes: Path, collector: Path,
+def test_a_forked_child_writes_its_own_file_with_its_process_line(fakes: Path, any_collector: Path,
                                                                   tmp_path: Path) -> None:
-    files = list(_played(fakes, collector, tmp_path, "forks").values())
+    files = list(_played(fakes, any_collector, tmp_path, "forks").values())
     assert len(files) == 2
     parent, child = sorted(files, key=lambda lines: lines[0]["ppid"] == files[0][0]["pid"])
     assert child[0]["event"] == "process" and child[0]["ppid"] == parent[0]["pid"]
@@ -223,17 +229,17 @@ def test_a_forked_child_writes_its_own_file_with_its_process_line(fakes: Path, c
 
 @pytest.mark.parametrize("scenario, code", [("ends-by-SIGKILL", -9), ("ends-by-SIGTERM", -15),
                                             ("ends-by-os._exit", 0)])
-def test_counts_survive_an_end_without_exit_handlers(fakes: Path, collector: Path, tmp_path: Path, scenario: str,
+def test_counts_survive_an_end_without_exit_handlers(fakes: Path, any_collector: Path, tmp_path: Path, scenario: str,
                                                      code: int) -> None:
-    (lines,) = _played(fakes, collector, tmp_path, scenario, code=code).values()
+    (lines,) = _played(fakes, any_collector, tmp_path, scenario, code=code).values()
     (launch,) = [r for r in lines if r["event"] == "launch"]
     last_power_of_two = 1 << (fake.ENDED_AFTER.bit_length() - 1)
     assert _largest(lines, "count", "id") == {launch["id"]: last_power_of_two}
 
 
-def test_past_the_table_launches_are_counted_per_kernel_in_a_bounded_file(fakes: Path, collector: Path,
+def test_past_the_table_launches_are_counted_per_kernel_in_a_bounded_file(fakes: Path, any_collector: Path,
                                                                          tmp_path: Path) -> None:
-    ((name, lines),) = _played(fakes, collector, tmp_path, "past-table").items()
+    ((name, lines),) = _played(fakes, any_collector, tmp_path, "past-table").items()
     launches = [r for r in lines if r["event"] == "launch"]
     refused = [r for r in launches if r["result"] != 0]
     assert len(launches) - len(refused) == TABLE_CONFIGS  # one line per configuration the table holds
@@ -270,12 +276,12 @@ def _listening() -> tuple[socket.socket, str]:
 
 
 @pytest.mark.parametrize("folder, error", [("missing/folder", errno.ENOENT), ("x" * 4100, errno.ENAMETOOLONG)])
-def test_a_collector_that_cannot_write_sends_one_notice(fakes: Path, collector: Path, tmp_path: Path, folder: str,
+def test_a_collector_that_cannot_write_sends_one_notice(fakes: Path, any_collector: Path, tmp_path: Path, folder: str,
                                                         error: int) -> None:
     listener, name = _listening()
     out = tmp_path / folder
     with listener:
-        done = play(fakes, collector, tmp_path, env={"BISECT_SMEM_TRACE_DIR": str(out), "BISECT_SMEM_TRACE_NOTIFY": name})
+        done = play(fakes, any_collector, tmp_path, env={"BISECT_SMEM_TRACE_DIR": str(out), "BISECT_SMEM_TRACE_NOTIFY": name})
         assert done.returncode == 0, done.stderr  # the command runs on
         notice = json.loads(listener.recv(65536))
         listener.setblocking(False)
