@@ -138,7 +138,8 @@ static void open_output(void) {
     if (out.pid == pid) return;
     if (out.fd >= 0) close(out.fd); /* a forked child writes its own file */
     out.fd = -1, out.pid = pid;
-    for (int image = 1; image <= BSM_IMAGES_MAX; image++) {
+    int error = EEXIST;
+    for (int image = 1; image <= BSM_IMAGES_MAX && error == EEXIST; image++) {
         if (image == 1) snprintf(out.path, sizeof out.path, "%s/%d.jsonl", out.dir, (int)pid);
         else snprintf(out.path, sizeof out.path, "%s/%d.%d.jsonl", out.dir, (int)pid, image);
         out.fd = open(out.path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
@@ -147,9 +148,9 @@ static void open_output(void) {
             write_process_line();
             return;
         }
-        if (errno != EEXIST) break;
+        error = errno;
     }
-    notify_unwritable(errno, out.path);
+    notify_unwritable(error, out.path);
 }
 
 static void write_line(const char *line, size_t n) {
