@@ -10,6 +10,7 @@ import importlib.util
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -187,7 +188,29 @@ def past_table(play: Player, _: list[str]) -> None:
             play.launch(0x100000 + 64 * handle, 128, 0)
 
 
+THREADS, THREAD_LAUNCHES, THREAD_CONFIGS = 8, 400, 50
+
+
+def threads(play: Player, _: list[str]) -> None:
+    """THREADS threads launching at once through the same configurations (ctypes lets go of the GIL in each
+    call, so the callbacks run side by side): every launch counted once, every configuration written once."""
+    kernel = fake_kernel(b"_Z6kernelPf")
+    start = threading.Barrier(THREADS)
+
+    def launcher() -> None:
+        start.wait()
+        for i in range(THREAD_LAUNCHES):
+            play.launch(kernel, 128, i % THREAD_CONFIGS)
+
+    workers = [threading.Thread(target=launcher) for _ in range(THREADS)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+
+
 SCENARIOS: dict[str, Callable[[Player, list[str]], None]] = {
+    "threads": threads,
     "unraised": unraised, "exec": execs, "exec-after": exec_after, "forks": forks, "past-table": past_table,
     "ends-by-SIGKILL": ended("kill"), "ends-by-SIGTERM": ended("term"), "ends-by-os._exit": ended("exit"),
 }

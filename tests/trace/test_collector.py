@@ -237,6 +237,14 @@ def test_counts_survive_an_end_without_exit_handlers(fakes: Path, any_collector:
     assert _largest(lines, "count", "id") == {launch["id"]: last_power_of_two}
 
 
+def test_launches_from_many_threads_are_each_counted_once(fakes: Path, any_collector: Path, tmp_path: Path) -> None:
+    (lines,) = _played(fakes, any_collector, tmp_path, "threads").values()
+    launches = [r for r in lines if r["event"] == "launch"]
+    assert sorted(r["dynamic_bytes"] for r in launches) == list(range(fake.THREAD_CONFIGS))  # each written once
+    each = fake.THREADS * fake.THREAD_LAUNCHES // fake.THREAD_CONFIGS
+    assert _largest(lines, "count", "id") == {r["id"]: each for r in launches}
+
+
 def test_past_the_table_launches_are_counted_per_kernel_in_a_bounded_file(fakes: Path, any_collector: Path,
                                                                          tmp_path: Path) -> None:
     ((name, lines),) = _played(fakes, any_collector, tmp_path, "past-table").items()
