@@ -8,6 +8,7 @@ from __future__ import annotations
 import ctypes
 import importlib.util
 import os
+import resource
 import signal
 import sys
 import threading
@@ -188,6 +189,16 @@ def past_table(play: Player, _: list[str]) -> None:
             play.launch(0x100000 + 64 * handle, 128, 0)
 
 
+def write_fails(play: Player, _: list[str]) -> None:
+    """Writes that fail (EFBIG: a file size limit, its signal ignored), as a full disk's would, after the
+    process line was written: the program runs on."""
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (1, resource.RLIM_INFINITY))
+    kernel = fake_kernel(b"_Z6kernelPf")
+    for dynamic_bytes in range(10):
+        play.launch(kernel, 128, dynamic_bytes)
+
+
 THREADS, THREAD_LAUNCHES, THREAD_CONFIGS = 8, 400, 50
 
 
@@ -210,7 +221,7 @@ def threads(play: Player, _: list[str]) -> None:
 
 
 SCENARIOS: dict[str, Callable[[Player, list[str]], None]] = {
-    "threads": threads,
+    "threads": threads, "write-fails": write_fails,
     "unraised": unraised, "exec": execs, "exec-after": exec_after, "forks": forks, "past-table": past_table,
     "ends-by-SIGKILL": ended("kill"), "ends-by-SIGTERM": ended("term"), "ends-by-os._exit": ended("exit"),
 }

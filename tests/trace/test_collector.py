@@ -300,6 +300,20 @@ def test_a_collector_that_cannot_write_sends_one_notice(fakes: Path, any_collect
     assert not any(tmp_path.rglob("*.jsonl"))
 
 
+def test_a_failed_write_sends_one_notice(fakes: Path, any_collector: Path, tmp_path: Path) -> None:
+    listener, name = _listening()
+    with listener:
+        done = play(fakes, any_collector, tmp_path, "write-fails", {"BISECT_SMEM_TRACE_NOTIFY": name})
+        assert done.returncode == 0, done.stderr
+        notice = json.loads(listener.recv(65536))
+        listener.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            listener.recv(65536)
+    ((file_name, lines),) = _files(tmp_path).items()
+    assert [r["event"] for r in lines] == ["process"]  # what was written before stays
+    assert (notice["errno"], notice["path"]) == (errno.EFBIG, str(tmp_path / file_name))
+
+
 def test_with_nobody_listening_an_unwritable_trace_leaves_the_command_alone(fakes: Path, collector: Path,
                                                                              tmp_path: Path) -> None:
     done = play(fakes, collector, tmp_path, env={"BISECT_SMEM_TRACE_DIR": str(tmp_path / "missing"),
