@@ -10,7 +10,7 @@
  * written before it died; repeated launches are counted without a lock and their counts written as they grow
  * (at each power of two) and at exit. A collector that cannot write says so once over a datagram socket.
  * Names are written mangled, as the driver gives them; bisect-smem demangles them when it explains the trace.
- * The record format is docs' "Trace record format" (format 2).
+ * Each file's first line is its process line, with "format":2; bisect_smem/core/trace_events.py reads them.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
