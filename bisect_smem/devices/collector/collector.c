@@ -70,15 +70,15 @@ static struct {
     const char *how;
 } out = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1, .how = ""};
 
-/* Appends `text` to `out` as the inside of a JSON string; returns the bytes written (out holds 6 per byte). */
-static size_t escape(char *out, const char *text) {
+/* Appends `text` to `into` as the inside of a JSON string; returns the bytes written (into holds 6 per byte). */
+static size_t escape(char *into, const char *text) {
     size_t n = 0;
     for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
-        if (*c == '"' || *c == '\\') { out[n++] = '\\'; out[n++] = (char)*c; }
-        else if (*c < 0x20 || *c == 0x7f) n += (size_t)sprintf(out + n, "\\u%04x", *c);
-        else out[n++] = (char)*c;
+        if (*c == '"' || *c == '\\') { into[n++] = '\\'; into[n++] = (char)*c; }
+        else if (*c < 0x20 || *c == 0x7f) n += (size_t)sprintf(into + n, "\\u%04x", *c);
+        else into[n++] = (char)*c;
     }
-    out[n] = 0;
+    into[n] = 0;
     return n;
 }
 
