@@ -2,12 +2,19 @@
  * libcupti (soname libcupti.so.13): cuptiSubscribe keeps the callback, cuptiEnableCallback records what was
  * enabled, and fake_call() plays one driver or runtime call: the callback at enter and at exit, as CUPTI calls
  * it, only for ids that were enabled. Compiled with -DFAKE_DRIVER it is the few driver calls the collector
- * makes: a kernel handle points at a fake_kernel, a stream at its capture status. */
+ * makes: a kernel handle points at a fake_kernel, a stream at its capture status. A fake_kernel keeps its own
+ * attributes, as the driver does: MaxDynamicSharedMemorySize starts at 48 KiB less its static bytes, and
+ * cuFuncSetAttribute raises it up to the opt-in limit (FAKE_OPTIN_BYTES); fake_launch_result() is what
+ * cuLaunchKernel answers for a launch of it. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct { const char *name; int static_bytes; int is_kernel; } fake_kernel;
+typedef struct {
+    const char *name;
+    int static_bytes, is_kernel;
+    int max_dynamic_bytes, max_threads, registers; /* CU_FUNC_ATTRIBUTE_* 8, 0 and 4 */
+} fake_kernel;
 
 #ifdef FAKE_DRIVER
 int cuFuncGetName(const char **name, void *f) {
@@ -22,17 +29,45 @@ int cuKernelGetName(const char **name, void *f) {
     *name = k->name;
     return 0;
 }
+enum { FAKE_INVALID_VALUE = 1, FAKE_INVALID_HANDLE = 400, FAKE_OPTIN_BYTES = 232448 }; /* the H100's opt-in */
+
+/* The attribute of a kernel the driver would answer, or -1 for one the fake does not hold. */
+static int attribute_of(const fake_kernel *k, int attrib) {
+    switch (attrib) {
+    case 0: return k->max_threads;       /* CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK */
+    case 1: return k->static_bytes;      /* CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES */
+    case 4: return k->registers;         /* CU_FUNC_ATTRIBUTE_NUM_REGS */
+    case 8: return k->max_dynamic_bytes; /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
+    default: return -1;
+    }
+}
 int cuFuncGetAttribute(int *value, int attrib, void *f) {
     const fake_kernel *k = f;
-    if (!k || k->is_kernel || attrib != 1) return 400;
-    *value = k->static_bytes;
+    if (!k || k->is_kernel) return FAKE_INVALID_HANDLE;
+    if (attribute_of(k, attrib) < 0) return FAKE_INVALID_VALUE;
+    *value = attribute_of(k, attrib);
     return 0;
 }
 int cuKernelGetAttribute(int *value, int attrib, void *f, int dev) {
     const fake_kernel *k = f;
-    if (!k || !k->is_kernel || attrib != 1 || dev != 0) return 400;
-    *value = k->static_bytes;
+    if (!k || !k->is_kernel || dev != 0) return FAKE_INVALID_HANDLE;
+    if (attribute_of(k, attrib) < 0) return FAKE_INVALID_VALUE;
+    *value = attribute_of(k, attrib);
     return 0;
+}
+/* Only MaxDynamicSharedMemorySize changes here; above the opt-in limit less the static bytes it is refused. */
+int cuFuncSetAttribute(void *f, int attrib, int value) {
+    fake_kernel *k = f;
+    if (!k || k->is_kernel) return FAKE_INVALID_HANDLE;
+    if (attrib != 8 || value < 0 || value > FAKE_OPTIN_BYTES - k->static_bytes) return FAKE_INVALID_VALUE;
+    k->max_dynamic_bytes = value;
+    return 0;
+}
+/* What cuLaunchKernel answers: more dynamic bytes than the kernel's limit, or more threads, is an invalid value. */
+int fake_launch_result(void *f, unsigned int threads, unsigned int dynamic_bytes) {
+    const fake_kernel *k = f;
+    if (!k) return FAKE_INVALID_HANDLE;
+    return (int)dynamic_bytes > k->max_dynamic_bytes || (int)threads > k->max_threads ? FAKE_INVALID_VALUE : 0;
 }
 int cuCtxGetDevice(int *dev) { *dev = 0; return 0; }
 int cuStreamIsCapturing(void *stream, int *status) { *status = *(int *)stream; return 0; }

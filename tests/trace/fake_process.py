@@ -8,14 +8,28 @@ from __future__ import annotations
 import ctypes
 import importlib.util
 import os
+import resource
+import signal
 import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 P, U, Int = ctypes.c_void_p, ctypes.c_uint, ctypes.c_int
 
 
-class FakeKernel(ctypes.Structure):
-    _fields_ = [("name", ctypes.c_char_p), ("static_bytes", Int), ("is_kernel", Int)]
+class FakeKernel(ctypes.Structure):  # fake_cuda.c's fake_kernel
+    _fields_ = [("name", ctypes.c_char_p), ("static_bytes", Int), ("is_kernel", Int), ("max_dynamic_bytes", Int),
+                ("max_threads", Int), ("registers", Int)]
+
+
+DEFAULT_DYNAMIC_BYTES = 49152  # a kernel's MaxDynamicSharedMemorySize until it raises it: 48 KiB
+MAX_THREADS, REGISTERS = 1024, 32
+
+
+def fake_kernel(name: bytes, static_bytes: int = 0, is_kernel: int = 0) -> FakeKernel:
+    """A kernel as the driver holds it once loaded: its dynamic limit 48 KiB less its static bytes."""
+    return FakeKernel(name, static_bytes, is_kernel, DEFAULT_DYNAMIC_BYTES - static_bytes, MAX_THREADS, REGISTERS)
 
 
 class Dim3(ctypes.Structure):
@@ -77,13 +91,149 @@ CU_GRAPH_ADD_KERNEL_NODE_V2, CUDA_FUNC_SET_ATTRIBUTE, CUDA_LAUNCH_KERNEL = 689, 
 CUTLASS = (Path(__file__).with_name("cutlass_kernel_name.txt")).read_bytes().strip()
 
 
+class Player:
+    """Plays calls as the driver makes them: the fake driver answers (its kernels keep their attributes), then
+    the callbacks see its answer."""
+
+    def __init__(self, cupti: ctypes.CDLL, driver: ctypes.CDLL) -> None:
+        self.cupti, self.driver, self.correlation = cupti, driver, 100
+        driver.fake_launch_result.argtypes = [P, U, U]
+        driver.cuFuncSetAttribute.argtypes = [P, Int, Int]
+
+    def call(self, domain: int, cbid: int, name: str, params: ctypes.Structure, result: int) -> None:
+        self.correlation += 1
+        self.cupti.fake_call(domain, cbid, name.encode(), ctypes.addressof(params), result, None, self.correlation)
+
+    def launch(self, kernel: FakeKernel | int, threads: int, dynamic_bytes: int) -> int:
+        """cuLaunchKernel of one block; ``kernel`` may be a bare handle, which the driver is not asked about."""
+        handle = kernel if isinstance(kernel, int) else ctypes.addressof(kernel)
+        result = 0 if isinstance(kernel, int) else self.driver.fake_launch_result(handle, threads, dynamic_bytes)
+        self.call(DRIVER, CU_LAUNCH_KERNEL, "cuLaunchKernel",
+                  LaunchKernel(handle, 1, 1, 1, threads, 1, 1, dynamic_bytes, None), result)
+        return result
+
+    def set_max_dynamic_bytes(self, kernel: FakeKernel, value: int) -> int:
+        result = self.driver.cuFuncSetAttribute(ctypes.addressof(kernel), 8, value)
+        self.call(DRIVER, CU_FUNC_SET_ATTRIBUTE, "cuFuncSetAttribute", FuncSetAttribute(ctypes.addressof(kernel), 8,
+                                                                                         value), result)
+        return result
+
+
+def unraised(play: Player, _: list[str]) -> None:
+    """CuPy's RawKernel launched with 100000 B before its limit was raised, then after; then too many threads."""
+    kernel = fake_kernel(b"_Z6rawkerPf")
+    assert play.launch(kernel, 128, 100000) == 1  # refused: the limit is still 49152
+    assert play.set_max_dynamic_bytes(kernel, 100000) == 0
+    assert play.launch(kernel, 128, 100000) == 0
+    assert play.launch(kernel, 128, 120000) == 1  # refused: over the raised limit
+    assert play.launch(kernel, 2048, 0) == 1  # refused for its threads, not its shared memory
+
+
+def execs(play: Player, args: list[str]) -> None:
+    """Two launches, then exec of this same program (the pid stays), which launches five more."""
+    kernel = fake_kernel(b"_Z6kernelPf")
+    for _ in range(2):
+        play.launch(kernel, 128, 1000)
+    os.execv(sys.executable, [sys.executable, __file__, *args, "exec-after"])
+
+
+def exec_after(play: Player, _: list[str]) -> None:
+    kernel = fake_kernel(b"_Z6kernelPf")
+    for _ in range(5):
+        play.launch(kernel, 128, 1000)
+
+
+ENDED_AFTER = 100  # launches of one configuration before the process is ended without exit handlers
+
+
+def ended(how: str) -> Callable[[Player, list[str]], None]:
+    def scenario(play: Player, _: list[str]) -> None:
+        kernel = fake_kernel(b"_Z6kernelPf")
+        for _ in range(ENDED_AFTER):
+            play.launch(kernel, 128, 1000)
+        if how == "exit":
+            os._exit(0)
+        os.kill(os.getpid(), signal.SIGKILL if how == "kill" else signal.SIGTERM)
+    return scenario
+
+
+def forks(play: Player, _: list[str]) -> None:
+    """A launch, then a forked child that launches twice another configuration and leaves with os._exit."""
+    kernel = fake_kernel(b"_Z6kernelPf")
+    play.launch(kernel, 128, 1000)
+    child = os.fork()
+    if child == 0:
+        play.launch(kernel, 64, 2000)
+        play.launch(kernel, 64, 2000)
+        os._exit(0)
+    os.waitpid(child, 0)
+    play.launch(kernel, 128, 1000)
+
+
+PAST_TABLE_CONFIGS = 12000  # distinct dynamic bytes per kernel, for two kernels: past the collector's table
+PAST_TABLE_PASSES = 2
+PAST_TABLE_HANDLES = 3000  # kernels first seen past the table, more than its overflow table holds
+
+
+def past_table(play: Player, _: list[str]) -> None:
+    """Autotuning as torch.compile max-autotune does it: more configurations than the table, each launched
+    PAST_TABLE_PASSES times; a refused one past the table; then many kernels seen only past the table."""
+    first, second = fake_kernel(b"_Z5firstPf"), fake_kernel(b"_Z6secondPf")
+    for _ in range(PAST_TABLE_PASSES):
+        for dynamic_bytes in range(PAST_TABLE_CONFIGS):
+            play.launch(first, 128, dynamic_bytes)
+            play.launch(second, 128, dynamic_bytes)
+    assert play.launch(first, 128, 300000) == 1
+    for handle in range(PAST_TABLE_HANDLES):  # never asked about past the table: bare handles will do
+        for _ in range(2):
+            play.launch(0x100000 + 64 * handle, 128, 0)
+
+
+def write_fails(play: Player, _: list[str]) -> None:
+    """Writes that fail (EFBIG: a file size limit, its signal ignored), as a full disk's would, after the
+    process line was written: the program runs on."""
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (1, resource.RLIM_INFINITY))
+    kernel = fake_kernel(b"_Z6kernelPf")
+    for dynamic_bytes in range(10):
+        play.launch(kernel, 128, dynamic_bytes)
+
+
+THREADS, THREAD_LAUNCHES, THREAD_CONFIGS = 8, 400, 50
+
+
+def threads(play: Player, _: list[str]) -> None:
+    """THREADS threads launching at once through the same configurations (ctypes lets go of the GIL in each
+    call, so the callbacks run side by side): every launch counted once, every configuration written once."""
+    kernel = fake_kernel(b"_Z6kernelPf")
+    start = threading.Barrier(THREADS)
+
+    def launcher() -> None:
+        start.wait()
+        for i in range(THREAD_LAUNCHES):
+            play.launch(kernel, 128, i % THREAD_CONFIGS)
+
+    workers = [threading.Thread(target=launcher) for _ in range(THREADS)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+
+
+SCENARIOS: dict[str, Callable[[Player, list[str]], None]] = {
+    "threads": threads, "write-fails": write_fails,
+    "unraised": unraised, "exec": execs, "exec-after": exec_after, "forks": forks, "past-table": past_table,
+    "ends-by-SIGKILL": ended("kill"), "ends-by-SIGTERM": ended("term"), "ends-by-os._exit": ended("exit"),
+}
+
+
 def main() -> int:
     fake_dir, collector, scenario = sys.argv[1], sys.argv[2], sys.argv[3]
     mode = os.RTLD_GLOBAL | os.RTLD_NOW
     ctypes.CDLL(os.path.join(fake_dir, "libfakecuda.so"), mode=mode)
     if scenario != "cupti-by-path":  # else the collector loads it from BISECT_SMEM_CUPTI_LIBRARY
         ctypes.CDLL(os.path.join(fake_dir, "libcupti.so.13"), mode=mode)
-    if scenario == "python":  # the ctypes fallback, as its sitecustomize starts in a traced Python
+    if collector.endswith(".py"):  # the ctypes fallback, as its sitecustomize starts in a traced Python
         spec = importlib.util.spec_from_file_location("fallback", collector)
         assert spec is not None and spec.loader is not None
         spec.loader.exec_module(importlib.util.module_from_spec(spec))
@@ -92,8 +242,12 @@ def main() -> int:
         started = ctypes.CDLL(collector).InitializeInjection()
     cupti = ctypes.CDLL(os.path.join(fake_dir, "libcupti.so.13"), mode=mode)
     cupti.fake_call.argtypes = [Int, U, ctypes.c_char_p, P, Int, ctypes.c_char_p, U]
-    kernels = {"plain": FakeKernel(b"_Z6kernelPf", 0, 0), "cutlass": FakeKernel(CUTLASS, 0, 1),
-               "clustered": FakeKernel(b"_Z9clusteredv", 1000, 0)}
+    if scenario in SCENARIOS:
+        driver = ctypes.CDLL(os.path.join(fake_dir, "libfakecuda.so"), mode=mode)
+        SCENARIOS[scenario](Player(cupti, driver), sys.argv[1:3])
+        return 0 if started == 1 else 3
+    kernels = {"plain": fake_kernel(b"_Z6kernelPf"), "cutlass": fake_kernel(CUTLASS, 0, 1),
+               "clustered": fake_kernel(b"_Z9clusteredv", 1000)}
     idle, capturing = Int(0), Int(1)
 
     def call(domain: int, cbid: int, name: str, params: ctypes.Structure, result: int, corr: int,

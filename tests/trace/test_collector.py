@@ -4,19 +4,26 @@ captured launches, how it finds libcupti, and what it does when another subscrib
 
 from __future__ import annotations
 
+import errno
 import glob
+import json
 import os
+import socket
 import subprocess
+import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from bisect_smem.core.trace_events import Trace, read_trace
 from bisect_smem.devices.collector import build
+from tests.trace import fake_process as fake
 from tests.trace.fake_process import CUTLASS
 from tests.trace.fakes import HERE, need_cc, play
 
 CUTLASS_NAME = CUTLASS.decode()
+TABLE_CONFIGS, OVERFLOW_SLOTS = 8192, 1024  # collector.c's BSM_CONFIGS_MAX and BSM_OVERFLOW_SLOTS
 
 
 @pytest.fixture(scope="module")
@@ -99,8 +106,8 @@ def test_a_killed_process_keeps_every_line_written(fakes: Path, collector: Path,
     assert done.returncode == -9
     trace = read_trace(tmp_path)
     assert len(trace.attribute_sets) == 3 and trace.torn_lines == 0
-    # the counts are written at exit: a killed process's repeated launch reads as launched once
-    assert [lnch.count for lnch in trace.launches if lnch.dynamic_bytes == 1000] == [1]
+    # counts are written as they grow: of five launches, the count line of the fourth outlives a SIGKILL
+    assert [lnch.count for lnch in trace.launches if lnch.dynamic_bytes == 1000] == [4]
 
 
 def test_the_build_is_cached_by_source_hash(collector: Path) -> None:
@@ -142,3 +149,173 @@ def test_the_python_fallback_records_the_same_requests(fakes: Path, tmp_path: Pa
     assert ("cudaFuncSetAttribute", 279552, CUTLASS_NAME) in refused
     launches = {(lnch.api, lnch.dynamic_bytes, lnch.count, lnch.cluster) for lnch in trace.launches}
     assert {("cuLaunchKernel", 1000, 5, (0, 0, 0)), ("cuLaunchKernelEx", 200000, 1, (2, 1, 1))} <= launches
+
+
+# ---- the record as written (format 2), read line by line: what the reader is given ----
+
+def _files(folder: Path) -> dict[str, list[dict[str, Any]]]:
+    return {p.name: [json.loads(line) for line in p.read_text().splitlines()] for p in sorted(folder.glob("*.jsonl"))}
+
+
+def _largest(lines: list[dict[str, Any]], event: str, key: str) -> dict[Any, int]:
+    """The largest count per id (count) or handle (overflow): the counts are written as they grow."""
+    largest: dict[Any, int] = {}
+    for line in lines:
+        if line["event"] == event:
+            largest[line[key]] = max(largest.get(line[key], 0), line["count"])
+    return largest
+
+
+@pytest.fixture(params=["c", "python"])
+def any_collector(request: pytest.FixtureRequest, collector: Path) -> Path:
+    """The C collector, and the ctypes fallback that stands in for it in Python commands: the same record."""
+    return collector if request.param == "c" else build.SOURCE_DIR / "fallback" / "sitecustomize.py"
+
+
+def _played(fakes: Path, collector: Path, out: Path, scenario: str, env: dict[str, str] | None = None,
+            code: int = 0) -> dict[str, list[dict[str, Any]]]:
+    done = play(fakes, collector, out, scenario, env)
+    assert done.returncode == code, done.stderr
+    return _files(out)
+
+
+def test_a_refused_launch_carries_the_kernels_limits_at_the_refusal(fakes: Path, any_collector: Path,
+                                                                    tmp_path: Path) -> None:
+    (lines,) = _played(fakes, any_collector, tmp_path, "unraised").values()
+    launches = [(r["dynamic_bytes"], r["block"][0], r["result"], r.get("max_dynamic_bytes"), r.get("max_threads"),
+                 r.get("registers")) for r in lines if r["event"] == "launch"]
+    assert launches == [
+        (100000, 128, 1, fake.DEFAULT_DYNAMIC_BYTES, fake.MAX_THREADS, fake.REGISTERS),  # never raised: the 48 KiB default
+        (100000, 128, 0, None, None, None),  # accepted once raised: no limits written
+        (120000, 128, 1, 100000, fake.MAX_THREADS, fake.REGISTERS),  # over the raised limit
+        (0, 2048, 1, 100000, fake.MAX_THREADS, fake.REGISTERS),  # refused for its threads
+    ]
+    (raised,) = [r for r in lines if r["event"] == "attribute"]
+    assert (raised["value"], raised["result"]) == (100000, 0)
+
+
+def test_a_refused_runtime_launch_has_unknown_limits(recorded: Path) -> None:
+    (lines,) = _files(recorded).values()
+    (refused,) = [r for r in lines if r["event"] == "launch" and r["result"] != 0]
+    assert refused["domain"] == "driver" and refused["max_dynamic_bytes"] == fake.DEFAULT_DYNAMIC_BYTES
+    assert all("max_dynamic_bytes" not in r for r in lines if r["event"] == "launch" and r["result"] == 0)
+
+
+def test_each_program_image_writes_its_own_private_file(fakes: Path, any_collector: Path, tmp_path: Path) -> None:
+    files = _played(fakes, any_collector, tmp_path, "exec")
+    assert len(files) == 2, files
+    pid = str(files[min(files)][0]["pid"])
+    assert sorted(files) == [f"{pid}.2.jsonl", f"{pid}.jsonl"]
+    for name, image, launched in ((f"{pid}.jsonl", 1, 2), (f"{pid}.2.jsonl", 2, 5)):
+        lines = files[name]
+        assert (lines[0]["event"], lines[0]["format"], lines[0]["image"]) == ("process", 2, image)
+        assert "exec-after" in lines[0]["command"] if image == 2 else "exec-after" not in lines[0]["command"]
+        (launch,) = [r for r in lines if r["event"] == "launch"]
+        assert _largest(lines, "count", "id") == {launch["id"]: launched}  # two images' counts never mix
+        assert (tmp_path / name).stat().st_mode & 0o777 == 0o600
+
+
+def test_a_forked_child_writes_its_own_file_with_its_process_line(fakes: Path, any_collector: Path,
+                                                                  tmp_path: Path) -> None:
+    files = list(_played(fakes, any_collector, tmp_path, "forks").values())
+    assert len(files) == 2
+    parent, child = sorted(files, key=lambda lines: lines[0]["ppid"] == files[0][0]["pid"])
+    assert child[0]["event"] == "process" and child[0]["ppid"] == parent[0]["pid"]
+    assert [(r["dynamic_bytes"], r["id"]) for r in child if r["event"] == "launch"] == [(2000, 1)]
+    assert _largest(child, "count", "id") == {1: 2}  # its os._exit ran no exit handler: the power of two stayed
+    assert [r["dynamic_bytes"] for r in parent if r["event"] == "launch"] == [1000]
+    assert _largest(parent, "count", "id") == {1: 2}
+
+
+@pytest.mark.parametrize("scenario, code", [("ends-by-SIGKILL", -9), ("ends-by-SIGTERM", -15),
+                                            ("ends-by-os._exit", 0)])
+def test_counts_survive_an_end_without_exit_handlers(fakes: Path, any_collector: Path, tmp_path: Path, scenario: str,
+                                                     code: int) -> None:
+    (lines,) = _played(fakes, any_collector, tmp_path, scenario, code=code).values()
+    (launch,) = [r for r in lines if r["event"] == "launch"]
+    last_power_of_two = 1 << (fake.ENDED_AFTER.bit_length() - 1)
+    assert _largest(lines, "count", "id") == {launch["id"]: last_power_of_two}
+
+
+def test_launches_from_many_threads_are_each_counted_once(fakes: Path, any_collector: Path, tmp_path: Path) -> None:
+    (lines,) = _played(fakes, any_collector, tmp_path, "threads").values()
+    launches = [r for r in lines if r["event"] == "launch"]
+    assert sorted(r["dynamic_bytes"] for r in launches) == list(range(fake.THREAD_CONFIGS))  # each written once
+    each = fake.THREADS * fake.THREAD_LAUNCHES // fake.THREAD_CONFIGS
+    assert _largest(lines, "count", "id") == {r["id"]: each for r in launches}
+
+
+def test_past_the_table_launches_are_counted_per_kernel_in_a_bounded_file(fakes: Path, any_collector: Path,
+                                                                         tmp_path: Path) -> None:
+    ((name, lines),) = _played(fakes, any_collector, tmp_path, "past-table").items()
+    launches = [r for r in lines if r["event"] == "launch"]
+    refused = [r for r in launches if r["result"] != 0]
+    assert len(launches) - len(refused) == TABLE_CONFIGS  # one line per configuration the table holds
+    assert [r["dynamic_bytes"] for r in refused] == [300000]  # a refusal past the table still has its line
+    counts, overflow = _largest(lines, "count", "id"), _largest(lines, "overflow", "handle")
+    handles = {r["id"]: r["handle"] for r in launches}
+    for kernel in {r["handle"] for r in launches if r["result"] == 0}:
+        in_table = sum(counts.get(r["id"], 1) for r in launches if r["handle"] == kernel and r["result"] == 0)
+        assert in_table + overflow.pop(kernel, 0) == fake.PAST_TABLE_CONFIGS * fake.PAST_TABLE_PASSES, kernel
+    assert all(counts[i] == fake.PAST_TABLE_PASSES for i in counts if handles[i] in handles.values())
+    # the bare handles, seen only past the table: their own counts while the overflow table has room, then one
+    unplaced = overflow.pop(None, 0)
+    assert unplaced > 0 and set(overflow.values()) == {2} and len(overflow) <= OVERFLOW_SLOTS
+    assert sum(overflow.values()) + unplaced == 2 * fake.PAST_TABLE_HANDLES
+    # no line per launch past the table: a count line per power of two reached, and the final count at exit
+    written = {event: sum(1 for r in lines if r["event"] == event) for event in ("count", "overflow")}
+    assert written == {"count": sum(_count_lines(n, 2) for n in counts.values()),
+                       "overflow": sum(_count_lines(n, 1) for n in _largest(lines, "overflow", "handle").values())}
+    assert (tmp_path / name).stat().st_size < 4_000_000
+
+
+def _count_lines(count: int, first: int) -> int:
+    """Lines a count leaves: one at each power of two from ``first`` up to it, one more at exit if it is none."""
+    powers = count.bit_length() - first.bit_length() + 1
+    return powers + (count & (count - 1) != 0)
+
+
+def _listening() -> tuple[socket.socket, str]:
+    name = f"bisect-smem-test-{os.getpid()}-{uuid.uuid4().hex}"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    listener.bind("\0" + name)
+    listener.settimeout(10)
+    return listener, name
+
+
+@pytest.mark.parametrize("folder, error", [("missing/folder", errno.ENOENT), ("x" * 4100, errno.ENAMETOOLONG)])
+def test_a_collector_that_cannot_write_sends_one_notice(fakes: Path, any_collector: Path, tmp_path: Path, folder: str,
+                                                        error: int) -> None:
+    listener, name = _listening()
+    out = tmp_path / folder
+    with listener:
+        done = play(fakes, any_collector, tmp_path, env={"BISECT_SMEM_TRACE_DIR": str(out), "BISECT_SMEM_TRACE_NOTIFY": name})
+        assert done.returncode == 0, done.stderr  # the command runs on
+        notice = json.loads(listener.recv(65536))
+        listener.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            listener.recv(65536)  # one notice, not one per line
+    assert (notice["event"], notice["pid"] > 0, notice["errno"]) == ("unwritable", True, error)
+    assert notice["path"].startswith(str(out)[:1000]) and "fake_process.py" in notice["command"]
+    assert not any(tmp_path.rglob("*.jsonl"))
+
+
+def test_a_failed_write_sends_one_notice(fakes: Path, any_collector: Path, tmp_path: Path) -> None:
+    listener, name = _listening()
+    with listener:
+        done = play(fakes, any_collector, tmp_path, "write-fails", {"BISECT_SMEM_TRACE_NOTIFY": name})
+        assert done.returncode == 0, done.stderr
+        notice = json.loads(listener.recv(65536))
+        listener.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            listener.recv(65536)
+    ((file_name, lines),) = _files(tmp_path).items()
+    assert [r["event"] for r in lines] == ["process"]  # what was written before stays
+    assert (notice["errno"], notice["path"]) == (errno.EFBIG, str(tmp_path / file_name))
+
+
+def test_with_nobody_listening_an_unwritable_trace_leaves_the_command_alone(fakes: Path, collector: Path,
+                                                                             tmp_path: Path) -> None:
+    done = play(fakes, collector, tmp_path, env={"BISECT_SMEM_TRACE_DIR": str(tmp_path / "missing"),
+                                                  "BISECT_SMEM_TRACE_NOTIFY": f"bisect-smem-nobody-{uuid.uuid4().hex}"})
+    assert done.returncode == 0 and not done.stderr

@@ -64,7 +64,9 @@ enum {
 /* cuda.h: CUfunction_attribute and CUlaunchAttributeID values used; the runtime's cudaFuncAttribute and
  * cudaLaunchAttributeID have the same numbers. */
 enum {
+    BSM_ATTR_MAX_THREADS_PER_BLOCK = 0,
     BSM_ATTR_SHARED_SIZE_BYTES = 1,
+    BSM_ATTR_NUM_REGS = 4,
     BSM_ATTR_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
     BSM_ATTR_PREFERRED_SHARED_MEMORY_CARVEOUT = 9,
     BSM_ATTR_CLUSTER_SIZE_MUST_BE_SET = 10,

@@ -5,19 +5,93 @@ callback API through ctypes at start and writes the same JSON lines as collector
 It stands alone (the traced Python may not have bisect_smem installed) and records the driver's attribute
 sets and launches, and the runtime's cudaFuncSetAttribute. A Python callback costs several µs per launch
 where the C collector costs well under one. A sitecustomize of the command's own is shadowed while traced.
-The layouts are CUDA 13.0's, as in cupti_abi.h.
+The layouts are CUDA 13.0's, as in cupti_abi.h; the files, counts and limits are collector.c's (format 2).
 """
 
 import atexit
 import ctypes
+import errno
 import json
 import os
+import socket
+import sys
 import threading
 
 P, U, Int = ctypes.c_void_p, ctypes.c_uint, ctypes.c_int
 DRIVER, RUNTIME, EXIT = 1, 2, 1
 SET_FUNC, SET_KERNEL, SET_RUNTIME = 481, 687, 273
 LAUNCHES = {307: "plain", 442: "plain", 477: "plain", 478: "plain", 652: "ex", 653: "ex"}
+FORMAT, IMAGES_MAX, COMMAND_MAX = 2, 1000, 511
+TABLE_CONFIGS, REFUSED_EXTRA, OVERFLOW_HANDLES = 8192, 1024, 1024  # collector.c's table and overflow table
+LIMITS = (("max_dynamic_bytes", 8), ("max_threads", 0), ("registers", 4))  # CU_FUNC_ATTRIBUTE_* at a refusal
+
+
+def _power_of_two(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
+class _Output:
+    """One file per program image (PID.jsonl, then PID.2.jsonl, ... when an exec kept the pid), private, opened
+    at the first line of each process, with its process line first; one notice when it cannot be written."""
+
+    def __init__(self, out: str, process: dict) -> None:
+        self.out, self.process, self.lock, self.fd, self.pid, self.path = out, process, threading.Lock(), -1, 0, out
+
+    def _open(self) -> None:
+        self.pid, self.fd = os.getpid(), -1
+        for image in range(1, IMAGES_MAX + 1):
+            name = f"{self.pid}.jsonl" if image == 1 else f"{self.pid}.{image}.jsonl"
+            self.path = os.path.join(self.out, name)
+            try:
+                self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC, 0o600)
+            except FileExistsError:
+                continue
+            except OSError as exc:
+                return _notify(exc.errno or 0, self.path)
+            line = {"event": "process", "format": FORMAT, "image": image, "pid": self.pid, "ppid": os.getppid(),
+                    "collector": "python", **self.process, "command": " ".join(sys.argv)[:COMMAND_MAX]}
+            return self._write(line)
+        return _notify(errno.EEXIST, self.path)
+
+    def _write(self, record: dict) -> None:
+        try:
+            os.write(self.fd, (json.dumps(record, separators=(",", ":")) + "\n").encode())
+        except OSError as exc:
+            _notify(exc.errno or 0, self.path)
+
+    def start(self) -> None:
+        """The file now, with its process line: an untraced process says why at once."""
+        with self.lock:
+            if self.pid != os.getpid():
+                self._open()
+
+    def emit(self, record: dict) -> None:
+        with self.lock:
+            if self.pid != os.getpid():
+                if self.fd >= 0:
+                    os.close(self.fd)  # a forked child writes its own file
+                self._open()
+            if self.fd >= 0:
+                self._write(record)
+
+
+_notified = [0]
+
+
+def _notify(error: int, path: str) -> None:
+    """The one notice a process sends when its trace cannot be written; without waiting, lost if unheard."""
+    name = os.environ.get("BISECT_SMEM_TRACE_NOTIFY")
+    if not name or _notified[0] == os.getpid():
+        return
+    _notified[0] = os.getpid()
+    line = {"event": "unwritable", "pid": os.getpid(), "errno": error, "path": path,
+            "command": " ".join(sys.argv)[:COMMAND_MAX]}
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:
+            s.setblocking(False)
+            s.sendto((json.dumps(line) + "\n").encode(), "\0" + name)
+    except OSError:
+        pass
 
 
 class _Callback(ctypes.Structure):
@@ -53,8 +127,7 @@ class _SetKernel(ctypes.Structure):
 
 class _Collector:
     def __init__(self, out: str, cupti: ctypes.CDLL, how: str) -> None:
-        self.out, self.lock, self.counts, self.ids = out, threading.Lock(), {}, {}
-        self.fd, self.pid = -1, 0
+        self.lock, self.counts, self.ids, self.overflow, self.unplaced = threading.Lock(), {}, {}, {}, 0
         try:
             self.cuda = ctypes.CDLL("libcuda.so.1")
         except OSError:
@@ -72,18 +145,15 @@ class _Collector:
                 cupti.cuptiEnableCallback(1, subscriber, DRIVER, cbid)
             cupti.cuptiEnableCallback(1, subscriber, RUNTIME, SET_RUNTIME)
             atexit.register(self.write_counts)
-        self.emit({"event": "process", "format": 1, "pid": os.getpid(), "ppid": os.getppid(), "collector": "python",
-                   "cupti_library": cupti._name or "", "cupti_found": how, "untraced": untraced,
-                   "command": " ".join(__import__("sys").argv)[:511]})
+            os.register_at_fork(after_in_child=self.forget)
+        self.output = _Output(out, {"cupti_library": cupti._name or "", "cupti_found": how, "untraced": untraced})
+        self.emit = self.output.emit
+        self.output.start()
 
-    def emit(self, record: dict) -> None:
-        line = (json.dumps(record, separators=(",", ":")) + "\n").encode()
-        with self.lock:
-            if self.pid != os.getpid():
-                self.fd = os.open(os.path.join(self.out, f"{os.getpid()}.jsonl"),
-                                  os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
-                self.pid = os.getpid()
-            os.write(self.fd, line)
+    def forget(self) -> None:
+        """A forked child starts with no launches of its own: its counts go to its own file."""
+        self.lock, self.counts, self.ids, self.overflow, self.unplaced = threading.Lock(), {}, {}, {}, 0
+        self.output.lock = threading.Lock()
 
     def kernel(self, handle: int | None, is_kernel: bool) -> tuple[str | None, int]:
         name, value = ctypes.c_char_p(), Int(-1)
@@ -136,20 +206,51 @@ class _Collector:
         else:
             p = _Launch.from_address(cb.params)
             f, grid, block, smem = p.f, list(p.grid), list(p.block), p.smem
-        key = (f, tuple(block), smem, tuple(cluster), common["result"])
+        result = common["result"]
+        key = (f, tuple(block), smem, tuple(cluster), result)
         with self.lock:
-            self.counts[key] = self.counts.get(key, 0) + 1
-            if self.counts[key] > 1:
-                return
-            self.ids[key] = len(self.ids) + 1
+            count = self.counts.get(key, 0) + 1
+            past_table = count == 1 and len(self.counts) >= TABLE_CONFIGS + (REFUSED_EXTRA if result else 0)
+            if not past_table:
+                self.counts[key] = count
+                self.ids.setdefault(key, len(self.ids) + 1)
+        if past_table:
+            return self.count_past_table(f)
+        if count > 1:
+            if _power_of_two(count):
+                self.emit({"event": "count", "id": self.ids[key], "count": count})
+            return None
         name, static = self.kernel(f, False)
-        self.emit({"event": "launch", "id": self.ids[key], **common, "grid": grid, "block": block, "cluster": cluster,
-                   "dynamic_bytes": smem, "static_bytes": static, "captured": False, "name": name})
+        limits = {field: self.limit(f, attribute) for field, attribute in LIMITS} if result else {}
+        self.emit({"event": "launch", "id": self.ids[key], **common, **limits, "grid": grid, "block": block,
+                   "cluster": cluster, "dynamic_bytes": smem, "static_bytes": static, "captured": False,
+                   "handle": hex(f or 0), "name": name})
+        return None
+
+    def limit(self, handle: int | None, attribute: int) -> int:
+        value = Int(-1)
+        if self.cuda is None or not handle or self.cuda.cuFuncGetAttribute(ctypes.byref(value), attribute, P(handle)):
+            return -1
+        return value.value
+
+    def count_past_table(self, handle: int | None) -> None:
+        """Past the table: no name, no launch line; counted per kernel while the overflow table has room."""
+        with self.lock:
+            if handle and (handle in self.overflow or len(self.overflow) < OVERFLOW_HANDLES):
+                count = self.overflow[handle] = self.overflow.get(handle, 0) + 1
+            else:
+                handle, count = None, self.unplaced + 1
+                self.unplaced = count
+        if _power_of_two(count):
+            self.emit({"event": "overflow", "handle": hex(handle) if handle else None, "count": count})
 
     def write_counts(self) -> None:
         for key, count in list(self.counts.items()):
-            if count > 1:
+            if count > 1 and not _power_of_two(count):
                 self.emit({"event": "count", "id": self.ids[key], "count": count})
+        for handle, count in [*self.overflow.items(), (None, self.unplaced)]:
+            if count and not _power_of_two(count):
+                self.emit({"event": "overflow", "handle": hex(handle) if handle else None, "count": count})
 
 
 def _cupti() -> tuple[ctypes.CDLL | None, str]:
@@ -171,10 +272,7 @@ def _start() -> None:
         return
     cupti, how = _cupti()
     if cupti is None:
-        line = {"event": "process", "format": 1, "pid": os.getpid(), "ppid": os.getppid(), "collector": "python",
-                "cupti_library": "", "cupti_found": "none", "untraced": "no libcupti could be loaded", "command": ""}
-        with open(os.path.join(out, f"{os.getpid()}.jsonl"), "a", encoding="utf-8") as f:
-            f.write(json.dumps(line) + "\n")
+        _Output(out, {"cupti_library": "", "cupti_found": "none", "untraced": "no libcupti could be loaded"}).start()
         return
     globals()["_collector"] = _Collector(out, cupti, how)
 
