@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The H200 cases of bisect-smem trace, each traced, with the explanation against the GPU's measured limits and
 # against sm_120 (--arch 12.0). Usage: bash bench/trace_cases.sh OUT [CUTLASS_DIR]
-# Optional: WHEELS12=DIR of cuda-bindings 12.x and nvidia-cuda-cupti-cu12 wheels (the CUDA 12 stack case);
-# WHEEL=a built bisect-smem wheel (traced from its prebuilt collector on a PATH without a C compiler).
+# Optional: WHEELS12=DIR of cuda-bindings 12.x and nvidia-cuda-cupti-cu12 wheels (the CUDA 12 stack case).
+# The wheel's prebuilt collector on a PATH without cc: bench/wheel_trace_check.sh.
 # Writes OUT/cases.log (everything a person reads), OUT/overhead.txt and OUT/traces.tgz (every JSON line and
 # summary). Needs a GPU, nvcc, CuPy, PyTorch and Triton; CUTLASS_DIR (default .cutlass) holds CUTLASS's
 # include/ and tools/util/include/.
@@ -72,16 +72,6 @@ if [ -n "${WHEELS12:-}" ] && [ -d "$WHEELS12" ]; then
   PYTHONPATH="$work/site12" trace_case cuda12_default_cupti $py "$here/cuda12_driver.py" "$bin/fill.cubin"
 fi
 
-if [ -n "${WHEEL:-}" ] && [ -f "$WHEEL" ]; then
-  say "case wheel_no_cc: the wheel's prebuilt collector, PATH without cc"
-  $py -m pip install -q --no-index --no-deps --no-compile --target "$work/wheel_site" "$WHEEL" >>"$log" 2>&1
-  mkdir -p "$work/nocc"; ln -sf "$(command -v $py)" "$work/nocc/$py"
-  (cd "$work" && PATH="$work/nocc" PYTHONPATH="$work/wheel_site" XDG_CACHE_HOME="$work/empty_cache" \
-     $py -c 'import bisect_smem, shutil; print("== from", bisect_smem.__file__, "cc:", shutil.which("cc"))' >>"$log" 2>&1
-   PATH="$work/nocc" PYTHONPATH="$work/wheel_site" XDG_CACHE_HOME="$work/empty_cache" \
-     $py -m bisect_smem trace "${limits[@]}" --out "$work/wheel_no_cc" -- "$bin/runtime_over" >>"$log" 2>&1
-   echo "== case wheel_no_cc: exit $? (1 expected: the program's own)" | tee -a "$log")
-fi
 wait $build
 tail -5 "$work/cutlass_build.log" | tee -a "$log"
 [ -x "$bin/cutlass_gemm" ] && trace_case cutlass_gemm "$bin/cutlass_gemm"
