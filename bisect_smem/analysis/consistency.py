@@ -7,7 +7,9 @@ either way. The values themselves were already held to their declarations (core/
 from __future__ import annotations
 
 from bisect_smem.analysis.summary import summarize
+from bisect_smem.analysis.verdicts import build_verdicts
 from bisect_smem.core.model import DeviceReport, Report
+from bisect_smem.core.profiles import parse_cc, profile_for_cc
 from bisect_smem.core.quantities import OPTIN_CEILING
 from bisect_smem.core.status import RESULTS
 
@@ -22,6 +24,32 @@ def device_contradiction(dev: DeviceReport) -> str | None:
     if stored == "pass" and OPTIN_CEILING.of(dev.measured) is None:
         # Every level measures the opt-in ceiling first; a device that passed without it measured nothing.
         return f"device {dev.index} passed, opt-in not measured"
+    return values_contradiction(dev)
+
+
+FAILING = ("MISMATCH", "ERROR")
+MOST_ALIGNMENT = 1024  # well above the 16 B every GPU measured so far aligns the dynamic array to
+
+
+def values_contradiction(dev: DeviceReport) -> str | None:
+    """Why the device's stored values say otherwise than its stored rows, or None: its reported and measured
+    values compared again, by the same rules a run and a replay of the file use, give a failing row the
+    stored rows lack (a value edited, or written by something else, after the rows were made)."""
+    if dev.measured is None or dev.reported is None:
+        return None
+    for split in dev.measured.static_splits:
+        footprint = split.static_footprint_bytes
+        # The static data pushes the dynamic array by its size and at most an alignment, never by less.
+        if footprint is not None and not split.static_bytes <= footprint < split.static_bytes + MOST_ALIGNMENT:
+            return (f"device {dev.index}'s split of {split.static_bytes} B static, {split.threads} threads has a "
+                    f"static footprint of {footprint} B")
+    stored = {(v.quantity, v.parameters) for v in dev.verdicts if v.verdict in FAILING}
+    cc = dev.compute_capability
+    profile = profile_for_cc(parse_cc(cc)) if cc else None
+    for v in build_verdicts(dev.reported, dev.measured, profile, cc):
+        if v.verdict in FAILING and (v.quantity, v.parameters) not in stored:
+            # The quantity first: a node-health line keeps 80 bytes, and it says the most.
+            return f"{v.quantity} {v.verdict} in device {dev.index}'s values"
     return None
 
 

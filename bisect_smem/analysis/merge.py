@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from bisect_smem.core import plausible
-from bisect_smem.core.errors import BaselineError
+from bisect_smem.core.errors import BaselineError, UsageError
 from bisect_smem.core.levels import DEFAULT_LEVEL, level_rank
 from bisect_smem.core.model import REPORT_SCHEMA, DeviceReport, Report
 from bisect_smem.core.quantities import at_level, json_quantities
@@ -82,6 +82,27 @@ class Unmeasured:
     path: str  # as given
     no_gpu: bool  # the report says no GPU was usable (result no_gpu, exit code 3)
     why: str  # the report's error, else its result
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """A report merge could not read, or one that breaks a rule every reader applies: a row of its own, so
+    that one bad host never stops the merge of the rest of the fleet."""
+
+    path: str  # as given
+    why: str  # the reader's one line, without the path
+
+
+Row = DeviceRow | Unmeasured | Unreadable
+
+
+def rows_or_unreadable(path: str, interned: dict[Any, Any] | None = None) -> list[Row]:
+    """``device_rows`` of one report, or one ``Unreadable`` saying why it could not be read."""
+    try:
+        return list(device_rows(path, interned))
+    except (BaselineError, UsageError) as exc:
+        text = str(exc)
+        return [Unreadable(path, text[len(path) + 2:] if text.startswith(f"{path}: ") else text)]
 
 
 def device_rows(path: str, interned: dict[Any, Any] | None = None) -> list[DeviceRow | Unmeasured]:
@@ -155,10 +176,10 @@ def _intern(items: tuple[tuple[str, Any], ...], table: dict[Any, Any]) -> tuple[
     return found
 
 
-def _chunk_rows(paths: list[str]) -> list[DeviceRow | Unmeasured]:
-    """``device_rows`` of several reports, sharing one table of interned quantities."""
+def _chunk_rows(paths: list[str]) -> list[Row]:
+    """``rows_or_unreadable`` of several reports, sharing one table of interned quantities."""
     interned: dict[Any, Any] = {}
-    return [row for path in paths for row in device_rows(path, interned)]
+    return [row for path in paths for row in rows_or_unreadable(path, interned)]
 
 
 def _hashable(value: Any, exact: bool = True) -> Any:
@@ -213,6 +234,9 @@ class Group:
     ties: dict[str, list[Any]] = field(default_factory=dict)  # quantity -> the equally common values
     level: str = DEFAULT_LEVEL  # the lowest level its measured devices reached: what is compared
     backend: str = "unknown"  # what measured them: backends measure different quantities (numba no carveout)
+    # by member label: the quantities its report holds as null (its run did not measure them), as --compare
+    # says "not measured": neither a deviation nor a vote
+    not_measured: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def levels(self) -> dict[str, int]:
@@ -236,12 +260,12 @@ def refuse_duplicates(paths: list[str]) -> None:
         seen[key] = path
 
 
-def _rows(paths: list[str], table: dict[Any, Any]) -> Iterator[DeviceRow | Unmeasured]:
+def _rows(paths: list[str], table: dict[Any, Any]) -> Iterator[Row]:
     """Every device's row, its quantities the one object in ``table`` equal to them (and each report
-    without devices)."""
+    without devices, and each that could not be read)."""
     if len(paths) < _POOL_FROM_FILES or (os.cpu_count() or 1) < 2:
         for path in paths:
-            yield from device_rows(path, table)
+            yield from rows_or_unreadable(path, table)
         return
     chunks = [paths[i:i + _CHUNK_FILES] for i in range(0, len(paths), _CHUNK_FILES)]
     # A parsed report is a tree (no cycles to collect), yet its tens of thousands of containers would set
@@ -251,13 +275,22 @@ def _rows(paths: list[str], table: dict[Any, Any]) -> Iterator[DeviceRow | Unmea
             # equal quantities arrive as one object per chunk (interned there): look each up once
             canonical: dict[int, tuple[tuple[str, Any], ...]] = {}
             for row in rows:
-                if isinstance(row, Unmeasured):
+                if isinstance(row, (Unmeasured, Unreadable)):
                     yield row
                     continue
                 items = canonical.get(id(row[5]))
                 if items is None:
                     items = canonical[id(row[5])] = _intern(row[5], table)
                 yield (*row[:5], items, *row[6:])
+
+
+def _unmeasured(quantities: dict[str, Any], name: str, incomplete: bool) -> bool:
+    """A measured quantity the device's run did not measure: held as null, or, on a device whose run
+    stopped with an error, absent (a reported one that is null is what the driver said, and is compared;
+    a row a complete run lacks is a difference)."""
+    if not name.startswith("measured."):
+        return False
+    return quantities[name] is None if name in quantities else incomplete
 
 
 class _Collector:
@@ -274,6 +307,7 @@ class _Collector:
 
     def group(self, model: str, driver: str, backend: str) -> Group:
         weights = Counter(map(id, self.held))
+        stopped = {id(items) for m, items in zip(self.members, self.held, strict=True) if m.error}
         # As --compare does, devices measured at different levels are compared on the lower one.
         level = min((m.level for m in self.members if m.level is not None), key=level_rank, default=DEFAULT_LEVEL)
         distinct: dict[int, dict[str, Any]] = {}  # in order of first holder
@@ -286,20 +320,28 @@ class _Collector:
         for name in names:
             counts: Counter[Any] = Counter()
             for key, q in distinct.items():
-                counts[q.get(name, MISSING)] += weights[key]
+                if not _unmeasured(q, name, key in stopped):
+                    counts[q.get(name, MISSING)] += weights[key]
             ranked = counts.most_common()
+            if not ranked:
+                continue  # measured by none of the group
             if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
                 ties[name] = [_plain(v) for v, n in ranked if n == ranked[0][1]]
             else:
                 majority[name] = ranked[0][0]
-        diffs = {key: tuple(Deviation(n, _plain(q.get(n, MISSING)), _plain(v))
-                            for n, v in majority.items() if q.get(n, MISSING) != v) for key, q in distinct.items()}
+        diffs = {key: tuple(Deviation(n, _plain(q.get(n, MISSING)), _plain(v)) for n, v in majority.items()
+                            if q.get(n, MISSING) != v and not _unmeasured(q, n, key in stopped))
+                 for key, q in distinct.items()}
+        lacking = {key: tuple(n for n in names if _unmeasured(q, n, key in stopped)) for key, q in distinct.items()}
         deviations: dict[str, tuple[Deviation, ...]] = {}
+        not_measured: dict[str, tuple[str, ...]] = {}
         for member, items in zip(self.members, self.held, strict=True):
             if diffs[id(items)] or member.error:
                 deviations[member.label] = diffs[id(items)]
+            if lacking[id(items)]:
+                not_measured[member.label] = lacking[id(items)]
         return Group(model, driver, tuple(self.members), {n: _plain(v) for n, v in majority.items()},
-                     deviations, ties, level, backend)
+                     deviations, ties, level, backend, not_measured)
 
 
 @dataclass(frozen=True)
@@ -308,6 +350,7 @@ class Fleet:
 
     groups: list[Group]
     unmeasured: tuple[Unmeasured, ...] = ()
+    unreadable: tuple[Unreadable, ...] = ()  # reports that could not be read: rows of their own
 
 
 def group_reports(paths: list[Path] | list[str]) -> Fleet:
@@ -318,10 +361,14 @@ def group_reports(paths: list[Path] | list[str]) -> Fleet:
     refuse_duplicates(texts)
     collectors: dict[tuple[str, str, str], _Collector] = defaultdict(_Collector)
     unmeasured: list[Unmeasured] = []
+    unreadable: list[Unreadable] = []
     for row in _rows(texts, {}):
         if isinstance(row, Unmeasured):
             unmeasured.append(row)
             continue
+        if isinstance(row, Unreadable):
+            unreadable.append(row)
+            continue
         label, host, model, driver, error, items, level, backend = row
         collectors[(model, driver, backend)].add(Member(label, host, error, level), items)
-    return Fleet([c.group(*key) for key, c in sorted(collectors.items())], tuple(unmeasured))
+    return Fleet([c.group(*key) for key, c in sorted(collectors.items())], tuple(unmeasured), tuple(unreadable))

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from bisect_smem.app.cli.commands import SUBCOMMANDS
-from bisect_smem.core.errors import ExitCode
+from bisect_smem.core.errors import BaselineError, ExitCode
 
 if TYPE_CHECKING:
     # Deferred to type checking: the fleet reader loads only when merging (see run).
@@ -19,8 +19,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     """The ``merge`` subcommand, under the tool's subcommands ``sub``."""
     merge = sub.add_parser("merge", help=SUBCOMMANDS["merge"],
                            epilog="exit codes: 0 every device agrees with its group's majority; 1 some deviate; "
-                                  "2 a file is not a report; 3 no report has a device, each saying no GPU was "
-                                  "usable; 4 some report has no device (a node not measured)")
+                                  "2 no file could be read as a report, or one file was given twice; 3 no report "
+                                  "has a device, each saying no GPU was usable; 4 a report could not be read, has "
+                                  "no device, or leaves a quantity not measured (the rest is merged)")
     merge.add_argument("reports", nargs="+", metavar="REPORT.json")
 
 
@@ -43,15 +44,24 @@ def run(args: argparse.Namespace) -> tuple[str, int]:
     from bisect_smem.app.render import fleet
 
     merged = group_reports(list(parse(args).paths))
+    if merged.unreadable and not merged.groups and not merged.unmeasured:
+        # Nothing could be read: the whole merge is bad input, said in the reader's own line(s).
+        first = merged.unreadable[0]
+        more = f" (and {len(merged.unreadable) - 1} more file(s) that could not be read)" if len(merged.unreadable) > 1 else ""
+        raise BaselineError(f"{first.path}: {first.why}{more}")
     return fleet.merge(merged), exit_code(merged)
 
 
 def exit_code(merged: Fleet) -> ExitCode:
-    """1 when any device deviates or a quantity ties (whatever else happened, as a mismatch beside an
-    incomplete measurement is 1); else, where a report lists no device, 3 when no report has one and each
-    says no GPU was usable, otherwise 4: a node not measured leaves the fleet measured incompletely."""
-    if any(g.deviations or g.ties for g in merged.groups):
+    """1 when any device's value deviates or a quantity ties (whatever else happened, as a mismatch beside an
+    incomplete measurement is 1); else 4 where a report could not be read, a device's run stopped with an
+    error or left a quantity not measured; else, where a report lists no device, 3 when no report has one and
+    each says no GPU was usable, otherwise 4: a node not measured leaves the fleet measured incompletely."""
+    if any(g.ties or any(g.deviations.values()) for g in merged.groups):
         return ExitCode.MISMATCH
+    stopped = any(m.error for g in merged.groups for m in g.members)
+    if merged.unreadable or stopped or any(g.not_measured for g in merged.groups):
+        return ExitCode.INCOMPLETE
     if not merged.unmeasured:
         return ExitCode.OK
     if not merged.groups and all(u.no_gpu for u in merged.unmeasured):

@@ -21,6 +21,14 @@ def deviations(group: Group) -> dict[str, list[str]]:
             for label, found in group.deviations.items()}
 
 
+NAMED = 3  # quantities named on a "not measured" line; the rest are counted
+
+
+def _some(names: tuple[str, ...]) -> str:
+    more = f" and {len(names) - NAMED} more" if len(names) > NAMED else ""
+    return ", ".join(names[:NAMED]) + more
+
+
 def merge(merged: Fleet) -> str:
     """The merged fleet: one row per GPU model, driver and backend with the devices that deviate (``tie``
     where the most common values are equally common), then every deviation and tie on its own line, and
@@ -40,7 +48,9 @@ def merge(merged: Fleet) -> str:
         lines += [printable(f"{label}: {line}") for label, found in per_device.items() for line in found]
         lines += [f"{group}: {quantity}: a tie between {', '.join(map(repr, values))}; "
                   f"no majority, nobody blamed" for quantity, values in g.ties.items()]
+        lines += [printable(f"{label}: not measured: {_some(names)}") for label, names in g.not_measured.items()]
     lines += [printable(f"{u.path}: no device measured: {u.why}") for u in merged.unmeasured]
+    lines += [printable(f"{u.path}: not merged: {u.why}") for u in merged.unreadable]
     table = tabulate(rows, headers=("GPU model", "driver", "backend", "devices", "default B", "opt-in B", "smem/SM B",
                                     "deviating from the majority"), disable_numparse=True)
     return "\n".join([table, *lines]) + "\n"
