@@ -14,7 +14,10 @@
 # Each measurement is the job's: it is written to BISECT_SMEM_JOB_REPORTS/<job>.<prolog|epilog>.json
 # (default /var/lib/bisect-smem/jobs), never to the node's report, which covers every GPU of the node
 # and which the health check, NHC, NPD and the exports read. When the Epilog passes, the job's two
-# reports are removed; a failed or incomplete one stays for whoever looks into the drain.
+# reports are removed; a failed or incomplete one stays for whoever looks into the drain. A requeued job
+# keeps its id: a report an earlier attempt left is first moved aside to <job>.<hook>.<its time>.json, so
+# that an attempt whose measurement wrote nothing is never judged by the last attempt's report. A hook run
+# without SLURM_JOB_ID writes nojob.<time>.<pid>.<hook>.json, one of its own.
 #
 # Exit codes of the measurement, and what the script does:
 #   0  the job runs (Epilog: the node stays up)
@@ -45,7 +48,7 @@ case "${SLURM_SCRIPT_CONTEXT:-$(basename "$0")}" in
     *epilog*) hook=epilog ;;
     *) hook=prolog ;;
 esac
-job="${SLURM_JOB_ID:-unknown}"
+job="${SLURM_JOB_ID:-nojob.$(date -u +%Y%m%dT%H%M%SZ).$$}"
 report="$jobs/$job.$hook.json"
 
 log() { logger -t bisect-smem -- "$*" 2>/dev/null || true; echo "bisect-smem: $*" >&2; }
@@ -66,6 +69,11 @@ fi
 export CUDA_DEVICE_ORDER="${CUDA_DEVICE_ORDER:-PCI_BUS_ID}"
 
 mkdir -p "$jobs" || fail "cannot create $jobs"
+if [ -e "$report" ]; then
+    earlier="$jobs/$job.$hook.$(date -u -r "$report" +%Y%m%dT%H%M%SZ).json"
+    mv -f "$report" "$earlier" || fail "cannot move an earlier attempt's $report aside"
+    log "$hook of job $job: an earlier attempt's report is kept as $earlier"
+fi
 # shellcheck disable=SC2086
 "$python" -m bisect_smem --quiet --level quick --json "$report" ${BISECT_SMEM_ARGS:-} >/dev/null
 code=$?

@@ -99,13 +99,15 @@ def test_the_job_tells_a_mismatch_from_no_gpu_by_exit_code() -> None:
     assert cli.build_parser().parse_args(check).command == "check"
 
 
-def _shim(tmp_path: Path, spec: str) -> dict[str, str]:
-    """A `bisect-smem` on PATH that measures simulated devices: the pod's environment, here."""
+def _shim(tmp_path: Path, spec: str, measuring: str | None = None) -> dict[str, str]:
+    """A `bisect-smem` on PATH that measures simulated devices (or runs ``measuring`` instead): the pod's
+    environment, here."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     shim = bin_dir / "bisect-smem"
+    measure = measuring or f'exec "{sys.executable}" -m bisect_smem "$@" --simulate "{spec}"'
     shim.write_text(f'#!/bin/sh\nif [ "$1" = check ]; then exec "{sys.executable}" -m bisect_smem "$@"; fi\n'
-                    f'exec "{sys.executable}" -m bisect_smem "$@" --simulate "{spec}"\n')
+                    f'{measure}\n')
     shim.chmod(0o755)
     for name, text in scripts().items():  # what the ConfigMap mounts in /usr/local/bin
         (bin_dir / name).write_text(text)
@@ -147,6 +149,31 @@ def test_the_daemonsets_loop_labels_the_node(tmp_path: Path) -> None:
             time.sleep(0.2)
         assert (state / "check").read_text() == "smem ok: 1 GPU, opt-in 232448 B\n0\n"  # the line NPD reads
         assert [p.name for p in features.iterdir()] == ["bisect-smem"]  # no dot file left for NFD to skip
+    finally:
+        os.killpg(pod.pid, signal.SIGTERM)
+        pod.wait(timeout=10)
+
+
+def test_the_daemonsets_loop_never_restamps_a_stale_ok(tmp_path: Path) -> None:
+    # A round whose measurement fails before writing leaves last time's passing report: the check line the
+    # problem detector reads must turn STALE, not say ok again.
+    container = _container(manifest("daemonset.yaml"))
+    state = tmp_path / "state"
+    state.mkdir()
+    report = state / "report.json"
+    report.write_bytes((ROOT / "tests" / "data" / "h200_report.json").read_bytes())  # passing, measured long ago
+    env = {**_env(container), **_shim(tmp_path, "h200", measuring="echo 'error: no usable GPU' >&2; exit 3"),
+           "REPORT": str(report), "CHECK": str(state / "check"), "FEATURES_DIR": str(tmp_path),
+           "TEXTFILE_DIR": str(tmp_path), "INTERVAL_S": "600"}
+    pod = subprocess.Popen([*container["command"], container["args"][0]], env=env, start_new_session=True,
+                           stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while not (state / "check").exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        line, code = (state / "check").read_text().splitlines()
+        assert line.startswith("smem STALE: report ") and line.endswith(f"(max {env['MAX_AGE_S']} s)"), line
+        assert code == "2"
     finally:
         os.killpg(pod.pid, signal.SIGTERM)
         pod.wait(timeout=10)

@@ -24,6 +24,8 @@ FAKE_PYTHON = """#!/usr/bin/env bash
 shift 2
 echo "$* CVD=${CUDA_VISIBLE_DEVICES-unset} ORDER=${CUDA_DEVICE_ORDER-unset}" >> "$FAKE_LOG"
 if [ "$1" = check ]; then echo "smem MISMATCH GPU-7d135d97 opt-in 204800 B"; exit "${FAKE_CHECK:-0}"; fi
+# A measurement that ends with a verdict (0, 1, 4) writes its report, as the tool does; others write none.
+case "${FAKE_MEASURE:-0}" in 0|1|4) while [ $# -gt 1 ]; do [ "$1" = --json ] && echo "{}" > "$2"; shift; done ;; esac
 exit "${FAKE_MEASURE:-0}"
 """
 # Stands in for scontrol: records each call; `show node` answers as slurmctld would for FAKE_NODE's state.
@@ -190,11 +192,39 @@ def test_the_health_check_resumes_only_its_own_drain(node: str, resumed: bool, t
 def test_a_passing_epilog_removes_the_jobs_reports_and_a_failing_one_keeps_them(tmp_path: Path) -> None:
     jobs = tmp_path / "state" / "jobs"
     jobs.mkdir(parents=True)
-    for hook in ("prolog", "epilog"):
-        (jobs / f"42.{hook}.json").write_text("{}")
+    (jobs / "42.prolog.json").write_text("{}")
     env = {"SLURM_JOB_GPUS": "0", "SLURM_SCRIPT_CONTEXT": "epilog_slurmd"}
     assert run_hook("prolog.sh", tmp_path, {**env, "FAKE_MEASURE": "1", "FAKE_CHECK": "1"})[0] == 1
     assert sorted(p.name for p in jobs.iterdir()) == ["42.epilog.json", "42.prolog.json"]
     code, calls = run_hook("prolog.sh", tmp_path, env)
     assert code == 0 and calls[0].startswith(f"--quiet --level quick --json {jobs}/42.epilog.json ")
-    assert list(jobs.iterdir()) == []
+    # This attempt's two reports are gone; the failed attempt's stays, moved aside under its time.
+    (kept,) = jobs.iterdir()
+    assert kept.name.startswith("42.epilog.2") and kept.name != "42.epilog.json"
+
+
+def test_nhc_keeps_stderr_out_of_the_drain_reason(reports: dict[str, Path], tmp_path: Path) -> None:
+    # A Python warning on stderr (a deprecation, a driver message) must not become the node's drain reason.
+    noisy = tmp_path / "python"
+    noisy.write_text(f'#!/bin/sh\necho "SomeWarning: a library spoke" >&2\nexec "{sys.executable}" "$@"\n')
+    noisy.chmod(0o755)
+    assert nhc("-p", str(noisy), "-a", "3600", str(reports["mismatch"])) == [
+        "DIE 1 bisect-smem: smem MISMATCH SIM-sm_90-0 opt-in 204800 B, reported 232448", "RC 1"]
+
+
+def test_a_requeued_jobs_attempt_never_reads_the_last_attempts_report(tmp_path: Path) -> None:
+    jobs = tmp_path / "state" / "jobs"
+    jobs.mkdir(parents=True)
+    (jobs / "42.prolog.json").write_text("{}")  # the last attempt's, passing
+    os.utime(jobs / "42.prolog.json", (1764892800, 1764892800))  # 2025-12-05T00:00:00Z
+    code, calls = run_hook("prolog.sh", tmp_path, {"SLURM_JOB_GPUS": "0", "FAKE_MEASURE": "3", "FAKE_CHECK": "2"})
+    # Moved aside under its own time: what this attempt's check reads is only what this attempt wrote (here,
+    # nothing: a node that found no GPU).
+    assert code == 0 and sorted(p.name for p in jobs.iterdir()) == ["42.prolog.20251205T000000Z.json"]
+    assert calls[1].startswith(f"check {jobs}/42.prolog.json ")
+
+
+def test_hooks_without_a_job_id_never_share_a_report(tmp_path: Path) -> None:
+    env = {"SLURM_JOB_GPUS": "0", "SLURM_JOB_ID": ""}
+    names = [run_hook("prolog.sh", tmp_path, env)[1][0].split("--json ")[1].split()[0] for _ in range(2)]
+    assert names[0] != names[1] and all(Path(n).name.startswith("nojob.") for n in names), names
