@@ -55,7 +55,7 @@ def _cases(work: Path) -> list[tuple[str, list[str]]]:
         cases.append((f"replay {name}/markdown", ["--simulate", report, "--format", "markdown"]))
         cases.append((f"replay {name}/strict", ["--simulate", report, "--strict"]))
         cases.append((f"replay {name}/faults", ["--simulate", f"{report},flaky=0.3,seed=5,hole=40000"]))
-    faults = ("h200,fewer=2", "h200,optin=200K", "h200,smem_per_sm=200K,reserved=2K", "a100,flaky=0.2,seed=3",
+    faults = ("h200,fewer=2", "h200,optin=200K", "h200,smem_per_sm=200K,optin=198K,reserved=2K", "a100,flaky=0.2,seed=3",
               "h200,hole=30000", "rtx-pro-6000,holes=1024-4096", "h200,bitflip=5:1000", "l4,leak=yes",
               "sm_103,flaky=1", "v100,optin=1K")
     for spec in faults:

@@ -67,7 +67,7 @@ def test_printable_escapes_what_a_terminal_acts_on() -> None:
 
 
 def test_a_ceiling_at_the_search_cap_is_not_shown_as_measured(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(["--simulate", "h200,optin=2M"], capsys)
+    code, out, _ = run(["--simulate", "h200,optin=2M,smem_per_sm=2049K"], capsys)
     assert "opt-in ceiling     at the 1024 KiB (1048576 B) search cap, not measured" in out
     assert "opt-in ceiling     1024 KiB" not in out
 

@@ -34,13 +34,22 @@ def test_a_ceiling_below_the_cap_is_compared_as_before() -> None:
 
 
 def test_a_device_beyond_the_cap_says_not_measured_in_headline_and_rows(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(["--simulate", "h200,optin=2M", "--level", "quick", "--json", "-"], capsys)
+    code, out, _ = run(["--simulate", "h200,optin=2M,smem_per_sm=2049K", "--level", "quick", "--json", "-"], capsys)
     rows = json.loads(out)["devices"][0]["verdicts"]
     capped = [r for r in rows if r["reported"] is not None and isinstance(r["reported"], int)
               and r["reported"] > CAP and r["source"] and "driver" in r["source"]]
     assert capped and all(r["verdict"] == "ERROR" and "not measured" in r["note"] for r in capped), capped
     assert not [r for r in rows if r["verdict"] == "MISMATCH" and "search cap" in (r["note"] or "")]
-    _, text, _ = run(["--simulate", "h200,optin=2M", "--level", "quick"], capsys)
+    _, text, _ = run(["--simulate", "h200,optin=2M,smem_per_sm=2049K", "--level", "quick"], capsys)
     assert "at the 1024 KiB (1048576 B) search cap, not measured" in text
     assert "measured -1048576 B against reported" not in text
     assert code == (1 if any(r["verdict"] == "MISMATCH" for r in rows) else 4)
+
+
+@pytest.mark.parametrize("spec", ["h200,optin=2M", "h200,reserved=4K", "h200,smem_per_sm=200K"])
+def test_an_override_no_gpu_could_have_is_refused(spec: str, capsys: pytest.CaptureFixture[str]) -> None:
+    # A block's opt-in limit and its reservation come out of one SM: past that, the simulated launch and the
+    # occupancy API would answer from different limits (2 MISMATCH, 2 ERROR for optin=2M once).
+    code, out, err = run(["--simulate", spec, "--level", "quick"], capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith(f"error: bad --simulate value '{spec}': an opt-in limit of ") and "(give smem_per_sm= too)" in err

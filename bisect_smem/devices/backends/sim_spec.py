@@ -11,7 +11,8 @@ naming the part that is wrong.
              bitflip=SM:OFFSET  SM number SM reads one bit of byte OFFSET of its shared memory wrong
              holes=START-END    a launch of any dynamic size from START to END (inclusive) fails
              leak=yes|no   shared memory keeps its data when a CUDA context ends (default no)
-  overrides: optin=BYTES, smem_per_sm=BYTES, reserved=BYTES (a device that differs from its table row),
+  overrides: optin=BYTES, smem_per_sm=BYTES, reserved=BYTES (a device that differs from its table row;
+             optin + reserved must fit smem_per_sm, as on every GPU),
              fewer=N       every SM holds N fewer blocks than the occupancy API predicts
 --simulate REPORT.json[,device=N,FAULT...]: replay device N (default 0) of a saved report or baseline;
   it takes the faults flaky, seed, hole, sticky and hang.
@@ -85,7 +86,18 @@ class SimSpec:
         faults = launch_faults(values, text)
         model = DeviceModel.from_profile(profile, sizes.get("optin"), sizes.get("smem_per_sm"), sizes.get("reserved"),
                                          fewer)
+        _consistent(model, text)
         return cls(model, Faults(**faults, **_validation_faults(values, text, model)), text)
+
+
+def _consistent(model: DeviceModel, text: str) -> None:
+    """Overrides that make a device no GPU can be are refused: a block's opt-in limit and its reservation
+    come out of one SM's shared memory (on every GPU published, opt-in = per SM - reserved); the simulated
+    launch and occupancy API would otherwise answer from different limits."""
+    if model.optin_bytes + model.reserved_bytes > model.smem_per_sm_bytes:
+        raise UsageError(f"bad --simulate value {text!r}: an opt-in limit of {model.optin_bytes} B and "
+                         f"{model.reserved_bytes} B reserved do not fit the {model.smem_per_sm_bytes} B of one SM "
+                         "(give smem_per_sm= too)")
 
 
 def _parse_replay(text: str, path: str, pairs: list[str]) -> SimSpec:
