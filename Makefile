@@ -14,7 +14,7 @@ FLEET_PACKAGES := slurmctld slurmd slurm-client munge
 # NAME as whatis and apropos do.
 TOOL_PACKAGES := prometheus shellcheck zsh man-db
 
-.PHONY: run test demo bench lint clean fleet-deps tool-deps generated docs
+.PHONY: run test demo bench lint clean fleet-deps tool-deps generated docs cuda12-headers
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -77,10 +77,20 @@ bench: $(VENV)/.run-installed
 docs: $(VENV)/.test-installed
 	$(PY) -m mkdocs build --strict --site-dir site
 
-test: fleet-deps tool-deps $(VENV)/.test-installed
+# CUDA 12's CUPTI and driver headers (from NVIDIA's wheels, headers only), for the collector's ABI test: it
+# checks cupti_abi.h against them as against CUDA 13's. Named to pytest, so that missing ones fail the test.
+CUDA12_HEADERS := $(VENV)/cuda12-headers
+$(CUDA12_HEADERS)/.fetched: tools/cuda12_headers.py | $(PY)
+	rm -rf $(CUDA12_HEADERS)
+	$(PY) tools/cuda12_headers.py $(CUDA12_HEADERS)
+	touch $@
+
+cuda12-headers: $(CUDA12_HEADERS)/.fetched
+
+test: fleet-deps tool-deps $(VENV)/.test-installed $(CUDA12_HEADERS)/.fetched
 	$(PY) -m ruff check bisect_smem tests
 	$(PY) -m mkdocs build --strict --site-dir site
-	$(PY) -m pytest
+	BISECT_SMEM_CUDA12_HEADERS=$(CUDA12_HEADERS) $(PY) -m pytest
 
 lint: $(VENV)/.test-installed
 	$(PY) -m ruff check bisect_smem tests
