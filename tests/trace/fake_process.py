@@ -91,6 +91,10 @@ class GraphLaunch(ctypes.Structure):  # cuGraphLaunch_params, cuGraphUpload_para
     _fields_ = [("hGraph", P), ("hStream", P)]
 
 
+class GraphExecUpdate(ctypes.Structure):  # cuGraphExecUpdate_v2_params
+    _fields_ = [("hGraphExec", P), ("hGraph", P), ("resultInfo", P)]
+
+
 class GraphExecDestroy(ctypes.Structure):  # cuGraphExecDestroy_params
     _fields_ = [("hGraphExec", P)]
 
@@ -130,7 +134,7 @@ CU_FUNC_SET_ATTRIBUTE, CU_KERNEL_SET_ATTRIBUTE, CU_LAUNCH_KERNEL, CU_LAUNCH_KERN
 CU_GRAPH_ADD_KERNEL_NODE_V2, CUDA_FUNC_SET_ATTRIBUTE, CUDA_LAUNCH_KERNEL = 689, 273, 211
 CU_GRAPH_INSTANTIATE_WITH_FLAGS, CU_GRAPH_INSTANTIATE_WITH_PARAMS, CU_GRAPH_UPLOAD, CU_GRAPH_LAUNCH = 643, 656, 580, 514
 CU_GRAPH_EXEC_DESTROY, CU_GRAPH_EXEC_KERNEL_NODE_SET_PARAMS_V2, CU_GRAPH_KERNEL_NODE_SET_PARAMS_V2 = 516, 692, 691
-CU_GRAPH_ADD_NODE, CUDA_GRAPH_KERNEL_NODE_SET_PARAMS = 712, 288
+CU_GRAPH_ADD_NODE, CUDA_GRAPH_KERNEL_NODE_SET_PARAMS, CU_GRAPH_EXEC_UPDATE_V2 = 712, 288, 696
 CU_MODULE_GET_FUNCTION, CU_LIBRARY_GET_KERNEL, CU_KERNEL_GET_FUNCTION, CUDA_GET_FUNC_BY_SYMBOL = 23, 681, 683, 336
 NODE_KERNEL, NODE_MEMCPY, NODE_GRAPH = 0, 1, 4  # CUgraphNodeType
 REPLAYS = 1000  # cuGraphLaunch of the captured graph, as a decode loop replays it
@@ -143,8 +147,9 @@ Call = Callable[..., None]
 
 
 def play_graphs(call: Call, driver: ctypes.CDLL, kernels: dict[str, ctypes.Structure], scenario: str) -> None:
-    """A graph captured from a stream, instantiated, uploaded and replayed REPLAYS times; one whose
-    instantiation is refused; one whose replays are refused; kernel nodes changed and added by hand."""
+    """A graph captured from a stream, instantiated, uploaded and replayed REPLAYS times, destroyed, its handle
+    instantiated again and updated; one whose instantiation is refused; one whose replays are refused; kernel
+    nodes changed and added by hand."""
     driver.fake_graph_create.restype = P
     driver.fake_graph_add.restype = P
     driver.fake_graph_add.argtypes = [P, Int, ctypes.POINTER(KernelNodeParams), P]
@@ -196,6 +201,11 @@ def play_graphs(call: Call, driver: ctypes.CDLL, kernels: dict[str, ctypes.Struc
          InstantiateWithFlags(ctypes.addressof(made), captured, 0), 0, 41)
     for corr in range(3):
         call(DRIVER, CU_GRAPH_LAUNCH, "cuGraphLaunch", GraphLaunch(made, stream), 0, 42 + corr)
+    # Updated in place to another graph's nodes: the replays after it run those.
+    updated, _ = graph((NODE_KERNEL, KernelNodeParams(plain, 1, 1, 1, 32, 1, 1, 1024), None))
+    call(DRIVER, CU_GRAPH_EXEC_UPDATE_V2, "cuGraphExecUpdate_v2", GraphExecUpdate(made, updated, None), 0, 45)
+    for corr in range(2):
+        call(DRIVER, CU_GRAPH_LAUNCH, "cuGraphLaunch", GraphLaunch(made, stream), 0, 46 + corr)
     # Kernel nodes changed and added by hand: count 1 each, no exec.
     changed = KernelNodeParams(plain, 8, 1, 1, 32, 1, 1, 2048)
     call(RUNTIME, CUDA_GRAPH_KERNEL_NODE_SET_PARAMS, "cudaGraphKernelNodeSetParams",

@@ -92,6 +92,13 @@ def test_a_handle_instantiated_again_is_another_exec(written: list[dict[str, Any
     assert {r["id"] for r in _nodes(written, first)}.isdisjoint(r["id"] for r in _nodes(written, again))
 
 
+def test_an_updated_exec_replays_the_new_graphs_nodes(written: list[dict[str, Any]]) -> None:
+    first = _instantiated(written, "_Z9attentionPf")[0]
+    (node,) = [r for r in written if r.get("api") == "cuGraphExecUpdate_v2"]
+    assert node["exec"] == f"{first}#3" and (node["name"], node["dynamic_bytes"]) == ("_Z6kernelPf", 1024)
+    assert _replays(written, f"{first}#2") == 3 and _replays(written, f"{first}#3") == 2
+
+
 def test_kernel_nodes_changed_or_added_by_hand_are_nodes_as_built(written: list[dict[str, Any]]) -> None:
     runtime, driver = [r for r in written if r["event"] == "graph_node" and r["correlation"] == 50]
     assert (runtime["api"], runtime["domain"], runtime["dynamic_bytes"]) == ("cudaGraphKernelNodeSetParams",
