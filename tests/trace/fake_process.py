@@ -180,8 +180,9 @@ def play_graphs(call: Call, driver: ctypes.CDLL, kernels: dict[str, ctypes.Struc
         os.kill(os.getpid(), 9)
     # The exec's node takes new parameters: written again with its id, for the replays after it.
     bigger = KernelNodeParams(attention, 16, 1, 1, 128, 1, 1, 120000)
-    call(DRIVER, CU_GRAPH_EXEC_KERNEL_NODE_SET_PARAMS_V2, "cuGraphExecKernelNodeSetParams_v2",
-         ExecKernelNodeSetParams(made, node, ctypes.pointer(bigger)), 0, 33)
+    for _ in range(3):  # set again before each replay, as a loop that changes only the arguments does
+        call(DRIVER, CU_GRAPH_EXEC_KERNEL_NODE_SET_PARAMS_V2, "cuGraphExecKernelNodeSetParams_v2",
+             ExecKernelNodeSetParams(made, node, ctypes.pointer(bigger)), 0, 33)
     # A graph whose instantiation the driver refuses (CUDA_ERROR_INVALID_VALUE): its kernel node asks too much.
     too_big, _ = graph((NODE_KERNEL, KernelNodeParams(plain, 1, 1, 1, 64, 1, 1, 300000), None))
     refused_exec = P(None)
@@ -202,10 +203,12 @@ def play_graphs(call: Call, driver: ctypes.CDLL, kernels: dict[str, ctypes.Struc
     for corr in range(3):
         call(DRIVER, CU_GRAPH_LAUNCH, "cuGraphLaunch", GraphLaunch(made, stream), 0, 42 + corr)
     # Updated in place to another graph's nodes: the replays after it run those.
-    updated, _ = graph((NODE_KERNEL, KernelNodeParams(plain, 1, 1, 1, 32, 1, 1, 1024), None))
-    call(DRIVER, CU_GRAPH_EXEC_UPDATE_V2, "cuGraphExecUpdate_v2", GraphExecUpdate(made, updated, None), 0, 45)
-    for corr in range(2):
-        call(DRIVER, CU_GRAPH_LAUNCH, "cuGraphLaunch", GraphLaunch(made, stream), 0, 46 + corr)
+    # Updated in place twice to graphs of the same nodes (a graph rebuilt before each replay): one change.
+    for step in range(2):
+        updated, _ = graph((NODE_KERNEL, KernelNodeParams(plain, 1, 1, 1, 32, 1, 1, 1024), None))
+        call(DRIVER, CU_GRAPH_EXEC_UPDATE_V2, "cuGraphExecUpdate_v2", GraphExecUpdate(made, updated, None), 0, 45)
+        for corr in range(2):
+            call(DRIVER, CU_GRAPH_LAUNCH, "cuGraphLaunch", GraphLaunch(made, stream), 0, 46 + 2 * step + corr)
     # Kernel nodes changed and added by hand: count 1 each, no exec.
     changed = KernelNodeParams(plain, 8, 1, 1, 32, 1, 1, 2048)
     call(RUNTIME, CUDA_GRAPH_KERNEL_NODE_SET_PARAMS, "cudaGraphKernelNodeSetParams",

@@ -402,9 +402,12 @@ typedef struct {
     int refused_result;      /* the last refused launch's result, its call (cuGraphLaunch or _ptsz), and how */
     uint32_t refused_cbid;   /* many refusals with them are not written yet */
     unsigned long refused_unwritten;
+    uint64_t signature;      /* of the kernel nodes it runs: an update to the same nodes is no new exec */
 } bsm_exec;
 
-typedef struct { const void *exec, *node; unsigned int generation; unsigned long id; } bsm_exec_node;
+/* A kernel node of an exec as last written: a change to the same parameters (a loop that sets each node's
+ * arguments before every replay) writes nothing. */
+typedef struct { const void *exec, *node; unsigned int generation; unsigned long id; uint64_t config; } bsm_exec_node;
 
 static bsm_exec execs[BSM_EXECS_SIZE];
 static bsm_exec_node exec_nodes[BSM_EXEC_NODES_SIZE];
@@ -426,7 +429,7 @@ static bsm_exec *exec_slot(const void *exec) {
         bsm_exec *e = &execs[(h + probe) % BSM_EXECS_SIZE];
         if (e->exec == exec) return e;
         if (!e->exec) {
-            *e = (bsm_exec){exec, 0, 0, 0, 0, 0, 0}; /* no instantiation seen yet */
+            *e = (bsm_exec){.exec = exec}; /* no instantiation seen yet */
             return e;
         }
     }
@@ -438,25 +441,37 @@ static void exec_label(char label[48], const void *exec, unsigned int generation
     else snprintf(label, 48, "%p", exec);
 }
 
-/* The id of a kernel node of this exec: the one it was written with, or a new one. */
-static unsigned long exec_node_id(const void *exec, unsigned int generation, const void *node) {
+/* What decides a kernel node's request: its kernel, grid, block and dynamic shared memory. */
+static uint64_t node_config(const bsm_CUDA_KERNEL_NODE_PARAMS_v2 *n) {
+    uint64_t h = (uint64_t)(uintptr_t)(n->func ? n->func : n->kern) * 0x9E3779B97F4A7C15ull;
+    const unsigned int fields[7] = {n->gridDimX, n->gridDimY, n->gridDimZ, n->blockDimX, n->blockDimY,
+                                    n->blockDimZ, n->sharedMemBytes};
+    for (int i = 0; i < 7; i++) h = (h ^ fields[i]) * 0x100000001B3ull;
+    return h;
+}
+
+/* The id of a kernel node of this exec: the one it was written with, or a new one; 0 when it was written
+ * with this `config` already. */
+static unsigned long exec_node_id(const void *exec, unsigned int generation, const void *node, uint64_t config) {
     uintptr_t h = ((uintptr_t)exec ^ (uintptr_t)node * 31u ^ generation) * 0x9E3779B97F4A7C15ull >> 17;
     unsigned long id = 0;
+    int same = 0;
     pthread_mutex_lock(&lock);
     for (unsigned int probe = 0; probe < BSM_EXEC_NODES_SIZE && node; probe++) {
         bsm_exec_node *n = &exec_nodes[(h + probe) % BSM_EXEC_NODES_SIZE];
         if (n->exec == exec && n->node == node && n->generation == generation) {
-            id = n->id;
+            id = n->id, same = n->config == config;
+            n->config = config;
             break;
         }
         if (!n->exec) {
-            *n = (bsm_exec_node){exec, node, generation, next_id};
+            *n = (bsm_exec_node){exec, node, generation, next_id, config};
             break;
         }
     }
     if (!id) id = next_id++;
     pthread_mutex_unlock(&lock);
-    return id;
+    return same ? 0 : id;
 }
 
 /* What the driver says of a kernel at a refusal: {max dynamic bytes, max threads, registers}, -1 unknown. */
@@ -495,9 +510,10 @@ static void node_line(const bsm_callback_data *cb, int domain, const bsm_CUDA_KE
          n->sharedMemBytes, info.static_bytes, result, refusal[0], refusal[1], refusal[2], handle, where);
 }
 
-/* Every kernel node of `graph` and of the graphs inside it, as the driver holds them now. */
+/* Every kernel node of `graph` and of the graphs inside it, as the driver holds them now: written (with `exec`
+ * and ids when it is an exec's), or, with `write` 0, only summed into `signature`. */
 static void walk_graph(const bsm_callback_data *cb, void *graph, int result, const void *exec,
-                       unsigned int generation, int depth) {
+                       unsigned int generation, int depth, int write, uint64_t *signature) {
     size_t count = 0;
     char label[48];
     if (!graph || depth > BSM_GRAPH_DEPTH || !graph_api.nodes || !graph_api.node_type || !graph_api.kernel_params ||
@@ -515,10 +531,13 @@ static void walk_graph(const bsm_callback_data *cb, void *graph, int result, con
             if (graph_api.node_type(nodes[i], &type) != 0) continue;
             if (type == BSM_GRAPH_NODE_TYPE_GRAPH && graph_api.child_graph &&
                 graph_api.child_graph(nodes[i], &child) == 0)
-                walk_graph(cb, child, result, exec, generation, depth + 1);
+                walk_graph(cb, child, result, exec, generation, depth + 1, write, signature);
             if (type != BSM_GRAPH_NODE_TYPE_KERNEL || graph_api.kernel_params(nodes[i], &params) != 0) continue;
-            node_line(cb, BSM_DOMAIN_DRIVER, &params, 1, result, exec ? label : NULL,
-                      exec ? exec_node_id(exec, generation, nodes[i]) : 0, nodes[i]);
+            uint64_t config = node_config(&params);
+            if (signature) *signature = (*signature ^ config) * 0x100000001B3ull;
+            if (!write) continue;
+            unsigned long id = exec ? exec_node_id(exec, generation, nodes[i], config) : 0;
+            if (!exec || id) node_line(cb, BSM_DOMAIN_DRIVER, &params, 1, result, exec ? label : NULL, id, nodes[i]);
         }
     }
     free(nodes);
@@ -555,23 +574,27 @@ static void instantiated(const bsm_callback_data *cb) {
     const bsm_cuGraphInstantiate_params *p = cb->functionParams;
     int result = result_of(cb);
     if (result != 0) { /* no exec: every kernel node is named with the refusal */
-        walk_graph(cb, p->hGraph, result, NULL, 0, 0);
+        walk_graph(cb, p->hGraph, result, NULL, 0, 0, 1, NULL);
         return;
     }
     void *exec = p->phGraphExec ? *p->phGraphExec : NULL;
     if (!exec) return;
     bsm_exec_counts before = {"", 0, 0, 0, NULL};
     unsigned int generation = 1;
+    uint64_t signature = 0;
     pthread_mutex_lock(&lock);
     bsm_exec *e = exec_slot(exec);
     if (e) {
         if (e->live) before = exec_final(e); /* a handle reused without a cuGraphExecDestroy seen */
-        *e = (bsm_exec){exec, e->generation + 1, 1, 0, 0, 0, 0};
+        *e = (bsm_exec){.exec = exec, .generation = e->generation + 1, .live = 1};
         generation = e->generation;
     }
     pthread_mutex_unlock(&lock);
     write_exec_counts(&before);
-    walk_graph(cb, p->hGraph, 0, exec, generation, 0);
+    walk_graph(cb, p->hGraph, 0, exec, generation, 0, 1, &signature);
+    pthread_mutex_lock(&lock);
+    if (e && e->exec == exec && e->generation == generation) e->signature = signature;
+    pthread_mutex_unlock(&lock);
 }
 
 /* cuGraphLaunch: one replay counted, or a refusal. A refused launch or upload is written at once the first time
@@ -586,7 +609,7 @@ static void replayed(uint32_t cbid, const bsm_callback_data *cb) {
     pthread_mutex_lock(&lock);
     bsm_exec *e = exec_slot(p->hGraphExec);
     if (e) {
-        if (!e->live) *e = (bsm_exec){e->exec, e->generation ? e->generation : 1, 1, 0, 0, 0, 0};
+        if (!e->live) *e = (bsm_exec){.exec = e->exec, .generation = e->generation ? e->generation : 1, .live = 1};
         exec_label(now.label, e->exec, e->generation);
         if (result == 0) {
             if (power_of_two(++e->replays)) now.replays = e->replays;
@@ -621,22 +644,27 @@ static void destroyed(const bsm_callback_data *cb) {
     write_exec_counts(&last);
 }
 
-/* cuGraphExecUpdate: the exec now runs the updated graph's nodes; the replays before it stay with the old ones. */
+/* cuGraphExecUpdate: the exec now runs the updated graph's nodes, and the replays before it stay with the old
+ * ones; an update to nodes of the same kernels, grids, blocks and bytes (a loop that updates its graph before
+ * each replay) changes nothing recorded. */
 static void updated(const bsm_callback_data *cb) {
     const bsm_cuGraphExecUpdate_params *p = cb->functionParams;
     bsm_exec_counts before = {"", 0, 0, 0, NULL};
     unsigned int generation = 1;
+    uint64_t signature = 0;
     if (result_of(cb) != 0 || !p->hGraphExec) return; /* a refused update leaves the exec as it was */
+    walk_graph(cb, p->hGraph, 0, NULL, 0, 0, 0, &signature);
     pthread_mutex_lock(&lock);
     bsm_exec *e = exec_slot(p->hGraphExec);
-    if (e) {
+    if (e && e->live && e->signature == signature) e = NULL, generation = 0;
+    else if (e) {
         if (e->live) before = exec_final(e);
-        *e = (bsm_exec){e->exec, e->generation + 1, 1, 0, 0, 0, 0};
+        *e = (bsm_exec){.exec = e->exec, .generation = e->generation + 1, .live = 1, .signature = signature};
         generation = e->generation;
     }
     pthread_mutex_unlock(&lock);
     write_exec_counts(&before);
-    walk_graph(cb, p->hGraph, 0, p->hGraphExec, generation, 0);
+    if (generation) walk_graph(cb, p->hGraph, 0, p->hGraphExec, generation, 0, 1, NULL);
 }
 
 /* The generation an exec runs now, 0 when unknown. */
@@ -705,7 +733,8 @@ static void node_changed(int domain, uint32_t cbid, const bsm_callback_data *cb)
     }
     char label[48];
     exec_label(label, exec, generation);
-    node_line(cb, domain, &n, has_kern, result, label, exec_node_id(exec, generation, node), node);
+    unsigned long id = exec_node_id(exec, generation, node, node_config(&n));
+    if (id) node_line(cb, domain, &n, has_kern, result, label, id, node);
 }
 
 /* Calls of this section; 1 when `cbid` was one of them. */
