@@ -87,6 +87,10 @@ class InstantiateWithParams(ctypes.Structure):  # cuGraphInstantiateWithParams_p
     _fields_ = [("phGraphExec", P), ("hGraph", P), ("instantiateParams", P)]
 
 
+class InstantiateParams(ctypes.Structure):  # CUDA_GRAPH_INSTANTIATE_PARAMS
+    _fields_ = [("flags", ctypes.c_uint64), ("hUploadStream", P), ("hErrNode_out", P), ("result_out", Int)]
+
+
 class GraphLaunch(ctypes.Structure):  # cuGraphLaunch_params, cuGraphUpload_params
     _fields_ = [("hGraph", P), ("hStream", P)]
 
@@ -183,19 +187,27 @@ def play_graphs(call: Call, driver: ctypes.CDLL, kernels: dict[str, ctypes.Struc
     for _ in range(3):  # set again before each replay, as a loop that changes only the arguments does
         call(DRIVER, CU_GRAPH_EXEC_KERNEL_NODE_SET_PARAMS_V2, "cuGraphExecKernelNodeSetParams_v2",
              ExecKernelNodeSetParams(made, node, ctypes.pointer(bigger)), 0, 33)
-    # A graph whose instantiation the driver refuses (CUDA_ERROR_INVALID_VALUE): its kernel node asks too much.
-    too_big, _ = graph((NODE_KERNEL, KernelNodeParams(plain, 1, 1, 1, 64, 1, 1, 300000), None))
+    # Graphs whose instantiation the driver refuses (CUDA_ERROR_INVALID_VALUE): one kernel node asks too much.
+    # cuGraphInstantiateWithParams names that node; cuGraphInstantiateWithFlags has no place to.
     refused_exec = P(None)
-    call(DRIVER, CU_GRAPH_INSTANTIATE_WITH_PARAMS, "cuGraphInstantiateWithParams",
-         InstantiateWithParams(ctypes.addressof(refused_exec), too_big, None), 1, 34)
+    for corr, kind in ((34, "with params"), (35, "with flags")):
+        too_big, (_, cause) = graph((NODE_KERNEL, KernelNodeParams(plain, 1, 1, 1, 64, 1, 1, 512), None),
+                                    (NODE_KERNEL, KernelNodeParams(plain, 1, 1, 1, 64, 1, 1, 300000), None))
+        if kind == "with params":
+            named = InstantiateParams(0, None, cause, 1)  # CUDA_GRAPH_INSTANTIATE_NODE_OPERATION_NOT_SUPPORTED
+            call(DRIVER, CU_GRAPH_INSTANTIATE_WITH_PARAMS, "cuGraphInstantiateWithParams",
+                 InstantiateWithParams(ctypes.addressof(refused_exec), too_big, ctypes.addressof(named)), 1, corr)
+        else:
+            call(DRIVER, CU_GRAPH_INSTANTIATE_WITH_FLAGS, "cuGraphInstantiateWithFlags",
+                 InstantiateWithFlags(ctypes.addressof(refused_exec), too_big, 0), 1, corr)
     # A graph instantiated, whose three launches are refused.
     refused_graph, _ = graph((NODE_KERNEL, KernelNodeParams(plain, 2, 1, 1, 64, 1, 1, 60000), None))
     second_handle = ctypes.create_string_buffer(64)
     second = P(ctypes.addressof(second_handle))
     call(DRIVER, CU_GRAPH_INSTANTIATE_WITH_FLAGS, "cuGraphInstantiateWithFlags",
-         InstantiateWithFlags(ctypes.addressof(second), refused_graph, 0), 0, 35)
+         InstantiateWithFlags(ctypes.addressof(second), refused_graph, 0), 0, 36)
     for corr in range(3):
-        call(DRIVER, CU_GRAPH_LAUNCH, "cuGraphLaunch", GraphLaunch(second, stream), 1, 36 + corr)
+        call(DRIVER, CU_GRAPH_LAUNCH, "cuGraphLaunch", GraphLaunch(second, stream), 1, 37 + corr)
     # The first exec destroyed; its handle comes back for the captured graph again, replayed three times.
     call(DRIVER, CU_GRAPH_EXEC_DESTROY, "cuGraphExecDestroy", GraphExecDestroy(made), 0, 40)
     call(DRIVER, CU_GRAPH_INSTANTIATE_WITH_FLAGS, "cuGraphInstantiateWithFlags",

@@ -70,10 +70,17 @@ def test_a_node_changed_in_the_exec_is_written_again_with_its_id(written: list[d
     assert (changed["id"], changed["node"]) == (instantiated["id"], instantiated["node"])
 
 
-def test_a_refused_instantiation_names_its_kernel_nodes(written: list[dict[str, Any]]) -> None:
+def test_a_refused_instantiation_names_the_node_the_driver_names(written: list[dict[str, Any]]) -> None:
     (refused,) = [r for r in written if r.get("api") == "cuGraphInstantiateWithParams"]
     assert refused["event"] == "graph_node" and "exec" not in refused
     assert (refused["name"], refused["dynamic_bytes"], refused["result"]) == ("_Z6kernelPf", 300000, 1)
+
+
+def test_a_refused_instantiation_without_a_named_node_names_every_kernel_node(
+        written: list[dict[str, Any]]) -> None:
+    refused = [r for r in written if r["event"] == "graph_node" and r["correlation"] == 35]
+    assert sorted((r["dynamic_bytes"], r["result"], "exec" in r) for r in refused) == [(512, 1, False),
+                                                                                       (300000, 1, False)]
 
 
 def test_refused_replays_are_each_counted_once(written: list[dict[str, Any]]) -> None:

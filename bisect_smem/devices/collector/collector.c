@@ -375,8 +375,9 @@ static void handle_named(int domain, uint32_t cbid, const bsm_callback_data *cb)
  * An instantiation writes each kernel node of the graph (child graphs included) as a `graph_node` with the exec
  * and an id; each cuGraphLaunch of that exec is one replay, written as a `replay` count at each power of two and
  * at exit (or when the exec is destroyed). A handle instantiated again after its exec was destroyed or updated
- * is another exec: "0x…#2", "0x…#3". A refused instantiation writes its kernel nodes with the refusal (no
- * exec); a refused replay writes a `replay` line with its result. */
+ * is another exec: "0x…#2", "0x…#3". A refused instantiation writes, with the refusal and no exec, the kernel
+ * node the driver names as its cause (cuGraphInstantiate_v2, cuGraphInstantiateWithParams), else every kernel
+ * node; a refused replay writes a `replay` line with its result. */
 
 #define BSM_EXECS_SIZE 4096      /* executable graphs counted; past it a launch is not counted */
 #define BSM_EXEC_NODES_SIZE 16384 /* (exec, node) -> id, for a node changed after instantiation */
@@ -510,10 +511,20 @@ static void node_line(const bsm_callback_data *cb, int domain, const bsm_CUDA_KE
          n->sharedMemBytes, info.static_bytes, result, refusal[0], refusal[1], refusal[2], handle, where);
 }
 
-/* Every kernel node of `graph` and of the graphs inside it, as the driver holds them now: written (with `exec`
- * and ids when it is an exec's), or, with `write` 0, only summed into `signature`. */
-static void walk_graph(const bsm_callback_data *cb, void *graph, int result, const void *exec,
-                       unsigned int generation, int depth, int write, uint64_t *signature) {
+/* A walk over a graph's kernel nodes: what it writes, and the signature of what it saw. */
+typedef struct {
+    const bsm_callback_data *cb;
+    int result;
+    const void *exec;        /* with its generation: nodes of an exec, with ids */
+    unsigned int generation;
+    int write;               /* 0: only the signature */
+    const void *only;        /* the node the driver named as the one it refused; NULL: every node */
+    uint64_t signature;
+    int written;
+} bsm_walk;
+
+/* Every kernel node of `graph` and of the graphs inside it, as the driver holds them now. */
+static void walk_graph(bsm_walk *w, void *graph, int depth) {
     size_t count = 0;
     char label[48];
     if (!graph || depth > BSM_GRAPH_DEPTH || !graph_api.nodes || !graph_api.node_type || !graph_api.kernel_params ||
@@ -522,7 +533,7 @@ static void walk_graph(const bsm_callback_data *cb, void *graph, int result, con
     void **nodes = calloc(count, sizeof *nodes);
     if (!nodes) return;
     if (graph_api.nodes(graph, nodes, &count) == 0) {
-        if (exec) exec_label(label, exec, generation);
+        if (w->exec) exec_label(label, w->exec, w->generation);
         for (size_t i = 0; i < count; i++) {
             int type = -1;
             void *child = NULL;
@@ -531,16 +542,33 @@ static void walk_graph(const bsm_callback_data *cb, void *graph, int result, con
             if (graph_api.node_type(nodes[i], &type) != 0) continue;
             if (type == BSM_GRAPH_NODE_TYPE_GRAPH && graph_api.child_graph &&
                 graph_api.child_graph(nodes[i], &child) == 0)
-                walk_graph(cb, child, result, exec, generation, depth + 1, write, signature);
-            if (type != BSM_GRAPH_NODE_TYPE_KERNEL || graph_api.kernel_params(nodes[i], &params) != 0) continue;
+                walk_graph(w, child, depth + 1);
+            if (type != BSM_GRAPH_NODE_TYPE_KERNEL || (w->only && nodes[i] != w->only) ||
+                graph_api.kernel_params(nodes[i], &params) != 0)
+                continue;
             uint64_t config = node_config(&params);
-            if (signature) *signature = (*signature ^ config) * 0x100000001B3ull;
-            if (!write) continue;
-            unsigned long id = exec ? exec_node_id(exec, generation, nodes[i], config) : 0;
-            if (!exec || id) node_line(cb, BSM_DOMAIN_DRIVER, &params, 1, result, exec ? label : NULL, id, nodes[i]);
+            w->signature = (w->signature ^ config) * 0x100000001B3ull;
+            if (!w->write) continue;
+            unsigned long id = w->exec ? exec_node_id(w->exec, w->generation, nodes[i], config) : 0;
+            if (w->exec && !id) continue;
+            node_line(w->cb, BSM_DOMAIN_DRIVER, &params, 1, w->result, w->exec ? label : NULL, id, nodes[i]);
+            w->written++;
         }
     }
     free(nodes);
+}
+
+/* The node a refused instantiation names as the cause, where its call has a place for one. */
+static const void *refused_node(uint32_t cbid, const void *params) {
+    if (cbid == BSM_CB_cuGraphInstantiate || cbid == BSM_CB_cuGraphInstantiate_v2) {
+        const bsm_cuGraphInstantiate_v2_params *p = params;
+        return p->phErrorNode ? *p->phErrorNode : NULL;
+    }
+    if (cbid == BSM_CB_cuGraphInstantiateWithParams || cbid == BSM_CB_cuGraphInstantiateWithParams_ptsz) {
+        const bsm_cuGraphInstantiateWithParams_params *p = params;
+        return p->instantiateParams ? p->instantiateParams->hErrNode_out : NULL;
+    }
+    return NULL;
 }
 
 static int power_of_two(unsigned long n) { return n && !(n & (n - 1)); }
@@ -570,30 +598,31 @@ static bsm_exec_counts exec_final(bsm_exec *e) {
     return c;
 }
 
-static void instantiated(const bsm_callback_data *cb) {
+static void instantiated(uint32_t cbid, const bsm_callback_data *cb) {
     const bsm_cuGraphInstantiate_params *p = cb->functionParams;
     int result = result_of(cb);
-    if (result != 0) { /* no exec: every kernel node is named with the refusal */
-        walk_graph(cb, p->hGraph, result, NULL, 0, 0, 1, NULL);
+    if (result != 0) { /* no exec: the node the driver names is written with the refusal, else every one */
+        bsm_walk refused = {.cb = cb, .result = result, .write = 1, .only = refused_node(cbid, p)};
+        walk_graph(&refused, p->hGraph, 0);
+        if (!refused.written && refused.only) refused.only = NULL, walk_graph(&refused, p->hGraph, 0);
         return;
     }
     void *exec = p->phGraphExec ? *p->phGraphExec : NULL;
     if (!exec) return;
     bsm_exec_counts before = {"", 0, 0, 0, NULL};
-    unsigned int generation = 1;
-    uint64_t signature = 0;
+    bsm_walk walk = {.cb = cb, .exec = exec, .generation = 1, .write = 1};
     pthread_mutex_lock(&lock);
     bsm_exec *e = exec_slot(exec);
     if (e) {
         if (e->live) before = exec_final(e); /* a handle reused without a cuGraphExecDestroy seen */
         *e = (bsm_exec){.exec = exec, .generation = e->generation + 1, .live = 1};
-        generation = e->generation;
+        walk.generation = e->generation;
     }
     pthread_mutex_unlock(&lock);
     write_exec_counts(&before);
-    walk_graph(cb, p->hGraph, 0, exec, generation, 0, 1, &signature);
+    walk_graph(&walk, p->hGraph, 0);
     pthread_mutex_lock(&lock);
-    if (e && e->exec == exec && e->generation == generation) e->signature = signature;
+    if (e && e->exec == exec && e->generation == walk.generation) e->signature = walk.signature;
     pthread_mutex_unlock(&lock);
 }
 
@@ -650,21 +679,20 @@ static void destroyed(const bsm_callback_data *cb) {
 static void updated(const bsm_callback_data *cb) {
     const bsm_cuGraphExecUpdate_params *p = cb->functionParams;
     bsm_exec_counts before = {"", 0, 0, 0, NULL};
-    unsigned int generation = 1;
-    uint64_t signature = 0;
+    bsm_walk look = {.cb = cb}, walk = {.cb = cb, .exec = p->hGraphExec, .generation = 1, .write = 1};
     if (result_of(cb) != 0 || !p->hGraphExec) return; /* a refused update leaves the exec as it was */
-    walk_graph(cb, p->hGraph, 0, NULL, 0, 0, 0, &signature);
+    walk_graph(&look, p->hGraph, 0);
     pthread_mutex_lock(&lock);
     bsm_exec *e = exec_slot(p->hGraphExec);
-    if (e && e->live && e->signature == signature) e = NULL, generation = 0;
+    if (e && e->live && e->signature == look.signature) walk.write = 0;
     else if (e) {
         if (e->live) before = exec_final(e);
-        *e = (bsm_exec){.exec = e->exec, .generation = e->generation + 1, .live = 1, .signature = signature};
-        generation = e->generation;
+        *e = (bsm_exec){.exec = e->exec, .generation = e->generation + 1, .live = 1, .signature = look.signature};
+        walk.generation = e->generation;
     }
     pthread_mutex_unlock(&lock);
     write_exec_counts(&before);
-    if (generation) walk_graph(cb, p->hGraph, 0, p->hGraphExec, generation, 0, 1, NULL);
+    if (walk.write) walk_graph(&walk, p->hGraph, 0);
 }
 
 /* The generation an exec runs now, 0 when unknown. */
@@ -748,7 +776,7 @@ static int graph_or_name_call(int domain, uint32_t cbid, const bsm_callback_data
     switch (cbid) {
     case BSM_CB_cuGraphInstantiate: case BSM_CB_cuGraphInstantiate_v2: case BSM_CB_cuGraphInstantiateWithFlags:
     case BSM_CB_cuGraphInstantiateWithParams: case BSM_CB_cuGraphInstantiateWithParams_ptsz:
-        instantiated(cb); return 1;
+        instantiated(cbid, cb); return 1;
     case BSM_CB_cuGraphLaunch: case BSM_CB_cuGraphLaunch_ptsz: case BSM_CB_cuGraphUpload:
     case BSM_CB_cuGraphUpload_ptsz:
         replayed(cbid, cb); return 1;

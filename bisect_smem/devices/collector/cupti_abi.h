@@ -208,6 +208,18 @@ typedef struct {
 
 /* Every cuGraphInstantiate* call (cuGraphInstantiate, _v2, WithFlags, WithParams, WithParams_ptsz) starts so. */
 typedef struct { void **phGraphExec; void *hGraph; } bsm_cuGraphInstantiate_params;
+typedef struct {
+    void **phGraphExec;
+    void *hGraph;
+    void **phErrorNode;
+    char *logBuffer;
+    size_t bufferSize;
+} bsm_cuGraphInstantiate_v2_params; /* also cuGraphInstantiate (CUDA 10's) */
+typedef struct {
+    void **phGraphExec;
+    void *hGraph;
+    const bsm_CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams;
+} bsm_cuGraphInstantiateWithParams_params; /* also _ptsz */
 typedef struct { void *hGraphExec; void *hStream; } bsm_cuGraphLaunch_params; /* also _ptsz, cuGraphUpload(_ptsz) */
 typedef struct { void *hGraphExec; } bsm_cuGraphExecDestroy_params;
 typedef struct { void *hGraphExec; void *hGraph; } bsm_cuGraphExecUpdate_params; /* also _v2 */
