@@ -137,6 +137,7 @@ DRIVER, RUNTIME = 1, 2
 CU_FUNC_SET_ATTRIBUTE, CU_KERNEL_SET_ATTRIBUTE, CU_LAUNCH_KERNEL, CU_LAUNCH_KERNEL_EX = 481, 687, 307, 652
 CU_GRAPH_ADD_KERNEL_NODE_V2, CUDA_FUNC_SET_ATTRIBUTE, CUDA_LAUNCH_KERNEL = 689, 273, 211
 CU_GRAPH_INSTANTIATE_WITH_FLAGS, CU_GRAPH_INSTANTIATE_WITH_PARAMS, CU_GRAPH_UPLOAD, CU_GRAPH_LAUNCH = 643, 656, 580, 514
+CU_GRAPH_LAUNCH_PTSZ = 515
 CU_GRAPH_EXEC_DESTROY, CU_GRAPH_EXEC_KERNEL_NODE_SET_PARAMS_V2, CU_GRAPH_KERNEL_NODE_SET_PARAMS_V2 = 516, 692, 691
 CU_GRAPH_ADD_NODE, CUDA_GRAPH_KERNEL_NODE_SET_PARAMS, CU_GRAPH_EXEC_UPDATE_V2 = 712, 288, 696
 CU_MODULE_GET_FUNCTION, CU_LIBRARY_GET_KERNEL, CU_KERNEL_GET_FUNCTION, CUDA_GET_FUNC_BY_SYMBOL = 23, 681, 683, 336
@@ -200,12 +201,13 @@ def play_graphs(call: Call, driver: ctypes.CDLL, kernels: dict[str, ctypes.Struc
         else:
             call(DRIVER, CU_GRAPH_INSTANTIATE_WITH_FLAGS, "cuGraphInstantiateWithFlags",
                  InstantiateWithFlags(ctypes.addressof(refused_exec), too_big, 0), 1, corr)
-    # A graph instantiated, whose three launches are refused.
+    # A graph instantiated, whose upload and three launches are refused.
     refused_graph, _ = graph((NODE_KERNEL, KernelNodeParams(plain, 2, 1, 1, 64, 1, 1, 60000), None))
     second_handle = ctypes.create_string_buffer(64)
     second = P(ctypes.addressof(second_handle))
     call(DRIVER, CU_GRAPH_INSTANTIATE_WITH_FLAGS, "cuGraphInstantiateWithFlags",
          InstantiateWithFlags(ctypes.addressof(second), refused_graph, 0), 0, 36)
+    call(DRIVER, CU_GRAPH_UPLOAD, "cuGraphUpload", GraphLaunch(second, stream), 1, 37)
     for corr in range(3):
         call(DRIVER, CU_GRAPH_LAUNCH, "cuGraphLaunch", GraphLaunch(second, stream), 1, 37 + corr)
     # The first exec destroyed; its handle comes back for the captured graph again, replayed three times.
@@ -219,8 +221,9 @@ def play_graphs(call: Call, driver: ctypes.CDLL, kernels: dict[str, ctypes.Struc
     for step in range(2):
         updated, _ = graph((NODE_KERNEL, KernelNodeParams(plain, 1, 1, 1, 32, 1, 1, 1024), None))
         call(DRIVER, CU_GRAPH_EXEC_UPDATE_V2, "cuGraphExecUpdate_v2", GraphExecUpdate(made, updated, None), 0, 45)
-        for corr in range(2):
-            call(DRIVER, CU_GRAPH_LAUNCH, "cuGraphLaunch", GraphLaunch(made, stream), 0, 46 + 2 * step + corr)
+        for corr, (cbid, name) in enumerate(((CU_GRAPH_LAUNCH, "cuGraphLaunch"),
+                                             (CU_GRAPH_LAUNCH_PTSZ, "cuGraphLaunch_ptsz"))):
+            call(DRIVER, cbid, name, GraphLaunch(made, stream), 0, 46 + 2 * step + corr)
     # Kernel nodes changed and added by hand: count 1 each, no exec.
     changed = KernelNodeParams(plain, 8, 1, 1, 32, 1, 1, 2048)
     call(RUNTIME, CUDA_GRAPH_KERNEL_NODE_SET_PARAMS, "cudaGraphKernelNodeSetParams",
