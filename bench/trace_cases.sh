@@ -41,6 +41,7 @@ build=$!
 trace_case cupy_over $py "$here/cupy_over.py"
 trace_case runtime_over "$bin/runtime_over"
 trace_case sdpa $py "$here/torch_cases.py" sdpa
+trace_case graph_replay $py "$here/torch_cases.py" graph_replay  # its kernels counted 1000 times, per replay
 trace_case triton_matmul $py "$here/torch_cases.py" matmul
 trace_case multiprocessing_child $py "$here/cupy_over.py" child
 wait $build
