@@ -1,7 +1,10 @@
 """A process that plays CUDA calls through the fake libcupti into the collector, as a traced program would:
 ``python fake_process.py FAKE_DIR COLLECTOR SCENARIO``, with BISECT_SMEM_TRACE_DIR set. The parameter
 structs are written here from CUDA 13.0's generated_cuda_meta.h, generated_cuda_runtime_api_meta.h and cuda.h,
-independently of the collector's own declarations."""
+independently of the collector's own declarations. Scenarios: "all" (attribute sets, launches, a kernel node),
+"killed" (the same, then SIGKILL), "cupti-by-path", "python" (the ctypes fallback), "r535" (the handles' names
+given by the calls that make them first, for a driver without cuFuncGetName), "graphs" and "graphs-killed"
+(captured, instantiated, replayed, refused and changed graphs; the second killed after the replays)."""
 
 from __future__ import annotations
 
