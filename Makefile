@@ -17,7 +17,7 @@ QEMU_MACHINE := $(if $(filter aarch64,$(shell uname -m)),x86_64,aarch64)
 CROSS_LIBC := $(if $(filter aarch64,$(QEMU_MACHINE)),libc6-arm64-cross,libc6-amd64-cross)
 TOOL_PACKAGES := prometheus shellcheck zsh man-db qemu-user $(CROSS_LIBC)
 
-.PHONY: run test demo bench lint clean fleet-deps tool-deps generated docs wheel wheel-tools
+.PHONY: run test demo bench lint clean fleet-deps tool-deps generated docs wheel wheel-tools cuda12-headers
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -80,10 +80,20 @@ bench: $(VENV)/.run-installed
 docs: $(VENV)/.test-installed
 	$(PY) -m mkdocs build --strict --site-dir site
 
-test: fleet-deps tool-deps $(VENV)/.test-installed
+# CUDA 12's CUPTI and driver headers (from NVIDIA's wheels, headers only), for the collector's ABI test: it
+# checks cupti_abi.h against them as against CUDA 13's. Named to pytest, so that missing ones fail the test.
+CUDA12_HEADERS := $(VENV)/cuda12-headers
+$(CUDA12_HEADERS)/.fetched: tools/cuda12_headers.py | $(PY)
+	rm -rf $(CUDA12_HEADERS)
+	$(PY) tools/cuda12_headers.py $(CUDA12_HEADERS)
+	touch $@
+
+cuda12-headers: $(CUDA12_HEADERS)/.fetched
+
+test: fleet-deps tool-deps $(VENV)/.test-installed $(CUDA12_HEADERS)/.fetched
 	$(PY) -m ruff check bisect_smem tests
 	$(PY) -m mkdocs build --strict --site-dir site
-	$(PY) -m pytest
+	BISECT_SMEM_CUDA12_HEADERS=$(CUDA12_HEADERS) $(PY) -m pytest
 
 lint: $(VENV)/.test-installed
 	$(PY) -m ruff check bisect_smem tests

@@ -43,10 +43,10 @@ build=$!
 trace_case cupy_over $py "$here/cupy_over.py"
 trace_case runtime_over "$bin/runtime_over"
 trace_case sdpa $py "$here/torch_cases.py" sdpa
+trace_case graph_replay $py "$here/torch_cases.py" graph_replay  # its kernels counted 1000 times, per replay
 trace_case triton_matmul $py "$here/torch_cases.py" matmul
 trace_case multiprocessing_child $py "$here/cupy_over.py" child
 trace_case under_ceiling $py "$here/cupy_over.py" under_ceiling
-trace_case graph_replays $py "$here/torch_cases.py" graph
 
 say "case sigterm_server: SIGTERM to trace while the traced command launches in a loop"
 $py -m bisect_smem trace "${limits[@]}" --out "$work/sigterm_server" --json "$work/sigterm_server.summary.json" \

@@ -76,8 +76,10 @@ def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     venv = tmp_path_factory.mktemp("venv") / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     python = venv / "bin" / "python"
+    # --ignore-installed, from another folder: the checkout's own egg-info (an editable install's) must not pass
+    # for the wheel being installed already.
     subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps",
-                    "--no-index", str(wheel)], check=True, timeout=300)
+                    "--no-index", "--ignore-installed", str(wheel)], check=True, timeout=300, cwd=venv)
     site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
                                capture_output=True, text=True, check=True).stdout.strip())
     shutil.copytree(Path(tabulate.__file__).parent, site / "tabulate")

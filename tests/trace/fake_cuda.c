@@ -2,10 +2,11 @@
  * libcupti (soname libcupti.so.13): cuptiSubscribe keeps the callback, cuptiEnableCallback records what was
  * enabled, and fake_call() plays one driver or runtime call: the callback at enter and at exit, as CUPTI calls
  * it, only for ids that were enabled. Compiled with -DFAKE_DRIVER it is the few driver calls the collector
- * makes: a kernel handle points at a fake_kernel, a stream at its capture status. A fake_kernel keeps its own
- * attributes, as the driver does: MaxDynamicSharedMemorySize starts at 48 KiB less its static bytes, and
- * cuFuncSetAttribute raises it up to the opt-in limit (FAKE_OPTIN_BYTES); fake_launch_result() is what
- * cuLaunchKernel answers for a launch of it. */
+ * makes: a kernel handle points at a fake_kernel, a stream at its capture status, a graph at a fake_graph.
+ * A fake_kernel keeps its own attributes, as the driver does: MaxDynamicSharedMemorySize starts at 48 KiB less
+ * its static bytes, and cuFuncSetAttribute raises it up to the opt-in limit (FAKE_OPTIN_BYTES);
+ * fake_launch_result() is what cuLaunchKernel answers for a launch of it. With -DFAKE_R535 as well it is a
+ * driver before R545: without cuFuncGetName and cuKernelGetName. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +17,7 @@ typedef struct {
     int max_dynamic_bytes, max_threads, registers; /* CU_FUNC_ATTRIBUTE_* 8, 0 and 4 */
 } fake_kernel;
 
-#ifdef FAKE_DRIVER
+#if defined(FAKE_DRIVER) && !defined(FAKE_R535)
 int cuFuncGetName(const char **name, void *f) {
     const fake_kernel *k = f;
     if (!k || k->is_kernel) return 400; /* CUDA_ERROR_INVALID_HANDLE: a CUkernel is no CUfunction */
@@ -29,6 +30,10 @@ int cuKernelGetName(const char **name, void *f) {
     *name = k->name;
     return 0;
 }
+#endif
+
+#ifdef FAKE_DRIVER
+
 enum { FAKE_INVALID_VALUE = 1, FAKE_INVALID_HANDLE = 400, FAKE_OPTIN_BYTES = 232448 }; /* the H100's opt-in */
 
 /* The attribute of a kernel the driver would answer, or -1 for one the fake does not hold. */
@@ -71,6 +76,64 @@ int fake_launch_result(void *f, unsigned int threads, unsigned int dynamic_bytes
 }
 int cuCtxGetDevice(int *dev) { *dev = 0; return 0; }
 int cuStreamIsCapturing(void *stream, int *status) { *status = *(int *)stream; return 0; }
+
+/* Graphs as the driver holds them: a graph is a list of nodes; a kernel node has its parameters (the layout of
+ * CUDA_KERNEL_NODE_PARAMS_v2), a child graph node its graph. The test process builds them with fake_graph_*,
+ * as stream capture or cuGraphAdd*Node would, and the collector reads them back through the driver's calls. */
+typedef struct {
+    void *func;
+    unsigned int gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes;
+    void **kernelParams, **extra;
+    void *kern, *ctx;
+} fake_kernel_params;
+struct fake_graph;
+typedef struct { int type; fake_kernel_params kernel; struct fake_graph *child; } fake_node;
+typedef struct fake_graph { size_t count; fake_node nodes[16]; } fake_graph;
+enum { FAKE_NODE_KERNEL = 0, FAKE_NODE_MEMCPY = 1, FAKE_NODE_GRAPH = 4 }; /* CUgraphNodeType */
+
+fake_graph *fake_graph_create(void) { return calloc(1, sizeof(fake_graph)); }
+/* A node of `type`: kernel parameters copied for a kernel node, `child` for a child graph node. */
+fake_node *fake_graph_add(fake_graph *graph, int type, const fake_kernel_params *kernel, fake_graph *child) {
+    if (graph->count == sizeof graph->nodes / sizeof *graph->nodes) return NULL;
+    fake_node *node = &graph->nodes[graph->count++];
+    node->type = type, node->child = child;
+    if (kernel) node->kernel = *kernel;
+    return node;
+}
+int cuGraphGetNodes(fake_graph *graph, fake_node **nodes, size_t *count) {
+    if (!graph || !count) return 1; /* CUDA_ERROR_INVALID_VALUE */
+    if (!nodes) {
+        *count = graph->count;
+        return 0;
+    }
+    size_t n = *count < graph->count ? *count : graph->count;
+    for (size_t i = 0; i < n; i++) nodes[i] = &graph->nodes[i];
+    *count = n;
+    return 0;
+}
+int cuGraphNodeGetType(fake_node *node, int *type) {
+    if (!node) return 400;
+    *type = node->type;
+    return 0;
+}
+int cuGraphKernelNodeGetParams_v2(fake_node *node, fake_kernel_params *params) {
+    if (!node || node->type != FAKE_NODE_KERNEL) return 1;
+    *params = node->kernel;
+    return 0;
+}
+int cuGraphChildGraphNodeGetGraph(fake_node *node, fake_graph **graph) {
+    if (!node || node->type != FAKE_NODE_GRAPH) return 1;
+    *graph = node->child;
+    return 0;
+}
+/* A runtime host stub: a host function named as its kernel (what cudaGetFuncBySymbol is given). */
+void fake_host_stub(void) __asm__("_Z11stub_kernelPf");
+void fake_host_stub(void) {}
+int cuGraphKernelNodeSetParams_v2(fake_node *node, const fake_kernel_params *params) {
+    if (!node || node->type != FAKE_NODE_KERNEL) return 1;
+    node->kernel = *params;
+    return 0;
+}
 #endif
 
 #ifdef FAKE_CUPTI

@@ -3,11 +3,13 @@ collector (fake_process.py): what the trace tests run instead of a GPU."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,13 +24,15 @@ def need_cc() -> str:
     return cc
 
 
-def build_fakes(folder: Path) -> Path:
-    """libfakecuda.so and libcupti.so.13 (the fake, with that soname) in ``folder``."""
+def build_fakes(folder: Path, r535: bool = False) -> Path:
+    """libfakecuda.so and libcupti.so.13 (the fake, with that soname) in ``folder``; with ``r535`` the driver
+    lacks cuFuncGetName and cuKernelGetName, as drivers before R545 do."""
     cc = need_cc()
     folder.mkdir(parents=True, exist_ok=True)
     source = str(HERE / "fake_cuda.c")
     # With libcuda's soname, a lookup of the loaded driver by name ("libcuda.so.1") finds the fake.
-    subprocess.run([cc, "-shared", "-fPIC", "-DFAKE_DRIVER", "-Wl,-soname,libcuda.so.1", "-o",
+    driver = ["-DFAKE_DRIVER", *(["-DFAKE_R535"] if r535 else [])]
+    subprocess.run([cc, "-shared", "-fPIC", *driver, "-Wl,-soname,libcuda.so.1", "-o",
                     str(folder / "libfakecuda.so"), source], check=True)
     subprocess.run([cc, "-shared", "-fPIC", "-DFAKE_CUPTI", "-Wl,-soname,libcupti.so.13", "-o",
                     str(folder / "libcupti.so.13"), source], check=True)
@@ -43,3 +47,8 @@ def play(fakes: Path, collector: Path, out: Path, scenario: str = "all",
     environ.update({"BISECT_SMEM_TRACE_DIR": str(out), **(env or {})})
     return subprocess.run([sys.executable, str(HERE / "fake_process.py"), str(fakes), str(collector), scenario],
                           env=environ, capture_output=True, text=True, timeout=60, check=False)
+
+
+def lines(out: Path) -> list[dict[str, Any]]:
+    """Every line the collector wrote into ``out``, as written (the record contract, before any reader)."""
+    return [json.loads(line) for path in sorted(out.glob("*.jsonl")) for line in path.read_text().splitlines()]

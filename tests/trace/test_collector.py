@@ -8,8 +8,10 @@ import errno
 import glob
 import json
 import os
+import re
 import socket
 import subprocess
+import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,7 @@ from tests.trace.fakes import HERE, need_cc, play
 
 CUTLASS_NAME = CUTLASS.decode()
 TABLE_CONFIGS, OVERFLOW_SLOTS = 8192, 1024  # collector.c's BSM_CONFIGS_MAX and BSM_OVERFLOW_SLOTS
+CUDA12_HEADERS = "BISECT_SMEM_CUDA12_HEADERS"
 
 
 @pytest.fixture(scope="module")
@@ -126,15 +129,36 @@ def _cuda_include() -> Path | None:
     return None
 
 
+def _abi_check(includes: list[Path]) -> None:
+    """abi_check.c compiled against these header folders: it compiles only where every layout and id is equal."""
+    done = subprocess.run([need_cc(), "-fsyntax-only", *(f"-I{i}" for i in includes), f"-I{build.SOURCE_DIR}",
+                           str(HERE / "abi_check.c")], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
 def test_collector_layouts_match_the_installed_headers() -> None:
-    cc = need_cc()
+    need_cc()
     include = _cuda_include()
     if include is None:
         pytest.skip("no CUDA toolkit with CUPTI headers (cupti_callbacks.h, cuda.h) to check the layouts against")
-    done = subprocess.run([cc, "-fsyntax-only", f"-I{include}", f"-I{include.parent.parent / 'include'}",
-                           f"-I{build.SOURCE_DIR}", str(HERE / "abi_check.c")], capture_output=True, text=True,
-                          check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
+    _abi_check([include, include.parent.parent / "include"])
+
+
+def test_collector_layouts_match_cuda_12_headers() -> None:
+    """Against CUDA 12's CUPTI (the nvidia-cuda-cupti-cu12 wheel's headers), which R535-R570 drivers need:
+    `make test` fetches them (tools/cuda12_headers.py) and names the folder in CUDA12_HEADERS, where a
+    missing folder fails rather than skips."""
+    need_cc()
+    named = os.environ.get(CUDA12_HEADERS)
+    folder = Path(named) if named else Path(sys.prefix) / "cuda12-headers"
+    include = folder / "include"
+    if not (include / "cuda_cupti" / "cupti_callbacks.h").is_file():
+        if named:
+            pytest.fail(f"{CUDA12_HEADERS}={named} holds no CUDA 12 CUPTI headers")
+        pytest.skip(f"no CUDA 12 headers in {folder}: python tools/cuda12_headers.py {folder} (make cuda12-headers)")
+    version = re.search(r"#define CUPTI_API_VERSION (\d+)", (include / "cuda_cupti" / "cupti_version.h").read_text())
+    assert version is not None and int(version[1]) < 130000, "not CUDA 12's CUPTI"  # 12.x: 18..28; 13.0: 130001
+    _abi_check([include / "cuda_cupti", include / "cuda_runtime", include / "cuda_nvcc"])
 
 
 def test_the_python_fallback_records_the_same_requests(fakes: Path, tmp_path: Path) -> None:

@@ -1,7 +1,8 @@
 /* bisect-smem trace's collector: loaded into every CUDA process through CUDA_INJECTION64_PATH, it subscribes
  * to CUPTI's callback API and writes one JSON line per shared-memory request into $BISECT_SMEM_TRACE_DIR:
  * attribute sets (MaxDynamicSharedMemorySize, the carveout, the cluster attributes), launches (deduplicated per
- * kernel, block, dynamic bytes, cluster, capture and result, with a count) and kernel nodes of CUDA graphs.
+ * kernel, block, dynamic bytes, cluster, capture and result, with a count), kernel nodes of CUDA graphs, and the
+ * replays of executable graphs (each cuGraphLaunch runs every kernel node of its exec once more).
  *
  * It needs no CUDA headers (cupti_abi.h declares what it reads) and links nothing: libcupti and the driver are
  * found with dlopen/dlsym at InitializeInjection, a libcupti already in the process first, so that one process
@@ -11,6 +12,8 @@
  * (at each power of two) and at exit. A collector that cannot write says so once over a datagram socket.
  * Names are written mangled, as the driver gives them; bisect-smem demangles them when it explains the trace.
  * Each file's first line is its process line, with "format":2; bisect_smem/core/trace_events.py reads them.
+ * A driver without cuFuncGetName/cuKernelGetName (before R545) gives them as parameters of the calls that make
+ * the handles (`function` lines).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -200,6 +203,8 @@ static void start_output(const char *cupti_path, const char *how, const char *un
 
 typedef struct { const char *name; int static_bytes; } bsm_kernel_info;
 
+static const char *known_name(const void *handle);
+
 /* One attribute of a kernel, -1 when the driver does not say. A handle is a CUfunction or a CUkernel (the driver
  * accepts a CUkernel cast to CUfunction): ask as both. */
 static int kernel_attribute(void *handle, int is_kernel, int attr) {
@@ -218,6 +223,7 @@ static bsm_kernel_info kernel_info(void *handle, int is_kernel) {
     if (!handle) return info;
     if (!is_kernel && api.func_name && api.func_name(&info.name, handle) != 0) info.name = NULL;
     if (!info.name && api.kernel_name && api.kernel_name(&info.name, handle) != 0) info.name = NULL;
+    if (!info.name) info.name = known_name(handle); /* a driver without the name calls: the call that made it */
     info.static_bytes = kernel_attribute(handle, is_kernel, BSM_ATTR_SHARED_SIZE_BYTES);
     return info;
 }
@@ -496,10 +502,536 @@ static void graph_node(int domain, uint32_t cbid, const bsm_callback_data *cb) {
          info.static_bytes, result_of(cb), refusal, l.kernel);
 }
 
+static void *driver_symbol(void *driver, const char *name);
+
+/* ---- names where the driver has no cuFuncGetName / cuKernelGetName (drivers before R545) ----
+ * The name is a parameter of the call that made the handle: cuModuleGetFunction, cuLibraryGetKernel, and
+ * cuKernelGetFunction (a CUfunction of a named CUkernel), cudaGetFuncBySymbol (the host stub's own symbol). Each
+ * handle is written once as a `function` line; launches and attribute sets of it carry the name as well. */
+
+#define BSM_NAMES_SIZE 8192 /* distinct handles named; past it a name is written on every call that gives it */
+
+typedef struct { const void *handle; char *name; } bsm_named;
+static bsm_named names[BSM_NAMES_SIZE];
+static int names_needed; /* the driver lacks cuFuncGetName or cuKernelGetName: the calls below are followed */
+static pthread_mutex_t graph_lock = PTHREAD_MUTEX_INITIALIZER; /* the names below and the executable graphs */
+
+static bsm_named *named_slot(const void *handle) {
+    uintptr_t h = (uintptr_t)handle * 0x9E3779B97F4A7C15ull >> 17;
+    for (unsigned int probe = 0; probe < BSM_NAMES_SIZE; probe++) {
+        bsm_named *slot = &names[(h + probe) % BSM_NAMES_SIZE];
+        if (!slot->handle || slot->handle == handle) return slot;
+    }
+    return NULL;
+}
+
+/* The name a call gave this handle, or NULL. Names are never freed, so the pointer outlives the lock. */
+static const char *known_name(const void *handle) {
+    const char *name = NULL;
+    if (!handle || !names_needed) return NULL;
+    pthread_mutex_lock(&graph_lock);
+    bsm_named *slot = named_slot(handle);
+    if (slot && slot->handle) name = slot->name;
+    pthread_mutex_unlock(&graph_lock);
+    return name;
+}
+
+static void remember_name(const char *api_name, const void *handle, const char *name) {
+    if (!handle || !name || !*name) return;
+    int fresh = 1;
+    pthread_mutex_lock(&graph_lock);
+    bsm_named *slot = named_slot(handle);
+    if (slot && slot->handle && !strcmp(slot->name, name)) fresh = 0;
+    else if (slot) {
+        char *copy = strdup(name);
+        if (copy) slot->handle = handle, slot->name = copy; /* a reused handle takes its new name */
+    }
+    pthread_mutex_unlock(&graph_lock);
+    if (fresh)
+        emit("name", name, "\"event\":\"function\",\"api\":\"%s\",\"handle\":\"%p\"", api_name, handle);
+}
+
+static void handle_named(int domain, uint32_t cbid, const bsm_callback_data *cb) {
+    const char *api_name = cb->functionName ? cb->functionName : "?";
+    if (result_of(cb) != 0) return;
+    if (domain == BSM_DOMAIN_RUNTIME) { /* cudaGetFuncBySymbol: the host stub has the kernel's mangled name */
+        const bsm_cudaGetFuncBySymbol_params *p = cb->functionParams;
+        Dl_info where;
+        void *function = p->functionPtr ? *p->functionPtr : NULL;
+        const char *name = known_name(function); /* its driver call, if it made one, named it already */
+        if (!name && p->symbolPtr && dladdr(p->symbolPtr, &where) && where.dli_saddr == p->symbolPtr)
+            name = where.dli_sname;
+        remember_name(api_name, function, name);
+    } else if (cbid == BSM_CB_cuModuleGetFunction) {
+        const bsm_cuModuleGetFunction_params *p = cb->functionParams;
+        if (p->hfunc) remember_name(api_name, *p->hfunc, p->name);
+    } else if (cbid == BSM_CB_cuLibraryGetKernel) {
+        const bsm_cuLibraryGetKernel_params *p = cb->functionParams;
+        if (p->pKernel) remember_name(api_name, *p->pKernel, p->name);
+    } else {
+        const bsm_cuKernelGetFunction_params *p = cb->functionParams;
+        if (p->pFunc) remember_name(api_name, *p->pFunc, known_name(p->kernel));
+    }
+}
+
+/* ---- executable graphs: their kernel nodes when instantiated, their replays when launched ----
+ * An instantiation writes each kernel node of the graph (child graphs included) as a `graph_node` with the exec
+ * and an id; each cuGraphLaunch of that exec is one replay, written as a `replay` count at each power of two and
+ * at exit (or when the exec is destroyed). A handle instantiated again after its exec was destroyed or updated
+ * is another exec: "0x…#2", "0x…#3". A refused instantiation writes, with the refusal and no exec, the kernel
+ * node the driver names as its cause (cuGraphInstantiate_v2, cuGraphInstantiateWithParams), else every kernel
+ * node; a refused replay writes a `replay` line with its result. */
+
+#define BSM_EXECS_SIZE 4096      /* executable graphs counted; past it a launch is not counted */
+#define BSM_EXEC_NODES_SIZE 16384 /* (exec, node) -> id, for a node changed after instantiation */
+#define BSM_GRAPH_DEPTH 8         /* child graphs walked inside a graph */
+
+typedef int (*graph_nodes_fn)(void *graph, void **nodes, size_t *count);
+typedef int (*node_type_fn)(void *node, int *type);
+typedef int (*kernel_node_params_fn)(void *node, bsm_CUDA_KERNEL_NODE_PARAMS_v2 *params);
+typedef int (*child_graph_fn)(void *node, void **graph);
+
+static struct {
+    graph_nodes_fn nodes;
+    node_type_fn node_type;
+    kernel_node_params_fn kernel_params; /* cuGraphKernelNodeGetParams_v2, else the v1 call (a prefix of v2) */
+    child_graph_fn child_graph;
+} graph_api;
+
+typedef struct {
+    const void *exec;
+    unsigned int generation; /* instantiations seen at this handle */
+    int live;                /* instantiated, not yet destroyed */
+    unsigned long replays;
+    int refused_result;      /* the last refused launch's result, its call (cuGraphLaunch or _ptsz), and how */
+    uint32_t refused_cbid;   /* many refusals with them are not written yet */
+    unsigned long refused_unwritten;
+    uint64_t signature;      /* of the kernel nodes it runs: an update to the same nodes is no new exec */
+} bsm_exec;
+
+/* A kernel node of an exec as last written: a change to the same parameters (a loop that sets each node's
+ * arguments before every replay) writes nothing. */
+typedef struct { const void *exec, *node; unsigned int generation; unsigned long id; uint64_t config; } bsm_exec_node;
+
+static bsm_exec execs[BSM_EXECS_SIZE];
+static bsm_exec_node exec_nodes[BSM_EXEC_NODES_SIZE];
+
+static void find_graph_driver(void) {
+    void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    graph_api.nodes = (graph_nodes_fn)driver_symbol(driver, "cuGraphGetNodes");
+    graph_api.node_type = (node_type_fn)driver_symbol(driver, "cuGraphNodeGetType");
+    graph_api.kernel_params = (kernel_node_params_fn)driver_symbol(driver, "cuGraphKernelNodeGetParams_v2");
+    if (!graph_api.kernel_params)
+        graph_api.kernel_params = (kernel_node_params_fn)driver_symbol(driver, "cuGraphKernelNodeGetParams");
+    graph_api.child_graph = (child_graph_fn)driver_symbol(driver, "cuGraphChildGraphNodeGetGraph");
+}
+
+/* The entry of this exec (made when first seen, lock held), or NULL when the table is full. */
+static bsm_exec *exec_slot(const void *exec) {
+    uintptr_t h = (uintptr_t)exec * 0x9E3779B97F4A7C15ull >> 17;
+    for (unsigned int probe = 0; probe < BSM_EXECS_SIZE; probe++) {
+        bsm_exec *e = &execs[(h + probe) % BSM_EXECS_SIZE];
+        if (e->exec == exec) return e;
+        if (!e->exec) {
+            *e = (bsm_exec){.exec = exec}; /* no instantiation seen yet */
+            return e;
+        }
+    }
+    return NULL;
+}
+
+static void exec_label(char label[48], const void *exec, unsigned int generation) {
+    if (generation > 1) snprintf(label, 48, "%p#%u", exec, generation);
+    else snprintf(label, 48, "%p", exec);
+}
+
+/* What decides a kernel node's request: its kernel, grid, block and dynamic shared memory. */
+static uint64_t node_config(const bsm_CUDA_KERNEL_NODE_PARAMS_v2 *n) {
+    uint64_t h = (uint64_t)(uintptr_t)(n->func ? n->func : n->kern) * 0x9E3779B97F4A7C15ull;
+    const unsigned int fields[7] = {n->gridDimX, n->gridDimY, n->gridDimZ, n->blockDimX, n->blockDimY,
+                                    n->blockDimZ, n->sharedMemBytes};
+    for (int i = 0; i < 7; i++) h = (h ^ fields[i]) * 0x100000001B3ull;
+    return h;
+}
+
+/* The id of a kernel node of this exec: the one it was written with, or a new one; 0 when it was written
+ * with this `config` already. */
+static unsigned long exec_node_id(const void *exec, unsigned int generation, const void *node, uint64_t config) {
+    uintptr_t h = ((uintptr_t)exec ^ (uintptr_t)node * 31u ^ generation) * 0x9E3779B97F4A7C15ull >> 17;
+    unsigned long id = 0;
+    int same = 0;
+    pthread_mutex_lock(&table_lock);
+    for (unsigned int probe = 0; probe < BSM_EXEC_NODES_SIZE && node; probe++) {
+        bsm_exec_node *n = &exec_nodes[(h + probe) % BSM_EXEC_NODES_SIZE];
+        if (n->exec == exec && n->node == node && n->generation == generation) {
+            id = n->id, same = n->config == config;
+            n->config = config;
+            break;
+        }
+        if (!n->exec) {
+            *n = (bsm_exec_node){exec, node, generation, next_id, config};
+            break;
+        }
+    }
+    if (!id) id = next_id++;
+    pthread_mutex_unlock(&table_lock);
+    return same ? 0 : id;
+}
+
+/* One kernel node as a `graph_node` line; `exec` (a label) and `id` only for a node of an executable graph. */
+static void node_line(const bsm_callback_data *cb, int domain, const bsm_CUDA_KERNEL_NODE_PARAMS_v2 *n,
+                      int has_kern, int result, const char *exec, unsigned long id, const void *node) {
+    void *handle = n->func;
+    int is_kernel = 0, refusal[3] = {-1, -1, -1};
+    if (!handle && has_kern) handle = n->kern, is_kernel = 1;
+    bsm_kernel_info info = {NULL, -1};
+    if (domain == BSM_DOMAIN_DRIVER) {
+        info = kernel_info(handle, is_kernel);
+        if (result != 0) {
+            refusal[0] = kernel_attribute(handle, is_kernel, BSM_ATTR_MAX_DYNAMIC_SHARED_SIZE_BYTES);
+            refusal[1] = kernel_attribute(handle, is_kernel, BSM_ATTR_MAX_THREADS_PER_BLOCK);
+            refusal[2] = kernel_attribute(handle, is_kernel, BSM_ATTR_NUM_REGS);
+        }
+    }
+    char where[160] = "";
+    if (exec) snprintf(where, sizeof where, ",\"exec\":\"%s\",\"id\":%lu,\"node\":\"%p\"", exec, id, node);
+    emit("name", info.name, "\"event\":\"graph_node\",\"api\":\"%s\",\"domain\":\"%s\",\"correlation\":%u,"
+         "\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"dynamic_bytes\":%u,\"static_bytes\":%d,\"result\":%d,"
+         "\"max_dynamic_bytes\":%d,\"max_threads\":%d,\"registers\":%d,\"handle\":\"%p\"%s",
+         cb->functionName ? cb->functionName : "?", domain == BSM_DOMAIN_DRIVER ? "driver" : "runtime",
+         cb->correlationId, n->gridDimX, n->gridDimY, n->gridDimZ, n->blockDimX, n->blockDimY, n->blockDimZ,
+         n->sharedMemBytes, info.static_bytes, result, refusal[0], refusal[1], refusal[2], handle, where);
+}
+
+/* A walk over a graph's kernel nodes: what it writes, and the signature of what it saw. */
+typedef struct {
+    const bsm_callback_data *cb;
+    int result;
+    const void *exec;        /* with its generation: nodes of an exec, with ids */
+    unsigned int generation;
+    int write;               /* 0: only the signature */
+    const void *only;        /* the node the driver named as the one it refused; NULL: every node */
+    uint64_t signature;
+    int written;
+} bsm_walk;
+
+/* Every kernel node of `graph` and of the graphs inside it, as the driver holds them now. */
+static void walk_graph(bsm_walk *w, void *graph, int depth) {
+    size_t count = 0;
+    char label[48];
+    if (!graph || depth > BSM_GRAPH_DEPTH || !graph_api.nodes || !graph_api.node_type || !graph_api.kernel_params ||
+        graph_api.nodes(graph, NULL, &count) != 0 || !count)
+        return;
+    void **nodes = calloc(count, sizeof *nodes);
+    if (!nodes) return;
+    if (graph_api.nodes(graph, nodes, &count) == 0) {
+        if (w->exec) exec_label(label, w->exec, w->generation);
+        for (size_t i = 0; i < count; i++) {
+            int type = -1;
+            void *child = NULL;
+            bsm_CUDA_KERNEL_NODE_PARAMS_v2 params;
+            memset(&params, 0, sizeof params);
+            if (graph_api.node_type(nodes[i], &type) != 0) continue;
+            if (type == BSM_GRAPH_NODE_TYPE_GRAPH && graph_api.child_graph &&
+                graph_api.child_graph(nodes[i], &child) == 0)
+                walk_graph(w, child, depth + 1);
+            if (type != BSM_GRAPH_NODE_TYPE_KERNEL || (w->only && nodes[i] != w->only) ||
+                graph_api.kernel_params(nodes[i], &params) != 0)
+                continue;
+            uint64_t config = node_config(&params);
+            w->signature = (w->signature ^ config) * 0x100000001B3ull;
+            if (!w->write) continue;
+            unsigned long id = w->exec ? exec_node_id(w->exec, w->generation, nodes[i], config) : 0;
+            if (w->exec && !id) continue;
+            node_line(w->cb, BSM_DOMAIN_DRIVER, &params, 1, w->result, w->exec ? label : NULL, id, nodes[i]);
+            w->written++;
+        }
+    }
+    free(nodes);
+}
+
+/* The node a refused instantiation names as the cause, where its call has a place for one. */
+static const void *refused_node(uint32_t cbid, const void *params) {
+    if (cbid == BSM_CB_cuGraphInstantiate || cbid == BSM_CB_cuGraphInstantiate_v2) {
+        const bsm_cuGraphInstantiate_v2_params *p = params;
+        return p->phErrorNode ? *p->phErrorNode : NULL;
+    }
+    if (cbid == BSM_CB_cuGraphInstantiateWithParams || cbid == BSM_CB_cuGraphInstantiateWithParams_ptsz) {
+        const bsm_cuGraphInstantiateWithParams_params *p = params;
+        return p->instantiateParams ? p->instantiateParams->hErrNode_out : NULL;
+    }
+    return NULL;
+}
+
+/* Lines of an exec's counts, taken while the lock is held and written after it is released. */
+typedef struct {
+    char label[48];
+    unsigned long replays, refused;
+    int refused_result;
+    const char *refused_api;
+} bsm_exec_counts;
+
+static void write_exec_counts(const bsm_exec_counts *c) {
+    if (c->replays)
+        emit("name", NULL, "\"event\":\"replay\",\"exec\":\"%s\",\"count\":%lu", c->label, c->replays);
+    if (c->refused)
+        emit("name", NULL, "\"event\":\"replay\",\"api\":\"%s\",\"exec\":\"%s\",\"count\":%lu,\"result\":%d",
+             c->refused_api ? c->refused_api : "?", c->label, c->refused, c->refused_result);
+}
+
+/* Everything of `e` not written yet (its final replay count, its unwritten refusals); lock held. */
+static bsm_exec_counts exec_final(bsm_exec *e) {
+    bsm_exec_counts c = {"", e->replays, e->refused_unwritten, e->refused_result,
+                         e->refused_cbid == BSM_CB_cuGraphLaunch_ptsz ? "cuGraphLaunch_ptsz" : "cuGraphLaunch"};
+    exec_label(c.label, e->exec, e->generation);
+    e->refused_unwritten = 0;
+    return c;
+}
+
+static void instantiated(uint32_t cbid, const bsm_callback_data *cb) {
+    const bsm_cuGraphInstantiate_params *p = cb->functionParams;
+    int result = result_of(cb);
+    if (result != 0) { /* no exec: the node the driver names is written with the refusal, else every one */
+        bsm_walk refused = {.cb = cb, .result = result, .write = 1, .only = refused_node(cbid, p)};
+        walk_graph(&refused, p->hGraph, 0);
+        if (!refused.written && refused.only) refused.only = NULL, walk_graph(&refused, p->hGraph, 0);
+        return;
+    }
+    void *exec = p->phGraphExec ? *p->phGraphExec : NULL;
+    if (!exec) return;
+    bsm_exec_counts before = {"", 0, 0, 0, NULL};
+    bsm_walk walk = {.cb = cb, .exec = exec, .generation = 1, .write = 1};
+    pthread_mutex_lock(&graph_lock);
+    bsm_exec *e = exec_slot(exec);
+    if (e) {
+        if (e->live) before = exec_final(e); /* a handle reused without a cuGraphExecDestroy seen */
+        *e = (bsm_exec){.exec = exec, .generation = e->generation + 1, .live = 1};
+        walk.generation = e->generation;
+    }
+    pthread_mutex_unlock(&graph_lock);
+    write_exec_counts(&before);
+    walk_graph(&walk, p->hGraph, 0);
+    pthread_mutex_lock(&graph_lock);
+    if (e && e->exec == exec && e->generation == walk.generation) e->signature = walk.signature;
+    pthread_mutex_unlock(&graph_lock);
+}
+
+/* cuGraphLaunch: one replay counted, or a refusal. A refused launch or upload is written at once the first time
+ * it comes with its result; repeats of a refused launch are counted and written when the exec ends. */
+static void replayed(uint32_t cbid, const bsm_callback_data *cb) {
+    const bsm_cuGraphLaunch_params *p = cb->functionParams;
+    int result = result_of(cb), launch_call = cbid == BSM_CB_cuGraphLaunch || cbid == BSM_CB_cuGraphLaunch_ptsz;
+    const char *api_name = cb->functionName ? cb->functionName : "?";
+    if (!p->hGraphExec || (result == 0 && !launch_call)) return; /* an upload that succeeded runs nothing */
+    bsm_exec_counts earlier = {"", 0, 0, 0, NULL}, now = {"", 0, 0, result, api_name};
+    exec_label(now.label, p->hGraphExec, 1);
+    pthread_mutex_lock(&graph_lock);
+    bsm_exec *e = exec_slot(p->hGraphExec);
+    if (e) {
+        if (!e->live) *e = (bsm_exec){.exec = e->exec, .generation = e->generation ? e->generation : 1, .live = 1};
+        exec_label(now.label, e->exec, e->generation);
+        if (result == 0) {
+            if (power_of_two(++e->replays)) now.replays = e->replays;
+        } else if (launch_call && e->refused_cbid == cbid && e->refused_result == result) {
+            e->refused_unwritten++;
+        } else {
+            now.refused = 1;
+            if (launch_call) {
+                earlier = exec_final(e), earlier.replays = 0;
+                e->refused_result = result, e->refused_cbid = cbid;
+            }
+        }
+    } else if (result != 0) {
+        now.refused = 1; /* past the table: the refusal is still written */
+    }
+    pthread_mutex_unlock(&graph_lock);
+    write_exec_counts(&earlier);
+    write_exec_counts(&now);
+}
+
+/* cuGraphExecDestroy: the exec's counts are final; its handle may come back as another exec. */
+static void destroyed(const bsm_callback_data *cb) {
+    const bsm_cuGraphExecDestroy_params *p = cb->functionParams;
+    bsm_exec_counts last = {"", 0, 0, 0, NULL};
+    if (result_of(cb) != 0 || !p->hGraphExec) return;
+    pthread_mutex_lock(&graph_lock);
+    bsm_exec *e = exec_slot(p->hGraphExec);
+    if (e && e->live) last = exec_final(e), e->live = 0;
+    else if (e && !e->generation) e->exec = NULL; /* never seen: its slot is left free again */
+    pthread_mutex_unlock(&graph_lock);
+    if (last.replays && power_of_two(last.replays)) last.replays = 0; /* written already */
+    write_exec_counts(&last);
+}
+
+/* cuGraphExecUpdate: the exec now runs the updated graph's nodes, and the replays before it stay with the old
+ * ones; an update to nodes of the same kernels, grids, blocks and bytes (a loop that updates its graph before
+ * each replay) changes nothing recorded. */
+static void updated(const bsm_callback_data *cb) {
+    const bsm_cuGraphExecUpdate_params *p = cb->functionParams;
+    bsm_exec_counts before = {"", 0, 0, 0, NULL};
+    bsm_walk look = {.cb = cb}, walk = {.cb = cb, .exec = p->hGraphExec, .generation = 1, .write = 1};
+    if (result_of(cb) != 0 || !p->hGraphExec) return; /* a refused update leaves the exec as it was */
+    walk_graph(&look, p->hGraph, 0);
+    pthread_mutex_lock(&graph_lock);
+    bsm_exec *e = exec_slot(p->hGraphExec);
+    if (e && e->live && e->signature == look.signature) walk.write = 0;
+    else if (e) {
+        if (e->live) before = exec_final(e);
+        *e = (bsm_exec){.exec = e->exec, .generation = e->generation + 1, .live = 1, .signature = look.signature};
+        walk.generation = e->generation;
+    }
+    pthread_mutex_unlock(&graph_lock);
+    write_exec_counts(&before);
+    if (walk.write) walk_graph(&walk, p->hGraph, 0);
+}
+
+/* The generation an exec runs now, 0 when unknown. */
+static unsigned int exec_generation(const void *exec) {
+    unsigned int generation = 0;
+    pthread_mutex_lock(&graph_lock);
+    bsm_exec *e = exec_slot(exec);
+    if (e && e->live) generation = e->generation;
+    pthread_mutex_unlock(&graph_lock);
+    return generation;
+}
+
+/* A kernel node set or added by hand. A node of an exec changed with success is written again with the id it
+ * was instantiated with (the new parameters replace the old); a refused change names the kernel, no exec. */
+static void node_changed(int domain, uint32_t cbid, const bsm_callback_data *cb) {
+    bsm_CUDA_KERNEL_NODE_PARAMS_v2 n;
+    const void *exec = NULL, *node = NULL;
+    int has_kern = 1, result = result_of(cb);
+    memset(&n, 0, sizeof n);
+    if (domain == BSM_DOMAIN_RUNTIME) { /* cudaGraphKernelNodeSetParams: a host stub, dim3s */
+        const bsm_cudaGraphKernelNodeSetParams_params *p = cb->functionParams;
+        const bsm_cudaKernelNodeParams *r = p->pNodeParams;
+        if (!r) return;
+        n.func = r->func, n.sharedMemBytes = r->sharedMemBytes;
+        n.gridDimX = r->gridDim.x, n.gridDimY = r->gridDim.y, n.gridDimZ = r->gridDim.z;
+        n.blockDimX = r->blockDim.x, n.blockDimY = r->blockDim.y, n.blockDimZ = r->blockDim.z;
+        node_line(cb, domain, &n, 0, result, NULL, 0, NULL);
+        return;
+    }
+    const bsm_CUgraphNodeParams *generic = NULL;
+    const void *given = NULL;
+    switch (cbid) {
+    case BSM_CB_cuGraphKernelNodeSetParams: case BSM_CB_cuGraphKernelNodeSetParams_v2: {
+        const bsm_cuGraphKernelNodeSetParams_params *p = cb->functionParams;
+        given = p->nodeParams, has_kern = cbid == BSM_CB_cuGraphKernelNodeSetParams_v2;
+        break;
+    }
+    case BSM_CB_cuGraphExecKernelNodeSetParams: case BSM_CB_cuGraphExecKernelNodeSetParams_v2: {
+        const bsm_cuGraphExecKernelNodeSetParams_params *p = cb->functionParams;
+        given = p->nodeParams, exec = p->hGraphExec, node = p->hNode;
+        has_kern = cbid == BSM_CB_cuGraphExecKernelNodeSetParams_v2;
+        break;
+    }
+    case BSM_CB_cuGraphAddNode: generic = ((const bsm_cuGraphAddNode_params *)cb->functionParams)->nodeParams; break;
+    case BSM_CB_cuGraphAddNode_v2:
+        generic = ((const bsm_cuGraphAddNode_v2_params *)cb->functionParams)->nodeParams;
+        break;
+    case BSM_CB_cuGraphNodeSetParams:
+        generic = ((const bsm_cuGraphNodeSetParams_params *)cb->functionParams)->nodeParams;
+        break;
+    default: { /* cuGraphExecNodeSetParams */
+        const bsm_cuGraphExecNodeSetParams_params *p = cb->functionParams;
+        generic = p->nodeParams, exec = p->hGraphExec, node = p->hNode;
+    }
+    }
+    if (generic) {
+        if (generic->type != BSM_GRAPH_NODE_TYPE_KERNEL) return;
+        given = &generic->u.kernel;
+    }
+    if (!given) return;
+    memcpy(&n, given, has_kern ? sizeof n : sizeof(bsm_CUDA_KERNEL_NODE_PARAMS_v1));
+    unsigned int generation = exec && result == 0 ? exec_generation(exec) : 0;
+    if (!generation) {
+        node_line(cb, domain, &n, has_kern, result, NULL, 0, NULL);
+        return;
+    }
+    char label[48];
+    exec_label(label, exec, generation);
+    unsigned long id = exec_node_id(exec, generation, node, node_config(&n));
+    if (id) node_line(cb, domain, &n, has_kern, result, label, id, node);
+}
+
+/* Calls of this section; 1 when `cbid` was one of them. */
+static int graph_or_name_call(int domain, uint32_t cbid, const bsm_callback_data *cb) {
+    if (domain == BSM_DOMAIN_RUNTIME) {
+        if (cbid == BSM_CB_cudaGraphKernelNodeSetParams_v10000) node_changed(domain, cbid, cb);
+        else if (cbid == BSM_CB_cudaGetFuncBySymbol_v11000) handle_named(domain, cbid, cb);
+        else return 0;
+        return 1;
+    }
+    switch (cbid) {
+    case BSM_CB_cuGraphInstantiate: case BSM_CB_cuGraphInstantiate_v2: case BSM_CB_cuGraphInstantiateWithFlags:
+    case BSM_CB_cuGraphInstantiateWithParams: case BSM_CB_cuGraphInstantiateWithParams_ptsz:
+        instantiated(cbid, cb); return 1;
+    case BSM_CB_cuGraphLaunch: case BSM_CB_cuGraphLaunch_ptsz: case BSM_CB_cuGraphUpload:
+    case BSM_CB_cuGraphUpload_ptsz:
+        replayed(cbid, cb); return 1;
+    case BSM_CB_cuGraphExecDestroy: destroyed(cb); return 1;
+    case BSM_CB_cuGraphExecUpdate: case BSM_CB_cuGraphExecUpdate_v2: updated(cb); return 1;
+    case BSM_CB_cuGraphKernelNodeSetParams: case BSM_CB_cuGraphKernelNodeSetParams_v2:
+    case BSM_CB_cuGraphExecKernelNodeSetParams: case BSM_CB_cuGraphExecKernelNodeSetParams_v2:
+    case BSM_CB_cuGraphAddNode: case BSM_CB_cuGraphAddNode_v2: case BSM_CB_cuGraphNodeSetParams:
+    case BSM_CB_cuGraphExecNodeSetParams:
+        node_changed(domain, cbid, cb); return 1;
+    case BSM_CB_cuModuleGetFunction: case BSM_CB_cuLibraryGetKernel: case BSM_CB_cuKernelGetFunction:
+        handle_named(domain, cbid, cb); return 1;
+    default: return 0;
+    }
+}
+
+static const uint32_t graph_driver_ids[] = {
+    BSM_CB_cuGraphInstantiate, BSM_CB_cuGraphInstantiate_v2, BSM_CB_cuGraphInstantiateWithFlags,
+    BSM_CB_cuGraphInstantiateWithParams, BSM_CB_cuGraphInstantiateWithParams_ptsz, BSM_CB_cuGraphLaunch,
+    BSM_CB_cuGraphLaunch_ptsz, BSM_CB_cuGraphUpload, BSM_CB_cuGraphUpload_ptsz, BSM_CB_cuGraphExecDestroy,
+    BSM_CB_cuGraphExecUpdate, BSM_CB_cuGraphExecUpdate_v2, BSM_CB_cuGraphKernelNodeSetParams,
+    BSM_CB_cuGraphKernelNodeSetParams_v2, BSM_CB_cuGraphExecKernelNodeSetParams,
+    BSM_CB_cuGraphExecKernelNodeSetParams_v2, BSM_CB_cuGraphAddNode, BSM_CB_cuGraphAddNode_v2,
+    BSM_CB_cuGraphNodeSetParams, BSM_CB_cuGraphExecNodeSetParams,
+};
+static const uint32_t name_driver_ids[] = {
+    BSM_CB_cuModuleGetFunction, BSM_CB_cuLibraryGetKernel, BSM_CB_cuKernelGetFunction,
+};
+
+static void enable_graphs_and_names(void) {
+    find_graph_driver();
+    names_needed = !api.func_name || !api.kernel_name;
+    for (unsigned int i = 0; i < sizeof graph_driver_ids / sizeof *graph_driver_ids; i++)
+        api.enable(1, subscriber, BSM_DOMAIN_DRIVER, graph_driver_ids[i]);
+    api.enable(1, subscriber, BSM_DOMAIN_RUNTIME, BSM_CB_cudaGraphKernelNodeSetParams_v10000);
+    if (!names_needed) return;
+    for (unsigned int i = 0; i < sizeof name_driver_ids / sizeof *name_driver_ids; i++)
+        api.enable(1, subscriber, BSM_DOMAIN_DRIVER, name_driver_ids[i]);
+    api.enable(1, subscriber, BSM_DOMAIN_RUNTIME, BSM_CB_cudaGetFuncBySymbol_v11000);
+}
+
+/* At exit: every live exec's final replay count and unwritten refusals. */
+static void write_replays(void) {
+    for (unsigned int i = 0; i < BSM_EXECS_SIZE; i++) {
+        bsm_exec_counts last = {"", 0, 0, 0, NULL};
+        pthread_mutex_lock(&graph_lock);
+        if (execs[i].exec && execs[i].live) last = exec_final(&execs[i]);
+        pthread_mutex_unlock(&graph_lock);
+        if (power_of_two(last.replays)) last.replays = 0; /* written already */
+        write_exec_counts(&last);
+    }
+}
+
+/* A forked child has no graphs of its own yet (CUDA does not survive a fork) nor names to repeat. */
+static void forget_graphs_after_fork(void) {
+    memset(execs, 0, sizeof execs);
+    memset(exec_nodes, 0, sizeof exec_nodes);
+    pthread_mutex_init(&graph_lock, NULL);
+}
+
 static void callback(void *userdata, int domain, uint32_t cbid, const void *data) {
     const bsm_callback_data *cb = data;
     (void)userdata;
     if (cb->callbackSite != BSM_API_EXIT || !cb->functionParams) return; /* the result is known on exit */
+    if (graph_or_name_call(domain, cbid, cb)) return;
     if (domain == BSM_DOMAIN_DRIVER) {
         switch (cbid) {
         case BSM_CB_cuFuncSetAttribute: case BSM_CB_cuKernelSetAttribute: attribute_set(domain, cbid, cb); return;
@@ -627,5 +1159,8 @@ int InitializeInjection(void) {
     start_output(cupti_path, how, NULL);
     pthread_atfork(NULL, NULL, forget_after_fork);
     atexit(write_counts);
+    enable_graphs_and_names();
+    pthread_atfork(NULL, NULL, forget_graphs_after_fork);
+    atexit(write_replays);
     return 1;
 }

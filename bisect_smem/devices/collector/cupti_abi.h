@@ -1,6 +1,6 @@
 /* The few CUPTI and CUDA declarations the collector needs, so that it builds without CUDA headers.
  *
- * Copied field for field from CUDA 13.0 (CUPTI API version 130001):
+ * Copied field for field from CUDA 13.0 (CUPTI API version 130001), and equal in CUDA 12.9's:
  *   cupti_callbacks.h            CUpti_CallbackData, CUpti_CallbackFunc, CUpti_ApiCallbackSite, domains
  *   cupti_result.h               CUPTI_SUCCESS, CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
  *   cupti_driver_cbid.h          CUPTI_DRIVER_TRACE_CBID_* ids
@@ -10,7 +10,8 @@
  *   cuda.h                       CUlaunchConfig, CUlaunchAttribute, CUDA_KERNEL_NODE_PARAMS_v2, attribute ids
  *   driver_types.h               cudaLaunchConfig_t, cudaLaunchAttribute, cudaKernelNodeParams
  * The ids and layouts have been stable since CUDA 12.3 (cuKernelSetAttribute, cuGraphAddKernelNode_v2);
- * tests/trace checks every offset against the real headers where they are installed.
+ * tests/trace checks every offset against the real headers of CUDA 13 and of CUDA 12 (`make test` fetches
+ * the CUDA 12 wheels' headers).
  * Every name carries the bsm_ prefix so that this file and the real headers can be included together.
  */
 #ifndef BSM_CUPTI_ABI_H
@@ -50,6 +51,31 @@ enum {
     BSM_CB_cuLaunchKernelEx_ptsz = 653,
     BSM_CB_cuKernelSetAttribute = 687,
     BSM_CB_cuGraphAddKernelNode_v2 = 689,
+    /* graphs: instantiation, upload, replay, destruction, and kernel nodes changed after they were added */
+    BSM_CB_cuGraphInstantiate = 513, /* the CUDA 10 call (with error node and log), still in 12.x and 13.0 */
+    BSM_CB_cuGraphLaunch = 514,
+    BSM_CB_cuGraphLaunch_ptsz = 515,
+    BSM_CB_cuGraphExecDestroy = 516,
+    BSM_CB_cuGraphKernelNodeSetParams = 521,
+    BSM_CB_cuGraphExecKernelNodeSetParams = 538,
+    BSM_CB_cuGraphExecUpdate = 561,
+    BSM_CB_cuGraphInstantiate_v2 = 578,
+    BSM_CB_cuGraphUpload = 580,
+    BSM_CB_cuGraphUpload_ptsz = 581,
+    BSM_CB_cuGraphInstantiateWithFlags = 643, /* cuda.h's cuGraphInstantiate since CUDA 12.0 */
+    BSM_CB_cuGraphInstantiateWithParams = 656,
+    BSM_CB_cuGraphInstantiateWithParams_ptsz = 657,
+    BSM_CB_cuGraphKernelNodeSetParams_v2 = 691,
+    BSM_CB_cuGraphExecKernelNodeSetParams_v2 = 692,
+    BSM_CB_cuGraphExecUpdate_v2 = 696,
+    BSM_CB_cuGraphAddNode = 712,
+    BSM_CB_cuGraphNodeSetParams = 713,
+    BSM_CB_cuGraphExecNodeSetParams = 714,
+    BSM_CB_cuGraphAddNode_v2 = 723,
+    /* where kernel handles get their names, for drivers without cuFuncGetName/cuKernelGetName (before R545) */
+    BSM_CB_cuModuleGetFunction = 23,
+    BSM_CB_cuLibraryGetKernel = 681,
+    BSM_CB_cuKernelGetFunction = 683,
 };
 /* cupti_runtime_cbid.h */
 enum {
@@ -59,6 +85,8 @@ enum {
     BSM_CB_cudaGraphAddKernelNode_v10000 = 289,
     BSM_CB_cudaLaunchKernelExC_v11060 = 430,
     BSM_CB_cudaLaunchKernelExC_ptsz_v11060 = 431,
+    BSM_CB_cudaGraphKernelNodeSetParams_v10000 = 288,
+    BSM_CB_cudaGetFuncBySymbol_v11000 = 336,
 };
 
 /* cuda.h: CUfunction_attribute and CUlaunchAttributeID values used; the runtime's cudaFuncAttribute and
@@ -76,6 +104,8 @@ enum {
     BSM_ATTR_NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14,
     BSM_ATTR_CLUSTER_SCHEDULING_POLICY_PREFERENCE = 15,
     BSM_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4,
+    BSM_GRAPH_NODE_TYPE_KERNEL = 0, /* CUgraphNodeType */
+    BSM_GRAPH_NODE_TYPE_GRAPH = 4,
 };
 
 typedef struct {
@@ -136,6 +166,25 @@ typedef struct {
     void **extra;
 } bsm_cudaKernelNodeParams;
 
+/* CUgraphNodeParams (cuGraphAddNode, cuGraphNodeSetParams, cuGraphExecNodeSetParams): a type, then a union
+ * whose kernel member is CUDA_KERNEL_NODE_PARAMS_v3, laid out as _v2. */
+typedef struct {
+    int type;
+    int reserved0[3];
+    union {
+        long long reserved1[29];
+        bsm_CUDA_KERNEL_NODE_PARAMS_v2 kernel;
+    } u;
+    long long reserved2;
+} bsm_CUgraphNodeParams;
+
+typedef struct {
+    uint64_t flags;
+    void *hUploadStream;
+    void *hErrNode_out;
+    int result_out;
+} bsm_CUDA_GRAPH_INSTANTIATE_PARAMS;
+
 /* generated_cuda_meta.h */
 typedef struct { void *hfunc; int attrib; int value; } bsm_cuFuncSetAttribute_params;
 typedef struct { int attrib; int val; void *kernel; int dev; } bsm_cuKernelSetAttribute_params;
@@ -157,6 +206,46 @@ typedef struct {
     const void *nodeParams; /* CUDA_KERNEL_NODE_PARAMS_v1 or _v2 */
 } bsm_cuGraphAddKernelNode_params;
 
+/* Every cuGraphInstantiate* call (cuGraphInstantiate, _v2, WithFlags, WithParams, WithParams_ptsz) starts so. */
+typedef struct { void **phGraphExec; void *hGraph; } bsm_cuGraphInstantiate_params;
+typedef struct {
+    void **phGraphExec;
+    void *hGraph;
+    void **phErrorNode;
+    char *logBuffer;
+    size_t bufferSize;
+} bsm_cuGraphInstantiate_v2_params; /* also cuGraphInstantiate (CUDA 10's) */
+typedef struct {
+    void **phGraphExec;
+    void *hGraph;
+    const bsm_CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams;
+} bsm_cuGraphInstantiateWithParams_params; /* also _ptsz */
+typedef struct { void *hGraphExec; void *hStream; } bsm_cuGraphLaunch_params; /* also _ptsz, cuGraphUpload(_ptsz) */
+typedef struct { void *hGraphExec; } bsm_cuGraphExecDestroy_params;
+typedef struct { void *hGraphExec; void *hGraph; } bsm_cuGraphExecUpdate_params; /* also _v2 */
+typedef struct { void *hNode; const void *nodeParams; } bsm_cuGraphKernelNodeSetParams_params; /* v1 or v2 params */
+typedef struct { void *hGraphExec; void *hNode; const void *nodeParams; } bsm_cuGraphExecKernelNodeSetParams_params;
+typedef struct {
+    void **phGraphNode;
+    void *hGraph;
+    void *const *dependencies;
+    size_t numDependencies;
+    bsm_CUgraphNodeParams *nodeParams;
+} bsm_cuGraphAddNode_params;
+typedef struct {
+    void **phGraphNode;
+    void *hGraph;
+    void *const *dependencies;
+    const void *dependencyData;
+    size_t numDependencies;
+    bsm_CUgraphNodeParams *nodeParams;
+} bsm_cuGraphAddNode_v2_params;
+typedef struct { void *hNode; bsm_CUgraphNodeParams *nodeParams; } bsm_cuGraphNodeSetParams_params;
+typedef struct { void *hGraphExec; void *hNode; bsm_CUgraphNodeParams *nodeParams; } bsm_cuGraphExecNodeSetParams_params;
+typedef struct { void **hfunc; void *hmod; const char *name; } bsm_cuModuleGetFunction_params;
+typedef struct { void **pKernel; void *library; const char *name; } bsm_cuLibraryGetKernel_params;
+typedef struct { void **pFunc; void *kernel; } bsm_cuKernelGetFunction_params;
+
 /* generated_cuda_runtime_api_meta.h */
 typedef struct { const void *func; int attr; int value; } bsm_cudaFuncSetAttribute_params;
 typedef struct {
@@ -175,5 +264,7 @@ typedef struct {
     size_t numDependencies;
     const bsm_cudaKernelNodeParams *pNodeParams;
 } bsm_cudaGraphAddKernelNode_params;
+typedef struct { void *node; const bsm_cudaKernelNodeParams *pNodeParams; } bsm_cudaGraphKernelNodeSetParams_params;
+typedef struct { void **functionPtr; const void *symbolPtr; } bsm_cudaGetFuncBySymbol_params;
 
 #endif

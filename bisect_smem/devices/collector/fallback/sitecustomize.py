@@ -3,9 +3,11 @@ puts this folder first on PYTHONPATH, so every Python process the command starts
 callback API through ctypes at start and writes the same JSON lines as collector.c (``"collector": "python"``).
 
 It stands alone (the traced Python may not have bisect_smem installed) and records the driver's attribute
-sets and launches, and the runtime's cudaFuncSetAttribute. A Python callback costs several µs per launch
-where the C collector costs well under one. A sitecustomize of the command's own is shadowed while traced.
-The layouts are CUDA 13.0's, as in cupti_abi.h; the files, counts and limits are collector.c's (format 2).
+sets and launches, and the runtime's cudaFuncSetAttribute. It does not follow CUDA graphs (kernel nodes
+and replays of executable graphs) nor name handles on a driver without cuFuncGetName: those are the C
+collector's. A Python callback costs several µs per launch where the C collector costs well under one. A
+sitecustomize of the command's own is shadowed while traced. The layouts are CUDA 13.0's, as in cupti_abi.h;
+the files, counts and limits are collector.c's (format 2).
 """
 
 import atexit
