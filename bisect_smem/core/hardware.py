@@ -13,6 +13,7 @@ import enum
 
 KIB = 1024
 MAX_THREADS_PER_BLOCK = 1024
+MAX_REGISTERS_PER_BLOCK = 64 * KIB  # 32-bit registers one block may hold, every cc from 3.0 on
 DEFAULT_SMEM_PER_BLOCK_BYTES = 48 * KIB  # without opt-in, static + dynamic must fit in 48 KiB
 STATIC_SMEM_COMPILE_CAP_BYTES = 48 * KIB  # ptxas: "uses too much shared data (..., 0xc000 max)"
 # The dynamic array starts 16-byte aligned after the static data, so 1 B of static data costs 16 B of
