@@ -453,8 +453,10 @@ class _File:
         self.replays: dict[str, int] = {}  # exec -> the largest replay count
         self.refused_replays: dict[tuple[str, int, str], int] = {}  # (exec, result, api) -> refusals
         self.overflow: dict[str | None, int] = {}  # handle -> the largest count past the table
-        self.recent: dict[tuple[str, int], tuple[dict[str, Any], int]] = {}  # launches still to be paired
-        self.older: dict[tuple[str, int], tuple[dict[str, Any], int]] = {}
+        # Launches by correlation id, still to be paired with the record of the other domain.
+        self.recent: dict[int, tuple[dict[str, Any], int]] = {}  # driver records
+        self.older: dict[int, tuple[dict[str, Any], int]] = {}
+        self.waiting: dict[int, tuple[dict[str, Any], int]] = {}  # runtime records that came first
         self.events = {"launch": self.launch, "graph_node": self.launch, "attribute": self.attribute,
                        "count": self.count, "function": self.function, "overflow": self.past_table,
                        "replay": self.replay}
@@ -466,9 +468,9 @@ class _File:
             return  # created, and nothing written yet
         number, line, complete = first
         try:
-            r, _ = _parse(line) if complete else ({}, False)
+            r, replaced = _parse(line) if complete else ({}, False)
         except _Bad:
-            r = {}
+            r, replaced = {}, False
         if r.get("event") != "process":
             self.tally.skip(Skip.FOREIGN, self.name)
             return
@@ -477,6 +479,8 @@ class _File:
             return
         try:
             self.process(r)
+            if replaced:  # a command line cut inside a character
+                self.tally.skip(Skip.NOT_UTF8, f"{self.name} line {number}")
         except _Bad as bad:
             self.tally.skip(bad.kind, f"{self.name} line {number}")
         self.lines(stream, number)
@@ -603,18 +607,26 @@ class _File:
                result, "runtime" if get("domain") == "runtime" else "driver", get("captured") is True, _LAUNCH,
                attributes, 0)
         self.ids[launch_id] = key
-        tag = ("launch", correlation)
-        partner = self.recent.pop(tag, None) or self.older.pop(tag, None)
-        if partner is not None and partner[0].get("domain") != r.get("domain"):
-            other, other_id = partner
-            driver, runtime = (other, r) if r.get("domain") == "runtime" else (r, other)
-            del self.ids[other_id if driver is r else launch_id]  # the runtime call's own count is the same calls'
-            self.ids[launch_id if driver is r else other_id] = self.key(driver, runtime, _LAUNCH)
+        if get("domain") == "runtime":  # its driver call was written just before it, by the same thread
+            partner = self.recent.pop(correlation, None) or self.older.pop(correlation, None)
+            if partner is None:
+                self.waiting[correlation] = (r, launch_id)
+                if len(self.waiting) > PENDING_RECORDS:
+                    self.waiting.clear()  # runtime records whose driver call never came: kept alone
+                return
+            driver, driver_id = partner
+            runtime, runtime_id = r, launch_id
+        elif self.waiting and correlation in self.waiting:  # the runtime record came first
+            driver, driver_id = r, launch_id
+            runtime, runtime_id = self.waiting.pop(correlation)
+        else:
+            recent = self.recent
+            recent[correlation] = (r, launch_id)
+            if len(recent) > PENDING_RECORDS:  # two generations: what is older than both is paired with nothing
+                self.older, self.recent = recent, {}
             return
-        recent = self.recent
-        recent[tag] = (r, launch_id)
-        if len(recent) > PENDING_RECORDS:  # two generations: what is older than both is paired with nothing
-            self.older, self.recent = recent, {}
+        del self.ids[runtime_id]  # the runtime call's own count counts the same calls as its driver call's
+        self.ids[driver_id] = self.key(driver, runtime, _LAUNCH)
 
     def replay(self, r: dict[str, Any]) -> None:
         exec_graph = r.get("exec")

@@ -194,7 +194,7 @@ def render_text(e: Explained) -> str:
 
 def skipped_lines(skipped: tuple[Skipped, ...]) -> list[str]:
     """One line per kind of line or file that could not be read, with its count and where it was first seen."""
-    return [f"skipped {s.count} {s.kind.value} (the first: {s.first})" for s in skipped]
+    return [f"{s.kind.value}: {s.count} skipped (the first: {s.first})" for s in skipped]
 
 
 def _limit_json(lim: Limit | None) -> dict[str, Any] | None:
