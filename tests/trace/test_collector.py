@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from bisect_smem.core.trace_events import Trace, read_trace
+from bisect_smem.core.trace_events import Trace
+from bisect_smem.core.trace_read import read_trace
 from bisect_smem.devices.collector import build
 from tests.trace.fake_process import CUTLASS
 from tests.trace.fakes import HERE, need_cc, play

@@ -8,15 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from bisect_smem.core.trace_events import (
-    MAX_LINE_BYTES,
-    UNNAMED_PAST_TABLE,
-    LaunchKind,
-    Skip,
-    Trace,
-    TraceError,
-    read_trace,
-)
+from bisect_smem.core.trace_events import MAX_LINE_BYTES, LaunchKind, Skip, Trace, TraceError
+from bisect_smem.core.trace_read import UNNAMED_PAST_TABLE, read_trace
 from tests.trace.records import attribute, launch, process, refused_attributes, write
 
 

@@ -14,7 +14,7 @@ from bisect_smem.analysis.fit.targets import Target
 from bisect_smem.analysis.trace import Cause, Request, explain, fit_advice
 from bisect_smem.app.render.trace import WIDTH, render_text
 from bisect_smem.core.profiles import find_profile
-from bisect_smem.core.trace_events import read_trace
+from bisect_smem.core.trace_read import read_trace
 from tests.conftest import assert_valid, run_main
 from tests.trace.records import attribute, launch, process, refused_attributes, write
 

@@ -21,7 +21,7 @@ from bisect_smem.app.run.traced import INJECTION, run_traced
 from bisect_smem.core import input as reader
 from bisect_smem.core.errors import BisectSmemError, ExitCode, UsageError
 from bisect_smem.core.profiles import ArchProfile
-from bisect_smem.core.trace_events import read_trace
+from bisect_smem.core.trace_read import read_trace
 from bisect_smem.devices.collector import build, libcupti
 from bisect_smem.devices.collector.demangle import demangle_all
 
