@@ -3,7 +3,9 @@ from a report, a quick measurement before the command, or as recorded with the t
 asked for (``--arch``, ``--target``), with the static-footprint rule the tool measures (the dynamic array
 starts after the static data, aligned), and what ``fit`` says of a CUTLASS or Triton kernel's name.
 
-What decides is the number the process asked the driver for; a model of the library (fit) comes second.
+What decides is the number the process asked the driver for; a model of the library (fit) comes second. A
+refused request gets its cause from what was recorded at the refusal (the kernel's own limit, threads,
+registers, cluster), never a verdict of "fits"; identical requests of the whole trace are one, with a count.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from bisect_smem.core.trace_events import (
     Unwritable,
     result_text,
 )
+from bisect_smem.core.trace_read import UNNAMED_PAST_TABLE
 
 FitAdvice = Callable[[str, int, Target | None], tuple[str, ...] | None]
 
@@ -130,6 +133,16 @@ class Setting:
 
 
 @dataclass(frozen=True)
+class PastTableKernel:
+    """Launches of one kernel counted past the collector's table: their requests were not recorded."""
+
+    kernel: str | None  # mangled; None for launches past both of the collector's tables
+    readable: str | None
+    count: int
+    processes: int
+
+
+@dataclass(frozen=True)
 class Explained:
     """A whole trace explained: what a summary shows and the JSON summary holds."""
 
@@ -142,8 +155,8 @@ class Explained:
     here: str | None  # the target requests were explained against, or None where no limit was known
     targets: tuple[str, ...]
     torn_lines: int
-    past_table: tuple[PastTable, ...] = ()  # launches counted past the collector's table: not explained
-    unwritable: tuple[tuple[Unwritable, str], ...] = ()  # collectors that could not write, with their commands
+    past_table: tuple[PastTableKernel, ...] = ()  # launches counted past the collector's table: not explained
+    unwritable: tuple[Unwritable, ...] = ()  # collectors that could not write their traces
     skipped: tuple[Skipped, ...] = ()  # lines and files that could not be read
 
     @property
@@ -223,12 +236,18 @@ def explain(trace: Trace, here: Target | None, others: Sequence[Target], demangl
             _add(requests, _launch_request(launch, readable, here, others, fit), launch.count, launch.pids)
     untraced = tuple((p.pid, p.untraced) for p in trace.processes if p.untraced)
     kernels = {k for k in [*(a.kernel for a in trace.attribute_sets), *(lnch.kernel for lnch in trace.launches),
-                           *(p.kernel for p in trace.past_table)] if k}
+                           *(p.kernel for p in trace.past_table if p.kernel != UNNAMED_PAST_TABLE)] if k}
     return Explained(len(trace.processes), untraced, tuple(sorted({p.cupti_library for p in trace.processes
                                                                    if p.cupti_library})),
                      len(kernels), _merged(requests), _merged(settings), here.name if here else None,
-                     tuple(t.short or t.name for t in others), trace.torn_lines, trace.past_table,
-                     tuple((u, u.command) for u in trace.unwritable), trace.skipped)
+                     tuple(t.short or t.name for t in others), trace.torn_lines,
+                     tuple(_past(p, demangle) for p in trace.past_table),
+                     trace.unwritable, trace.skipped)
+
+
+def _past(p: PastTable, demangle: Callable[[str], str]) -> PastTableKernel:
+    readable = demangle(p.kernel) if p.kernel and p.kernel != UNNAMED_PAST_TABLE else p.kernel
+    return PastTableKernel(p.kernel, readable, p.count, len(p.pids))
 
 
 def _add(table: dict, item: object, count: int, pids: tuple[int, ...]) -> None:  # type: ignore[type-arg]

@@ -108,7 +108,7 @@ def test_identical_requests_are_one_line_with_a_count(tmp_path: Path) -> None:
     (r,) = e.requests
     assert (r.count, r.processes, r.pid) == (8, 2, 1)
     text = render_text(e)
-    assert text.count("_Z4sdpav") == 1 and "65536 B (cuFuncSetAttribute: success), 8 times in 2 processes" in text
+    assert text.count("_Z4sdpav") == 1 and "65536 B (cuFuncSetAttribute: success); 8 times in 2 processes" in text
     assert "8 attribute set(s)" in text
 
 
@@ -142,7 +142,7 @@ def test_the_json_keeps_counts_causes_and_what_was_skipped(tmp_path: Path,
     refused = next(r for r in summary["requests"] if r["refused"])
     assert (refused["cause"], refused["kernel_limit_bytes"], refused["count"]) == ("kernel_limit", 49152, 3)
     assert [r["count"] for r in summary["requests"] if r["kind"] == "attribute"] == [2]
-    assert summary["past_table"] == [{"kernel": None, "count": 9, "processes": 1}]
+    assert summary["past_table"] == [{"kernel": None, "readable": None, "count": 9, "processes": 1}]
     assert summary["unwritable"][0]["reason"] == "File name too long"
     assert [(s["kind"], s["count"]) for s in summary["skipped"]] == [("not_json", 1)]
 
@@ -152,3 +152,29 @@ def test_a_collector_that_could_not_write_is_named(tmp_path: Path, capsys: pytes
                                        "command": "python serve.py"}])
     _, out, _ = run_main(["trace", "--from", str(tmp_path)], capsys)
     assert "process 4242 (python serve.py) could not write its trace: Permission denied (/t/4242.jsonl)" in out
+
+
+def test_graph_replays_and_launches_past_the_table_in_the_summary(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    def node(node_id: int, dynamic_bytes: int, name: str, exec_graph: str, result: int = 0) -> dict:
+        return {"event": "graph_node", "api": "cuGraphInstantiateWithFlags", "domain": "driver", "correlation": 1,
+                "exec": exec_graph, "id": node_id, "grid": [1, 1, 1], "block": [128, 1, 1],
+                "dynamic_bytes": dynamic_bytes, "static_bytes": 0, "result": result, "name": name}
+
+    write(tmp_path, "1.jsonl", [process(1), node(1, 90000, "_Z5flashv", "0xe1"),
+                                node(1, 1024, "_Z4idlev", "0xe2", result=1),
+                                {"event": "replay", "exec": "0xe1", "count": 1000},
+                                node(1, 300000, "_Z4bigv", "0xe3"), node(2, 4096, "_Z5smallv", "0xe3"),
+                                {"event": "replay", "exec": "0xe3", "result": 1},
+                                {"event": "function", "api": "cuModuleGetFunction", "handle": "0xa", "name": "_Z4autov"},
+                                {"event": "overflow", "handle": "0xa", "count": 4096}])
+    code, out, _ = run_main(["trace", "--from", str(tmp_path), "--simulate", "h100", "--json", "-"], capsys)
+    requests = {r["kernel"]: r for r in json.loads(out)["requests"]}
+    assert code == 0 and requests["_Z5flashv"]["kind"] == "graph replay" and requests["_Z5flashv"]["count"] == 1000
+    assert (requests["_Z4bigv"]["cause"], requests["_Z4bigv"]["graph_nodes"]) == ("gpu_limit", 2)
+    _, out, _ = run_main(["trace", "--from", str(tmp_path), "--simulate", "h100"], capsys)
+    text = " ".join(out.split())
+    assert "cuGraphLaunch refused (invalid value); of its 2 kernel nodes, this one asks the most: 300000 B" in text and "over by 67552 B" in text
+    assert "graph replay with dynamic shared memory 1024 B (cuGraphInstantiateWithFlags: invalid value); never " \
+        "replayed" in text
+    assert "4096 launches past the collector's table of configurations" in text and "auto(): 4096 launches" in text

@@ -235,5 +235,6 @@ def explain_folder(folder: Path, here: Target | None, others: list[Target]) -> E
     for line in skipped_lines(trace.skipped):
         stderr.say(line, "warning")
     names = demangle_all([a.kernel for a in trace.attribute_sets if a.kernel] +
-                         [lnch.kernel for lnch in trace.launches if lnch.kernel])
+                         [lnch.kernel for lnch in trace.launches if lnch.kernel] +
+                         [p.kernel for p in trace.past_table if p.kernel])
     return explain(trace, here, others, lambda n: names.get(n, n), fit_advice)

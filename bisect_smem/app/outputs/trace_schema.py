@@ -59,10 +59,11 @@ TRACE_SCHEMA: dict[str, Any] = {'$schema': 'https://json-schema.org/draft/2020-1
                                'description': "launches the collector counted past its table of configurations: "
                                               'their requests were not recorded',
                                'items': {'type': 'object',
-                                         'required': ['kernel', 'count', 'processes'],
+                                         'required': ['kernel', 'readable', 'count', 'processes'],
                                          'properties': {'kernel': {'type': ['string', 'null'],
-                                                                   'description': 'null: launches past both of the '
-                                                                                  "collector's tables"},
+                                                                   'description': 'mangled; null: launches past both '
+                                                                                  "of the collector's tables"},
+                                                        'readable': {'type': ['string', 'null']},
                                                         'count': {'type': 'integer', 'minimum': 1},
                                                         'processes': {'type': 'integer', 'minimum': 1}}}},
                 'unwritable': {'type': 'array',

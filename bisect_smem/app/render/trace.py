@@ -112,15 +112,15 @@ def _what(r: Request) -> str:
     if r.kind == "attribute":
         what = f"asked MaxDynamicSharedMemorySize = {r.requested_bytes} B ({r.api}: {r.result})"
     elif r.kind == "refused graph launch":
-        what = (f"{r.api} refused ({r.result}): of its graph's {r.graph_nodes} kernel nodes, the one asking the most, "
-                f"{r.requested_bytes} B dynamic" if r.graph_nodes else
+        what = (f"{r.api} refused ({r.result}); of its {r.graph_nodes} kernel nodes, this one asks the most: "
+                f"{r.requested_bytes} B" if r.graph_nodes else
                 f"{r.api} refused ({r.result}); the graph's kernel nodes were not recorded")
     else:
         what = f"{r.kind} with dynamic shared memory {r.requested_bytes} B ({r.api}: {r.result})"
     if r.kind == "graph replay":
-        what += f", replayed {r.count} time{'s' if r.count != 1 else ''}" if r.count else ", never replayed"
+        what += f"; replayed {r.count} time{'s' if r.count != 1 else ''}" if r.count else "; never replayed"
     elif r.count > 1:
-        what += f", {r.count} times"
+        what += f"; {r.count} times"
     if r.processes > 1:
         what += f" in {r.processes} processes"
     return what
@@ -129,7 +129,7 @@ def _what(r: Request) -> str:
 def request_lines(r: Request) -> list[str]:
     """One request: the kernel's name, then what it asked and what became of it, then the limit (for a
     refusal, its cause)."""
-    lines = [f"  {_name(r)}", f"    {_what(r)}"]
+    lines = [f"  {_name(r)}", *_wrapped(_what(r).split("; "), "    ")]
     if r.refused:
         lines += cause_lines(r)
     elif r.here is not None:
@@ -152,8 +152,8 @@ def render_text(e: Explained) -> str:
     if e.cupti_libraries:
         lines.append(f"  libcupti: {', '.join(e.cupti_libraries)}")
     lines += [f"  process {pid} ran untraced: {why}" for pid, why in e.untraced]
-    for notice, command in e.unwritable[:MOST_LISTED]:
-        lines.append(f"  process {notice.pid} ({command or 'command not known'}) could not write its trace: "
+    for notice in e.unwritable[:MOST_LISTED]:
+        lines.append(f"  process {notice.pid} ({notice.command or 'command not known'}) could not write its trace: "
                      f"{notice.reason} ({notice.path})")
     if len(e.unwritable) > MOST_LISTED:
         lines.append(f"  and {len(e.unwritable) - MOST_LISTED} more processes that could not write their traces")
@@ -164,7 +164,7 @@ def render_text(e: Explained) -> str:
         lines.append(f"  {_plural(launches, 'launch', 'launches')} past the collector's table of configurations: "
                      "counted, their requests not recorded")
         for p in sorted(e.past_table, key=lambda p: -p.count)[:MOST_PAST_TABLE]:
-            name = shorten(p.kernel, NAME_WIDTH - 30) if p.kernel else "kernels past both tables"
+            name = shorten(p.readable, NAME_WIDTH - 30) if p.readable else "kernels past both tables"
             lines.append(f"    {name}: {_plural(p.count, 'launch', 'launches')}")
     if e.refusals:
         lines.append("refused, worst first:")
@@ -215,9 +215,10 @@ def to_json(e: Explained) -> dict[str, Any]:
         "limits": e.here,
         "targets": list(e.targets),
         "torn_lines": e.torn_lines,
-        "past_table": [{"kernel": p.kernel, "count": p.count, "processes": len(p.pids)} for p in e.past_table],
-        "unwritable": [{"pid": n.pid, "errno": n.errno, "reason": n.reason, "path": n.path, "command": command}
-                       for n, command in e.unwritable],
+        "past_table": [{"kernel": p.kernel, "readable": p.readable, "count": p.count, "processes": p.processes}
+                       for p in e.past_table],
+        "unwritable": [{"pid": n.pid, "errno": n.errno, "reason": n.reason, "path": n.path, "command": n.command}
+                       for n in e.unwritable],
         "skipped": [{"kind": s.kind.name.lower(), "description": s.kind.value, "count": s.count, "first": s.first}
                     for s in e.skipped],
         "requests": [{"pid": r.pid, "kind": r.kind, "api": r.api, "kernel": r.kernel, "readable": r.readable,
