@@ -9,6 +9,7 @@ replays, launches past the collector's table per kernel handle."""
 
 from __future__ import annotations
 
+import gc
 import os
 from collections import OrderedDict
 from pathlib import Path
@@ -38,11 +39,16 @@ def read_trace(folder: Path) -> records.Trace:
     except OSError as exc:
         raise records.TraceError(f"cannot list {folder}: {exc.strerror or exc}") from None
     tally = _Tally()
-    for name in names:
-        if name == NOTICES_FILE:
-            tally.read_notices(folder / name)
-        else:
-            tally.read_file(folder / name)
+    collecting = gc.isenabled()
+    # Reading makes millions of short-lived dicts and tuples and no cycle: the cyclic collector would scan the
+    # growing tally again and again, almost half the time of a large trace.
+    gc.disable()
+    try:
+        for name in names:
+            (tally.read_notices if name == NOTICES_FILE else tally.read_file)(folder / name)
+    finally:
+        if collecting:
+            gc.enable()
     return tally.trace()
 
 
@@ -133,28 +139,23 @@ class _File:
                        "replay": self.replay}
 
     def read(self, stream: BinaryIO) -> None:
-        lines = trace_lines.numbered_lines(stream)
-        first = next(lines, None)
+        first = next(trace_lines.numbered_lines(stream), None)
         if first is None:
             return  # created, and nothing written yet
-        number, line, complete = first
         try:
-            r, replaced = parse(line) if complete else ({}, False)
+            r, replaced = parse(first[1]) if first[2] else ({}, False)
         except BadLine:
             r, replaced = {}, False
-        if r.get("event") != "process":
-            self.tally.skip(Skip.FOREIGN, self.name)
-            return
-        if r.get("format") not in FORMATS:
-            self.tally.skip(Skip.UNKNOWN_FORMAT, self.name)
+        if r.get("event") != "process" or r.get("format") not in FORMATS:
+            self.tally.skip(Skip.FOREIGN if r.get("event") != "process" else Skip.UNKNOWN_FORMAT, self.name)
             return
         try:
             self.process(r)
             if replaced:  # a command line cut inside a character
-                self.tally.skip(Skip.NOT_UTF8, f"{self.name} line {number}")
+                self.tally.skip(Skip.NOT_UTF8, f"{self.name} line 1")
         except BadLine as bad:
-            self.tally.skip(bad.kind, f"{self.name} line {number}")
-        self.lines(stream, number)
+            self.tally.skip(bad.kind, f"{self.name} line 1")
+        self.lines(stream, first[0])
         self.finish()
 
     def lines(self, stream: BinaryIO, number: int) -> None:
