@@ -41,7 +41,7 @@ from bisect_smem.core.trace_read import UNNAMED_PAST_TABLE
 FitAdvice = Callable[[str, int, Target | None], tuple[str, ...] | None]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Limit:
     """One request against one target: the most it accepts (the opt-in limit less the aligned static data),
     and by how many bytes the request is over it (negative: bytes to spare); None where it is not known."""
@@ -69,7 +69,7 @@ class Cause(enum.Enum):
     UNKNOWN = "unknown"  # the records do not tell: what is known is said
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Request:
     """One recorded request: an attribute set of MaxDynamicSharedMemorySize, or a launch or graph node with
     dynamic shared memory; ``here`` is the GPU it ran on, ``elsewhere`` the other targets. Identical requests
@@ -117,7 +117,7 @@ class Request:
         return self.kernel_limit_bytes + self.static_bytes != DEFAULT_SMEM_PER_BLOCK_BYTES
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Setting:
     """An attribute set other than the dynamic shared memory size: the carveout or a cluster attribute."""
 
@@ -132,7 +132,7 @@ class Setting:
     count: int = 1
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PastTableKernel:
     """Launches of one kernel counted past the collector's table: their requests were not recorded."""
 
@@ -142,7 +142,7 @@ class PastTableKernel:
     processes: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Explained:
     """A whole trace explained: what a summary shows and the JSON summary holds."""
 

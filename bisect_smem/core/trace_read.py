@@ -20,6 +20,7 @@ from bisect_smem.core import trace_events as records
 from bisect_smem.core import trace_lines
 from bisect_smem.core.trace_events import MAX_BLOCK_THREADS, MAX_BYTES, MAX_COUNT, MAX_INT32, Skip
 from bisect_smem.core.trace_lines import NO_DIMS, BadLine, dims, fast_loads, known, number, parse, text_of
+from bisect_smem.core.trace_tally import Tally
 
 FORMATS = (1, 2)  # the record formats this reader knows
 NOTICES_FILE = "notices.jsonl"  # written by the tool itself, beside the collectors' files
@@ -38,78 +39,40 @@ def read_trace(folder: Path) -> records.Trace:
         names = sorted(entry.name for entry in os.scandir(folder) if entry.name.endswith(".jsonl"))
     except OSError as exc:
         raise records.TraceError(f"cannot list {folder}: {exc.strerror or exc}") from None
-    tally = _Tally()
+    tally = Tally()
     collecting = gc.isenabled()
     # Reading makes millions of short-lived dicts and tuples and no cycle: the cyclic collector would scan the
     # growing tally again and again, almost half the time of a large trace.
     gc.disable()
     try:
         for name in names:
-            (tally.read_notices if name == NOTICES_FILE else tally.read_file)(folder / name)
+            (_read_notices if name == NOTICES_FILE else _read_file)(tally, folder / name)
     finally:
         if collecting:
             gc.enable()
     return tally.trace()
 
 
-class _Tally:
-    """What the files of a folder hold, as counts per distinct record. Keys are plain tuples, hashed in C:
-    a launch's key is Launch's fields less the processes, correlation and count, its kind as its value and its
-    kernel attributes as a tuple."""
+def _read_file(tally: Tally, path: Path) -> None:
+    try:
+        reader.check_regular(path)
+        with open(path, "rb", buffering=1 << 20) as stream:
+            _File(tally, path.name).read(stream)
+    except (OSError, reader.InputError):
+        tally.skip(Skip.UNREADABLE, path.name)
 
-    def __init__(self) -> None:
-        self.processes: list[records.Process] = []
-        self.attributes: dict[tuple[Any, ...], list[Any]] = {}  # key -> [count, pids, first correlation]
-        self.launches: dict[tuple[Any, ...], list[Any]] = {}
-        self.past_table: dict[str | None, list[Any]] = {}  # kernel -> [count, pids]
-        self.unwritable: list[records.Unwritable] = []
-        self.skipped: dict[Skip, list[Any]] = {}  # kind -> [count, first where]
-        self.torn = 0
 
-    def skip(self, kind: Skip, where: str, count: int = 1) -> None:
-        self.skipped.setdefault(kind, [0, where])[0] += count
-
-    def read_file(self, path: Path) -> None:
-        try:
-            reader.check_regular(path)
-            with open(path, "rb", buffering=1 << 20) as stream:
-                _File(self, path.name).read(stream)
-        except (OSError, reader.InputError):
-            self.skip(Skip.UNREADABLE, path.name)
-
-    def read_notices(self, path: Path) -> None:
-        try:
-            reader.check_regular(path)
-            with open(path, "rb") as stream:
-                for notice in trace_lines.notices(stream, path.name):
-                    if isinstance(notice, records.Unwritable):
-                        self.unwritable.append(notice)
-                    else:
-                        self.skip(*notice)
-        except (OSError, reader.InputError):
-            self.skip(Skip.UNREADABLE, path.name)
-
-    @staticmethod
-    def add(table: dict[tuple[Any, ...], list[Any]], key: tuple[Any, ...], count: int, pid: int,
-            correlation: int) -> None:
-        entry = table.get(key)
-        if entry is None:
-            table[key] = [count, {pid}, correlation]
-        else:
-            entry[0] += count
-            entry[1].add(pid)
-
-    def trace(self) -> records.Trace:
-        attributes = tuple(records.AttributeSet(tuple(sorted(pids)), key[0], key[1], corr, *key[2:], count=count)
-                           for key, (count, pids, corr) in self.attributes.items())
-        launches = tuple(records.Launch(tuple(sorted(pids)), key[0], corr, *key[1:10], records.LaunchKind(key[10]),
-                                        count, records.KernelAttributes(*key[11]), key[12])
-                         for key, (count, pids, corr) in self.launches.items())
-        past = tuple(records.PastTable(kernel, count, tuple(sorted(pids)))
-                     for kernel, (count, pids) in self.past_table.items())
-        skipped = tuple(records.Skipped(kind, count, first) for kind, (count, first) in self.skipped.items())
-        return records.Trace(tuple(self.processes), tuple(sorted(attributes, key=lambda a: (a.pids[0], a.correlation))),
-                             launches, self.torn, past, tuple(self.unwritable), skipped)
+def _read_notices(tally: Tally, path: Path) -> None:
+    try:
+        reader.check_regular(path)
+        with open(path, "rb") as stream:
+            for notice in trace_lines.notices(stream, path.name):
+                if isinstance(notice, records.Unwritable):
+                    tally.unwritable.append(notice)
+                else:
+                    tally.skip(*notice)
+    except (OSError, reader.InputError):
+        tally.skip(Skip.UNREADABLE, path.name)
 
 
 _UNKNOWN = (None, None, None)  # a kernel's attributes, where the record has none
@@ -119,9 +82,8 @@ _LAUNCH, _NODE, _REPLAY, _REFUSED_REPLAY = (kind.value for kind in records.Launc
 class _File:
     """The state of one process image's file while it is read: what joins lines to each other."""
 
-    def __init__(self, tally: _Tally, name: str) -> None:
-        self.tally, self.name = tally, name
-        self.pid = -1
+    def __init__(self, tally: Tally, name: str) -> None:
+        self.tally, self.name, self.pid = tally, name, -1
         self.pending: OrderedDict[tuple[str, int], dict[str, Any]] = OrderedDict()
         self.ids: dict[int, tuple[Any, ...]] = {}  # launch id -> its key in the tally
         self.counts: dict[int, int] = {}  # launch id -> the largest count written
@@ -130,10 +92,11 @@ class _File:
         self.replays: dict[str, int] = {}  # exec -> the largest replay count
         self.refused_replays: dict[tuple[str, int, str], int] = {}  # (exec, result, api) -> refusals
         self.overflow: dict[str | None, int] = {}  # handle -> the largest count past the table
-        # Launches by correlation id, still to be paired with the record of the other domain.
-        self.recent: dict[int, tuple[dict[str, Any], int]] = {}  # driver records
-        self.older: dict[int, tuple[dict[str, Any], int]] = {}
-        self.waiting: dict[int, tuple[dict[str, Any], int]] = {}  # runtime records that came first
+        # Launches by correlation id, still to be paired with the record of the other domain: driver records
+        # (two generations), and runtime records that came first.
+        self.recent: dict[int, Any] = {}
+        self.older: dict[int, Any] = {}
+        self.waiting: dict[int, Any] = {}
         self.events = {"launch": self.launch, "graph_node": self.launch, "attribute": self.attribute,
                        "count": self.count, "function": self.function, "overflow": self.past_table,
                        "replay": self.replay}
