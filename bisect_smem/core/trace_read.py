@@ -97,9 +97,6 @@ class _File:
         self.recent: dict[int, Any] = {}
         self.older: dict[int, Any] = {}
         self.waiting: dict[int, Any] = {}
-        self.events = {"launch": self.launch, "graph_node": self.launch, "attribute": self.attribute,
-                       "count": self.count, "function": self.function, "overflow": self.past_table,
-                       "replay": self.replay}
 
     def read(self, stream: BinaryIO) -> None:
         first = next(trace_lines.numbered_lines(stream), None)
@@ -123,7 +120,10 @@ class _File:
 
     def lines(self, stream: BinaryIO, number: int) -> None:
         """Every line after the first (the loop every record goes through, kept short)."""
-        events, readline, tally, loads = self.events, stream.readline, self.tally, fast_loads
+        # Bound methods in a local table, not on self: a cycle would outlive the file while the collector is off.
+        events = {"launch": self.launch, "graph_node": self.launch, "attribute": self.attribute, "count": self.count,
+                  "function": self.function, "overflow": self.past_table, "replay": self.replay}
+        readline, tally, loads = stream.readline, self.tally, fast_loads
         while True:
             line = readline(records.MAX_LINE_BYTES + 1)
             if not line:

@@ -168,3 +168,16 @@ def test_notices_of_collectors_that_could_not_write(tmp_path: Path) -> None:
     ((notice,), (skip,)) = trace.unwritable, trace.skipped
     assert (notice.pid, notice.reason, notice.command) == (77, "Permission denied", "vllm serve")
     assert skip.kind is Skip.NOT_JSON and not trace.processes  # notices.jsonl is no foreign file
+
+
+def test_a_file_read_leaves_nothing_behind_while_the_collector_is_off(tmp_path: Path) -> None:
+    # read_trace holds the cyclic garbage collector off: a file's state in a cycle would stay until the end,
+    # and a trace of many processes would hold every one of them at once.
+    import gc
+
+    from bisect_smem.core.trace_read import _File
+
+    for pid in (1, 2, 3):
+        write(tmp_path, f"{pid}.jsonl", [process(pid), launch(1, 1024)])
+    read_trace(tmp_path)
+    assert not [o for o in gc.get_objects() if isinstance(o, _File)]
