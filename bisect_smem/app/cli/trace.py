@@ -118,8 +118,8 @@ def run(args: argparse.Namespace) -> tuple[str, int]:
     code = run_traced(q.command, env)
     try:
         text, refused = summary(q, here, others, note, json_path)
-    except BisectSmemError as exc:  # the command ran: its exit code stands, whatever became of its trace
-        stderr.say(f"the trace in {q.out} could not be explained: {exc}", "warning")
+    except (BisectSmemError, OSError, MemoryError) as exc:  # the command ran: its exit code stands
+        stderr.say(f"the trace in {q.out} could not be explained: {exc or type(exc).__name__}", "warning")
         return "", code
     return text, ExitCode.MISMATCH if q.strict and code == 0 and refused else code
 
