@@ -230,23 +230,21 @@ class _File:
         if not launch_id:  # a collector writes an id with every launch: without one, it is counted once
             self.join("launch", r)
             return
-        self.counted(r, launch_id, correlation)
-
-    def counted(self, r: dict[str, Any], launch_id: int, correlation: int) -> None:
-        """A launch with its id: counted by it when the file ends, so kept at once, and its key replaced should
-        the record of the other domain with its correlation id come."""
-        get = r.get
-        name, handle, api, static = get("name"), get("handle"), get("api"), get("static_bytes", -1)
+        name, handle, api, is_runtime = get("name"), get("handle"), get("api"), get("domain") == "runtime"
         if type(name) is str and name:
             if type(handle) is str:
                 self.names[handle] = name
         else:
             name = self.names.get(handle) if type(handle) is str else None
-        key = (api if type(api) is str else "?", name, r["grid"], r["block"], r["cluster"], get("dynamic_bytes", 0),
-               None if static < 0 else static, get("result", 0), "runtime" if get("domain") == "runtime" else "driver",
-               get("captured") is True, _LAUNCH, r["attributes"], 0)
-        self.ids[launch_id] = key
-        if get("domain") == "runtime":  # its driver call was written just before it, by the same thread
+        self.ids[launch_id] = (api if type(api) is str else "?", name, grid, block, cluster, dynamic,
+                               None if static < 0 else static, result, "runtime" if is_runtime else "driver",
+                               get("captured") is True, _LAUNCH, attributes, 0)
+        self.pair(r, launch_id, correlation, is_runtime)
+
+    def pair(self, r: dict[str, Any], launch_id: int, correlation: int, is_runtime: bool) -> None:
+        """A launch counted by its id when the file ends, kept at once; its key is replaced should the record of
+        the other domain with its correlation id come."""
+        if is_runtime:  # its driver call was written just before it, by the same thread
             partner = self.recent.pop(correlation, None) or self.older.pop(correlation, None)
             if partner is None:
                 self.waiting[correlation] = (r, launch_id)
