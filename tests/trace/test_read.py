@@ -181,3 +181,25 @@ def test_a_file_read_leaves_nothing_behind_while_the_collector_is_off(tmp_path: 
         write(tmp_path, f"{pid}.jsonl", [process(pid), launch(1, 1024)])
     read_trace(tmp_path)
     assert not [o for o in gc.get_objects() if isinstance(o, _File)]
+
+
+def test_a_trace_is_read_as_a_stream_of_counts(tmp_path: Path) -> None:
+    # What is held while reading is the distinct requests and one file's state, not the lines: far less than
+    # the folder's size (the whole of it, as lines and records, was ten times that).
+    import tracemalloc
+
+    line = b'{"event":"launch","id":%d,"api":"cuLaunchKernel","domain":"driver","correlation":%d,"grid":[1,1,1],' \
+           b'"block":[128,1,1],"cluster":[0,0,0],"dynamic_bytes":%d,"static_bytes":0,"result":0,"captured":false,' \
+           b'"handle":"0x5555000010","name":"_Z6kernelILi%dEEvPf' + b"T" * 200 + b'"}\n'
+    for pid in range(1, 21):
+        body = b"".join(line % (i + 1, i, 1024 * (i % 8), i % 8) for i in range(3000))
+        (tmp_path / f"{pid}.jsonl").write_bytes(process_line(pid) + body)
+    size = sum(p.stat().st_size for p in tmp_path.iterdir())
+    tracemalloc.start()
+    try:
+        trace = read_trace(tmp_path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(trace.launches) == 8 and sum(lnch.count for lnch in trace.launches) == 60000
+    assert peak < size / 2, (peak, size)
