@@ -14,6 +14,7 @@ import enum
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from bisect_smem.analysis.fit.targets import Target
 from bisect_smem.core.hardware import (
@@ -221,8 +222,8 @@ def explain(trace: Trace, here: Target | None, others: Sequence[Target], demangl
             advice[(readable, requested)] = fit_advice(readable, requested, here)
         return advice[(readable, requested)]
 
-    requests: dict[Request, list[object]] = {}
-    settings: dict[Setting, list[object]] = {}
+    requests: dict[Request, list[Any]] = {}
+    settings: dict[Setting, list[Any]] = {}
     for a in trace.attribute_sets:
         readable = demangle(a.kernel) if a.kernel else None
         if a.attribute == MAX_DYNAMIC_SHARED:
@@ -250,13 +251,13 @@ def _past(p: PastTable, demangle: Callable[[str], str]) -> PastTableKernel:
     return PastTableKernel(p.kernel, readable, p.count, len(p.pids))
 
 
-def _add(table: dict, item: object, count: int, pids: tuple[int, ...]) -> None:  # type: ignore[type-arg]
+def _add(table: dict[Any, list[Any]], item: Any, count: int, pids: tuple[int, ...]) -> None:
     entry = table.setdefault(item, [0, set()])
     entry[0] += count
     entry[1].update(pids)
 
 
-def _merged(table: dict) -> tuple:  # type: ignore[type-arg]
+def _merged(table: dict[Any, list[Any]]) -> tuple[Any, ...]:
     """Each distinct item once, with its count and processes (pid: the lowest; -1 where none was recorded)."""
     merged = []
     for item, (count, pids) in table.items():
