@@ -21,6 +21,7 @@ from bisect_smem.core.hardware import (
     DEFAULT_SMEM_PER_BLOCK_BYTES,
     MAX_REGISTERS_PER_BLOCK,
     MAX_THREADS_PER_BLOCK,
+    block_registers,
     gemm_family,
     static_footprint,
 )
@@ -199,7 +200,8 @@ def cause(r: Request) -> Cause:
         return Cause.CLUSTER
     if threads > (r.max_threads if r.max_threads is not None else MAX_THREADS_PER_BLOCK):
         return Cause.THREADS
-    if r.result_code == OUT_OF_RESOURCES and r.registers and r.registers * threads > MAX_REGISTERS_PER_BLOCK:
+    if r.result_code == OUT_OF_RESOURCES and r.registers and \
+            block_registers(r.registers, threads) > MAX_REGISTERS_PER_BLOCK:
         return Cause.REGISTERS
     if r.here and r.here.fits is False:
         return Cause.GPU_LIMIT

@@ -55,7 +55,7 @@ def test_a_launch_over_a_limit_raised_too_little(tmp_path: Path) -> None:
     ({"block": (2048, 1, 1)}, 1, Cause.THREADS, "a block of 2048 threads; this kernel accepts at most 1024"),
     ({"block": (1024, 1, 1), "max_threads": 512}, 1, Cause.THREADS, "accepts at most 512 threads per block"),
     ({"block": (1024, 1, 1), "registers": 255}, 701, Cause.REGISTERS,
-     "255 registers x 1024 threads = 261120 registers, more than the 65536 of a block"),
+     "255 registers x 1024 threads: 262144 as warps are given them, over the 65536 of a block"),
     ({"cluster": [3, 1, 1]}, 912, Cause.CLUSTER, "the driver refused its cluster of 3x1x1 (invalid cluster size)"),
 ], ids=["block-over-1024", "block-over-the-kernel-s-own", "registers", "cluster"])
 def test_a_refusal_that_is_not_shared_memory_says_so(tmp_path: Path, fields: dict, result: int, cause: Cause,
@@ -73,9 +73,17 @@ def test_a_refusal_that_is_not_shared_memory_says_so(tmp_path: Path, fields: dic
     assert says in text and "not shared memory" in text
 
 
-def test_registers_within_a_block_are_not_the_cause(tmp_path: Path) -> None:
-    write(tmp_path, "1.jsonl", [process(1), launch(1, 100000, result=701, **refused_attributes(registers=64))])
-    assert refusals(tmp_path)[0].cause is Cause.KERNEL_LIMIT  # 64 x 128 registers fit a block
+@pytest.mark.parametrize(("registers", "threads", "cause"), [
+    (64, 128, Cause.KERNEL_LIMIT),  # 8192 registers: the block has them
+    (128, 512, Cause.KERNEL_LIMIT),  # 65536: exactly the block's
+    (128, 513, Cause.REGISTERS),  # 65664 by the product; 69632 as 17 warps are given 4096 each
+    (65, 1000, Cause.REGISTERS),  # 65000 by the product, under 65536; 32 warps of 2304 as allocated: 73728
+])
+def test_registers_of_a_block_as_each_warp_s_are_allocated(tmp_path: Path, registers: int, threads: int,
+                                                           cause: Cause) -> None:
+    write(tmp_path, "1.jsonl", [process(1), launch(1, 100000, result=701, block=(threads, 1, 1),
+                                                   **refused_attributes(registers=registers))])
+    assert refusals(tmp_path)[0].cause is cause
 
 
 def test_over_the_gpu_s_limit_is_said_against_the_gpu(tmp_path: Path) -> None:

@@ -8,7 +8,12 @@ import json
 from typing import Any
 
 from bisect_smem.analysis.trace import Cause, Explained, Limit, Request, shorten
-from bisect_smem.core.hardware import DEFAULT_SMEM_PER_BLOCK_BYTES, MAX_REGISTERS_PER_BLOCK, MAX_THREADS_PER_BLOCK
+from bisect_smem.core.hardware import (
+    DEFAULT_SMEM_PER_BLOCK_BYTES,
+    MAX_REGISTERS_PER_BLOCK,
+    MAX_THREADS_PER_BLOCK,
+    block_registers,
+)
 from bisect_smem.core.trace_events import Skipped
 
 WIDTH = 100
@@ -81,8 +86,9 @@ def cause_lines(r: Request) -> list[str]:
                 else f"a block has at most {MAX_THREADS_PER_BLOCK}")
         return _wrapped([f"a block of {threads} threads; {most} threads per block", "not shared memory"], "    ")
     if r.cause is Cause.REGISTERS:
-        return _wrapped([f"{r.registers} registers x {threads} threads = {(r.registers or 0) * threads} registers, "
-                         f"more than the {MAX_REGISTERS_PER_BLOCK} of a block", "not shared memory"], "    ")
+        held = block_registers(r.registers or 0, threads)
+        return _wrapped([f"{r.registers} registers x {threads} threads: {held} as warps are given them, over the "
+                         f"{MAX_REGISTERS_PER_BLOCK} of a block", "not shared memory"], "    ")
     if r.cause is Cause.CLUSTER:
         cluster = "x".join(map(str, r.cluster)) if r.cluster and any(r.cluster) else None
         return _wrapped([f"the driver refused its cluster{f' of {cluster}' if cluster else ''} ({r.result})",
