@@ -4,9 +4,13 @@ notices of collectors that could not write."""
 
 from __future__ import annotations
 
+import json
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bisect_smem.core.trace_events import MAX_LINE_BYTES, LaunchKind, Skip, Trace, TraceError
 from bisect_smem.core.trace_read import UNNAMED_PAST_TABLE, read_trace
@@ -203,3 +207,28 @@ def test_a_trace_is_read_as_a_stream_of_counts(tmp_path: Path) -> None:
         tracemalloc.stop()
     assert len(trace.launches) == 8 and sum(lnch.count for lnch in trace.launches) == 60000
     assert peak < size / 2, (peak, size)
+
+
+_VALUES = st.one_of(st.none(), st.booleans(), st.integers(-(1 << 70), 1 << 70), st.floats(allow_nan=True),
+                    st.text(max_size=8), st.lists(st.integers(-5, 1 << 33), max_size=4),
+                    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
+_EVENTS = st.sampled_from(["launch", "graph_node", "attribute", "count", "function", "overflow", "replay", "process",
+                           "unwritable", "x"])
+_FIELDS = st.sampled_from(["id", "api", "domain", "correlation", "grid", "block", "cluster", "dynamic_bytes",
+                           "static_bytes", "result", "captured", "handle", "name", "count", "exec", "attribute",
+                           "value", "max_dynamic_bytes", "max_threads", "registers", "pid", "errno"])
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(lines=st.lists(st.one_of(st.binary(max_size=40), st.builds(
+    lambda event, fields: json.dumps({"event": event, **fields}).encode(), _EVENTS,
+    st.dictionaries(_FIELDS, _VALUES, max_size=6))), max_size=12))
+def test_no_line_ends_the_rest(lines: list[bytes]) -> None:
+    # Whatever a line holds, it is read or skipped and counted: the launch after it is still read.
+    with tempfile.TemporaryDirectory() as folder:
+        body = [line.replace(b"\n", b" ") for line in lines]
+        write(Path(folder), "1.jsonl", [process(1), *body, launch(99, 4096, name="_Z4lastv")])
+        write(Path(folder), "notices.jsonl", body)
+        trace = read_trace(Path(folder))
+    assert any(lnch.kernel == "_Z4lastv" for lnch in trace.launches)
+    assert all(s.count >= 1 for s in trace.skipped)
