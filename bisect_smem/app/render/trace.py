@@ -113,29 +113,28 @@ def _unknown(r: Request, where: str) -> list[str]:
     return parts
 
 
-def _what(r: Request) -> str:
-    """What the request asked, of which call, and what became of it."""
+def _what(r: Request) -> list[str]:
+    """What the request asked, of which call, and what became of it: the parts of a sentence."""
     if r.kind == "attribute":
-        what = f"asked MaxDynamicSharedMemorySize = {r.requested_bytes} B ({r.api}: {r.result})"
+        parts = [f"asked MaxDynamicSharedMemorySize = {r.requested_bytes} B ({r.api}: {r.result})"]
     elif r.kind == "refused graph launch":
-        what = (f"{r.api} refused ({r.result}); of its {r.graph_nodes} kernel nodes, this one asks the most: "
-                f"{r.requested_bytes} B" if r.graph_nodes else
-                f"{r.api} refused ({r.result}); the graph's kernel nodes were not recorded")
+        parts = [f"{r.api} refused ({r.result})", f"of its {r.graph_nodes} kernel nodes, this one asks the most: "
+                 f"{r.requested_bytes} B" if r.graph_nodes else "the graph's kernel nodes were not recorded"]
     else:
-        what = f"{r.kind} with dynamic shared memory {r.requested_bytes} B ({r.api}: {r.result})"
+        parts = [f"{r.kind} with dynamic shared memory {r.requested_bytes} B ({r.api}: {r.result})"]
     if r.kind == "graph replay":
-        what += f"; replayed {r.count} time{'s' if r.count != 1 else ''}" if r.count else "; never replayed"
+        parts.append(f"replayed {r.count} time{'s' if r.count != 1 else ''}" if r.count else "never replayed")
     elif r.count > 1:
-        what += f"; {r.count} times"
+        parts.append(f"{r.count} times")
     if r.processes > 1:
-        what += f" in {r.processes} processes"
-    return what
+        parts[-1] += f" in {r.processes} processes"
+    return parts
 
 
 def request_lines(r: Request) -> list[str]:
     """One request: the kernel's name, then what it asked and what became of it, then the limit (for a
     refusal, its cause)."""
-    lines = [f"  {_name(r)}", *_wrapped(_what(r).split("; "), "    ")]
+    lines = [f"  {_name(r)}", *_wrapped(_what(r), "    ")]
     if r.refused:
         lines += cause_lines(r)
     elif r.here is not None:
