@@ -3,21 +3,47 @@ from a report, a quick measurement before the command, or as recorded with the t
 asked for (``--arch``, ``--target``), with the static-footprint rule the tool measures (the dynamic array
 starts after the static data, aligned), and what ``fit`` says of a CUTLASS or Triton kernel's name.
 
-What decides is the number the process asked the driver for; a model of the library (fit) comes second.
+What decides is the number the process asked the driver for; a model of the library (fit) comes second. A
+refused request gets its cause from what was recorded at the refusal (the kernel's own limit, threads,
+registers, cluster), never a verdict of "fits"; identical requests of the whole trace are one, with a count.
 """
 
 from __future__ import annotations
 
+import enum
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 from bisect_smem.analysis.fit.targets import Target
-from bisect_smem.core.hardware import gemm_family, static_footprint
-from bisect_smem.core.trace_events import MAX_DYNAMIC_SHARED, AttributeSet, Launch, Trace, result_text
+from bisect_smem.core.hardware import (
+    DEFAULT_SMEM_PER_BLOCK_BYTES,
+    MAX_REGISTERS_PER_BLOCK,
+    MAX_THREADS_PER_BLOCK,
+    block_registers,
+    gemm_family,
+    static_footprint,
+)
+from bisect_smem.core.trace_events import (
+    INVALID_CLUSTER_SIZE,
+    MAX_DYNAMIC_SHARED,
+    OUT_OF_RESOURCES,
+    AttributeSet,
+    Launch,
+    LaunchKind,
+    PastTable,
+    Skipped,
+    Trace,
+    Unwritable,
+    result_text,
+)
+from bisect_smem.core.trace_read import UNNAMED_PAST_TABLE
+
+FitAdvice = Callable[[str, int, Target | None], tuple[str, ...] | None]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Limit:
     """One request against one target: the most it accepts (the opt-in limit less the aligned static data),
     and by how many bytes the request is over it (negative: bytes to spare); None where it is not known."""
@@ -34,13 +60,25 @@ class Limit:
         return None if self.over_bytes is None else self.over_bytes <= 0
 
 
-@dataclass(frozen=True)
+class Cause(enum.Enum):
+    """Why a request was refused, as far as the records tell."""
+
+    GPU_LIMIT = "gpu_limit"  # more shared memory than the GPU accepts per block
+    KERNEL_LIMIT = "kernel_limit"  # more than the kernel's MaxDynamicSharedMemorySize, which the GPU would accept
+    THREADS = "threads"  # more threads per block than the kernel accepts
+    REGISTERS = "registers"  # its registers times its threads are more than a block has
+    CLUSTER = "cluster"  # an invalid cluster
+    UNKNOWN = "unknown"  # the records do not tell: what is known is said
+
+
+@dataclass(frozen=True, slots=True)
 class Request:
     """One recorded request: an attribute set of MaxDynamicSharedMemorySize, or a launch or graph node with
-    dynamic shared memory; ``here`` is the GPU it ran on, ``elsewhere`` the other targets."""
+    dynamic shared memory; ``here`` is the GPU it ran on, ``elsewhere`` the other targets. Identical requests
+    of the whole trace are one, ``count`` times, made by ``processes`` processes (``pid`` the lowest)."""
 
     pid: int
-    kind: str  # "attribute", "launch", "graph node"
+    kind: str  # "attribute", "launch", "graph node", "graph replay", "refused graph launch"
     api: str
     kernel: str | None  # mangled, as the driver gave it
     readable: str | None  # demangled
@@ -48,20 +86,40 @@ class Request:
     static_bytes: int | None
     result: str  # in words
     refused: bool
-    count: int
+    count: int  # times made (a node of an executable graph: its replays; 0 where it was never launched)
     block: tuple[int, int, int] | None
     cluster: tuple[int, int, int] | None
     here: Limit | None
     elsewhere: tuple[Limit, ...]
     fit: tuple[str, ...] | None  # what fit says of this kernel (lines), where its name shows a build fit models
+    cause: Cause | None = None  # why it was refused; None where it was not
+    kernel_limit_bytes: int | None = None  # the kernel's MaxDynamicSharedMemorySize at the refusal
+    max_threads: int | None = None  # the kernel's most threads per block at the refusal
+    registers: int | None = None  # per thread, at the refusal
+    processes: int = 1
+    graph_nodes: int = 0  # of a refused graph launch: the kernel nodes of its graph
+    result_code: int = 0  # the CUresult or cudaError_t ``result`` names
 
     @property
     def over_bytes(self) -> int:
         """By how much the request is over the GPU it ran on (0 where unknown or within it): refusals sort on it."""
         return max(self.here.over_bytes or 0, 0) if self.here else 0
 
+    @property
+    def threads(self) -> int | None:
+        """Threads per block, where a block was recorded."""
+        return self.block[0] * self.block[1] * self.block[2] if self.block else None
 
-@dataclass(frozen=True)
+    @property
+    def kernel_limit_raised(self) -> bool | None:
+        """Whether the kernel's MaxDynamicSharedMemorySize had been raised above its default (48 KiB less its
+        static data) at the refusal; None where its limit or static data is not known."""
+        if self.kernel_limit_bytes is None or self.static_bytes is None:
+            return None
+        return self.kernel_limit_bytes + self.static_bytes != DEFAULT_SMEM_PER_BLOCK_BYTES
+
+
+@dataclass(frozen=True, slots=True)
 class Setting:
     """An attribute set other than the dynamic shared memory size: the carveout or a cluster attribute."""
 
@@ -73,9 +131,20 @@ class Setting:
     value: int
     result: str
     refused: bool
+    count: int = 1
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
+class PastTableKernel:
+    """Launches of one kernel counted past the collector's table: their requests were not recorded."""
+
+    kernel: str | None  # mangled; None for launches past both of the collector's tables
+    readable: str | None
+    count: int
+    processes: int
+
+
+@dataclass(frozen=True, slots=True)
 class Explained:
     """A whole trace explained: what a summary shows and the JSON summary holds."""
 
@@ -88,6 +157,9 @@ class Explained:
     here: str | None  # the target requests were explained against, or None where no limit was known
     targets: tuple[str, ...]
     torn_lines: int
+    past_table: tuple[PastTableKernel, ...] = ()  # launches counted past the collector's table: not explained
+    unwritable: tuple[Unwritable, ...] = ()  # collectors that could not write their traces
+    skipped: tuple[Skipped, ...] = ()  # lines and files that could not be read
 
     @property
     def refusals(self) -> tuple[Request, ...]:
@@ -117,48 +189,108 @@ def limit(target: Target, requested_bytes: int, static_bytes: int | None) -> Lim
     return Limit(label, target.kind, target.optin_limit_bytes, accepts, requested_bytes - accepts)
 
 
+def cause(r: Request) -> Cause:
+    """Why the refused request ``r`` was refused, from what was recorded at the refusal: a cause that is not
+    shared memory first (the launch would have been refused whatever its bytes), then the GPU's limit, then
+    the kernel's own."""
+    if r.kind == "attribute":
+        return Cause.GPU_LIMIT if r.here and r.here.fits is False else Cause.UNKNOWN
+    threads = r.threads or 0
+    if r.result_code == INVALID_CLUSTER_SIZE:
+        return Cause.CLUSTER
+    if threads > (r.max_threads if r.max_threads is not None else MAX_THREADS_PER_BLOCK):
+        return Cause.THREADS
+    if r.result_code == OUT_OF_RESOURCES and r.registers and \
+            block_registers(r.registers, threads) > MAX_REGISTERS_PER_BLOCK:
+        return Cause.REGISTERS
+    if r.here and r.here.fits is False:
+        return Cause.GPU_LIMIT
+    if r.kernel_limit_bytes is not None and r.requested_bytes > r.kernel_limit_bytes:
+        return Cause.KERNEL_LIMIT
+    return Cause.UNKNOWN
+
+
 def explain(trace: Trace, here: Target | None, others: Sequence[Target], demangle: Callable[[str], str],
-            fit_advice: Callable[[str, int, Target | None], tuple[str, ...] | None]) -> Explained:
+            fit_advice: FitAdvice) -> Explained:
     """Every request of ``trace`` against ``here`` and ``others``; ``demangle`` makes a name readable and
-    ``fit_advice`` says what fit makes of a readable name, its request and the target (or None)."""
-    requests, settings = [], []
+    ``fit_advice`` says what fit makes of a readable name, its request and the target (or None). Identical
+    requests are one, with their counts added."""
+    advice: dict[tuple[str, int], tuple[str, ...] | None] = {}
+
+    def fit(readable: str | None, requested: int) -> tuple[str, ...] | None:
+        if readable is None:
+            return None
+        if (readable, requested) not in advice:
+            advice[(readable, requested)] = fit_advice(readable, requested, here)
+        return advice[(readable, requested)]
+
+    requests: dict[Request, list[Any]] = {}
+    settings: dict[Setting, list[Any]] = {}
     for a in trace.attribute_sets:
         readable = demangle(a.kernel) if a.kernel else None
         if a.attribute == MAX_DYNAMIC_SHARED:
-            requests.append(_request(a, readable, here, others, fit_advice))
+            _add(requests, _request(a, readable, here, others, fit), a.count, a.pids)
         else:
-            settings.append(Setting(a.pid, a.api, a.kernel, readable, a.attribute_name, a.value,
-                                    result_text(a.result_domain, a.result), a.refused))
+            _add(settings, Setting(-1, a.api, a.kernel, readable, a.attribute_name, a.value,
+                                   result_text(a.result_domain, a.result), a.refused, 0), a.count, a.pids)
     for launch in trace.launches:
         if launch.dynamic_bytes or launch.refused or (launch.static_bytes or 0):
-            requests.append(_launch_request(launch, demangle(launch.kernel) if launch.kernel else None, here, others,
-                                            fit_advice))
+            readable = demangle(launch.kernel) if launch.kernel else None
+            _add(requests, _launch_request(launch, readable, here, others, fit), launch.count, launch.pids)
     untraced = tuple((p.pid, p.untraced) for p in trace.processes if p.untraced)
-    kernels = {k for k in [*(a.kernel for a in trace.attribute_sets), *(lnch.kernel for lnch in trace.launches)] if k}
+    kernels = {k for k in [*(a.kernel for a in trace.attribute_sets), *(lnch.kernel for lnch in trace.launches),
+                           *(p.kernel for p in trace.past_table if p.kernel != UNNAMED_PAST_TABLE)] if k}
     return Explained(len(trace.processes), untraced, tuple(sorted({p.cupti_library for p in trace.processes
                                                                    if p.cupti_library})),
-                     len(kernels), tuple(requests), tuple(settings), here.name if here else None,
-                     tuple(t.short or t.name for t in others), trace.torn_lines)
+                     len(kernels), _merged(requests), _merged(settings), here.name if here else None,
+                     tuple(t.short or t.name for t in others), trace.torn_lines,
+                     tuple(_past(p, demangle) for p in trace.past_table),
+                     trace.unwritable, trace.skipped)
+
+
+def _past(p: PastTable, demangle: Callable[[str], str]) -> PastTableKernel:
+    readable = demangle(p.kernel) if p.kernel and p.kernel != UNNAMED_PAST_TABLE else p.kernel
+    return PastTableKernel(p.kernel, readable, p.count, len(p.pids))
+
+
+def _add(table: dict[Any, list[Any]], item: Any, count: int, pids: tuple[int, ...]) -> None:
+    entry = table.setdefault(item, [0, set()])
+    entry[0] += count
+    entry[1].update(pids)
+
+
+def _merged(table: dict[Any, list[Any]]) -> tuple[Any, ...]:
+    """Each distinct item once, with its count and processes (pid: the lowest; -1 where none was recorded)."""
+    merged = []
+    for item, (count, pids) in table.items():
+        fields = {"pid": min(pids, default=-1), "count": count}
+        if isinstance(item, Request):
+            fields["processes"] = len(pids)
+        merged.append(replace(item, **fields))
+    return tuple(merged)
 
 
 def _request(a: AttributeSet, readable: str | None, here: Target | None, others: Sequence[Target],
-             fit_advice: Callable[[str, int, Target | None], tuple[str, ...] | None]) -> Request:
-    return Request(a.pid, "attribute", a.api, a.kernel, readable, a.value, a.static_bytes,
-                   result_text(a.result_domain, a.result), a.refused, 1, None, None,
-                   limit(here, a.value, a.static_bytes) if here else None,
-                   tuple(limit(t, a.value, a.static_bytes) for t in others),
-                   fit_advice(readable, a.value, here) if readable else None)
+             fit: Callable[[str | None, int], tuple[str, ...] | None]) -> Request:
+    r = Request(-1, "attribute", a.api, a.kernel, readable, a.value, a.static_bytes,
+                result_text(a.result_domain, a.result), a.refused, 0, None, None,
+                limit(here, a.value, a.static_bytes) if here else None,
+                tuple(limit(t, a.value, a.static_bytes) for t in others), fit(readable, a.value), result_code=a.result)
+    return replace(r, cause=cause(r)) if r.refused else r
 
 
 def _launch_request(launch: Launch, readable: str | None, here: Target | None, others: Sequence[Target],
-                    fit_advice: Callable[[str, int, Target | None], tuple[str, ...] | None]) -> Request:
-    kind = "graph node" if launch.graph_node else "launch"
-    return Request(launch.pid, kind, launch.api + (" (captured)" if launch.captured else ""), launch.kernel, readable,
-                   launch.dynamic_bytes, launch.static_bytes, result_text(launch.result_domain, launch.result),
-                   launch.refused, launch.count, launch.block, launch.cluster,
-                   limit(here, launch.dynamic_bytes, launch.static_bytes) if here else None,
-                   tuple(limit(t, launch.dynamic_bytes, launch.static_bytes) for t in others),
-                   fit_advice(readable, launch.dynamic_bytes, here) if readable and launch.refused else None)
+                    fit: Callable[[str | None, int], tuple[str, ...] | None]) -> Request:
+    a = launch.attributes
+    r = Request(-1, launch.kind.value, launch.api + (" (captured)" if launch.captured else ""), launch.kernel,
+                readable, launch.dynamic_bytes, launch.static_bytes, result_text(launch.result_domain, launch.result),
+                launch.refused, 0, launch.block if launch.kind is not LaunchKind.REFUSED_GRAPH_LAUNCH or
+                launch.graph_nodes else None, launch.cluster,
+                limit(here, launch.dynamic_bytes, launch.static_bytes) if here else None,
+                tuple(limit(t, launch.dynamic_bytes, launch.static_bytes) for t in others),
+                fit(readable, launch.dynamic_bytes) if launch.refused else None, None, a.max_dynamic_bytes,
+                a.max_threads, a.registers, graph_nodes=launch.graph_nodes, result_code=launch.result)
+    return replace(r, cause=cause(r)) if r.refused else r
 
 
 _MAINLOOP = re.compile(r"(\w*Mainloop\w*<\d+)")

@@ -13,6 +13,9 @@ import enum
 
 KIB = 1024
 MAX_THREADS_PER_BLOCK = 1024
+MAX_REGISTERS_PER_BLOCK = 64 * KIB  # 32-bit registers one block may hold, every cc from 3.0 on
+WARP_SIZE = 32
+REGISTER_ALLOCATION_UNIT = 256  # registers are given to a warp in units of this many (cc 3.0 on)
 DEFAULT_SMEM_PER_BLOCK_BYTES = 48 * KIB  # without opt-in, static + dynamic must fit in 48 KiB
 STATIC_SMEM_COMPILE_CAP_BYTES = 48 * KIB  # ptxas: "uses too much shared data (..., 0xc000 max)"
 # The dynamic array starts 16-byte aligned after the static data, so 1 B of static data costs 16 B of
@@ -65,6 +68,11 @@ def round_down(value: int, multiple: int) -> int:
     if multiple < 1:
         raise ValueError(f"multiple must be >= 1 (got {multiple})")
     return value // multiple * multiple
+
+
+def block_registers(registers_per_thread: int, threads: int) -> int:
+    """The registers a block of ``threads`` holds: each warp's rounded up to the allocation unit."""
+    return round_up(registers_per_thread * WARP_SIZE, REGISTER_ALLOCATION_UNIT) * ceil_div(threads, WARP_SIZE)
 
 
 def static_footprint(static_bytes: int) -> int:

@@ -1,27 +1,22 @@
 """What a traced process asked the driver for: frozen records of attribute sets, launches and graph kernel
-nodes, read from the collector's JSON lines (one file per process) with every input bounded.
-
-A runtime call (cudaFuncSetAttribute, cudaLaunchKernel) and the driver call it makes carry the same correlation
-id: they are read as one record, named after the runtime call the program made, with the driver's kernel name
-and static shared memory. Names stay as the driver gave them (mangled); demangling is the analysis's job.
+nodes, as core/trace_read.py reads them from the collector's JSON lines, and the bounds of the numbers a
+collector writes. Identical records (of one process or many) are one record with a count and the processes
+that made it. Names stay as the driver gave them (mangled); demangling is the analysis's job.
 """
 
 from __future__ import annotations
 
 import enum
-import json
+import os
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 from bisect_smem.core import input as reader
 
-MAX_TRACE_FILES = 4096  # processes in one trace
-MAX_TRACE_FILE_BYTES = 64 << 20
 MAX_LINE_BYTES = 1 << 20  # a CUTLASS kernel's mangled name is a few KiB; a line is its name and some numbers
-MAX_NUMBER = 1 << 63  # every number the collector writes fits in 64 bits
-MAX_TRACE_DIGITS = 20
-
+MAX_BYTES = 1 << 32  # shared memory sizes are 32-bit in every driver call
+MAX_COUNT = 1 << 48  # a count no process reaches (2^48 launches at 1 µs each is nine years)
+MAX_BLOCK_THREADS = 1 << 31
+MAX_INT32 = 1 << 31  # an attribute's value is a C int
 
 
 class FunctionAttribute(enum.IntEnum):
@@ -43,14 +38,30 @@ MAX_DYNAMIC_SHARED = FunctionAttribute.MaxDynamicSharedMemorySize
 DRIVER_RESULTS = dict([(0, "success"), (1, "invalid value"), (98, "invalid device function"), (200, "invalid image"),
                        (209, "no binary for GPU"), (400, "invalid handle"), (500, "not found"),
                        (701, "launch out of resources"), (801, "not supported"), (912, "invalid cluster size")])
-RUNTIME_RESULTS = dict([(0, "success"), (1, "invalid value"), (98, "invalid device function"),
-                        (209, "no kernel image for device"), (400, "invalid resource handle"),
-                        (701, "too many resources requested for launch"), (801, "operation not supported"),
-                        (912, "invalid cluster size")])
+RUNTIME_RESULTS = dict([(0, "success"), (1, "invalid value"), (9, "invalid configuration"),
+                        (98, "invalid device function"), (209, "no kernel image for device"),
+                        (400, "invalid resource handle"), (701, "too many resources requested for launch"),
+                        (801, "operation not supported"), (912, "invalid cluster size")])
+OUT_OF_RESOURCES = 701  # CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES and cudaErrorLaunchOutOfResources
+INVALID_CLUSTER_SIZE = 912  # CUDA_ERROR_INVALID_CLUSTER_SIZE and cudaErrorInvalidClusterSize
 
 
 class TraceError(reader.InputError):
-    """A trace folder or line that cannot be read (exit 2): the text says which and why."""
+    """A trace folder that cannot be read at all (exit 2): the text says which and why."""
+
+
+class Skip(enum.Enum):
+    """What the reader skipped, by kind: each is counted and said once, with where it was first seen."""
+
+    NOT_JSON = "lines that are not JSON"
+    TOO_LONG = f"lines longer than {MAX_LINE_BYTES} B"
+    NOT_AN_EVENT = "lines that are no event of the collector"
+    BAD_NUMBER = "lines with numbers no collector writes"
+    UNKNOWN_EVENT = "lines of events this reader does not know"
+    NOT_UTF8 = "lines with bytes that are not UTF-8 (read with U+FFFD in their place)"
+    FOREIGN = "files that are not the collector's (their first line is no process event)"
+    UNKNOWN_FORMAT = "files of a record format this reader does not know"
+    UNREADABLE = "files that cannot be read"
 
 
 def result_text(domain: str, code: int) -> str:
@@ -59,9 +70,9 @@ def result_text(domain: str, code: int) -> str:
     return names.get(code, f"error {code}")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Process:
-    """One traced process: whether it was traced, and which libcupti it used."""
+    """One traced process image: whether it was traced, and which libcupti it used."""
 
     pid: int
     ppid: int
@@ -70,22 +81,25 @@ class Process:
     cupti_library: str
     cupti_found: str  # "already loaded", "BISECT_SMEM_CUPTI_LIBRARY", "none"
     untraced: str | None  # why nothing of it was recorded, or None
+    image: int = 1  # 1 for PID.jsonl; N for PID.N.jsonl, a later program image (an exec) or a reused pid
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class AttributeSet:
-    """cuFuncSetAttribute, cuKernelSetAttribute or cudaFuncSetAttribute of a shared-memory attribute."""
+    """cuFuncSetAttribute, cuKernelSetAttribute or cudaFuncSetAttribute of a shared-memory attribute: every
+    identical call of the trace as one, ``count`` times, by the processes ``pids``."""
 
-    pid: int
+    pids: tuple[int, ...]
     api: str  # the call the program made (the runtime's where it made one)
     driver_api: str | None  # the driver call underneath, when recorded
-    correlation: int
+    correlation: int  # of the first such call
     attribute: int
     value: int
     result: int  # of the call the program made
     result_domain: str  # "driver" or "runtime": whose numbering ``result`` uses
     static_bytes: int | None  # the kernel's static shared memory, as the driver reports it
     kernel: str | None  # mangled, as the driver reports it
+    count: int = 1
 
     @property
     def attribute_name(self) -> str:
@@ -101,13 +115,36 @@ class AttributeSet:
         return self.result != 0
 
 
-@dataclass(frozen=True)
-class Launch:
-    """A launch configuration (counted: the collector writes each once) or a graph kernel node."""
+@dataclass(frozen=True, slots=True)
+class KernelAttributes:
+    """A kernel's attributes as the driver reported them at a refusal (record format 2); None where not known
+    (a runtime host stub, an older collector, or the driver call failed)."""
 
-    pid: int
+    max_dynamic_bytes: int | None  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    max_threads: int | None  # CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
+    registers: int | None  # CU_FUNC_ATTRIBUTE_NUM_REGS, per thread
+
+
+UNKNOWN_ATTRIBUTES = KernelAttributes(None, None, None)
+
+
+class LaunchKind(enum.Enum):
+    """How a kernel was launched, or built into a graph."""
+
+    LAUNCH = "launch"  # a launch call (into a stream under capture, too: ``captured``)
+    GRAPH_NODE = "graph node"  # a kernel node as built (cuGraphAddKernelNode and the like): counted once
+    GRAPH_REPLAY = "graph replay"  # a kernel node of an executable graph: counted once per cuGraphLaunch
+    REFUSED_GRAPH_LAUNCH = "refused graph launch"  # a cuGraphLaunch refused: its node that asks the most
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """A launch configuration or a graph kernel node: every identical one of the trace as one, ``count``
+    times (the collector writes each configuration once and counts it), by the processes ``pids``."""
+
+    pids: tuple[int, ...]
     api: str
-    correlation: int
+    correlation: int  # of the first one written
     kernel: str | None
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
@@ -117,16 +154,62 @@ class Launch:
     result: int
     result_domain: str
     captured: bool  # launched into a stream under graph capture
-    graph_node: bool  # added to a graph by hand (cuGraphAddKernelNode)
-    count: int
+    kind: LaunchKind
+    count: int  # launches (for a node of an executable graph: its replays, 0 where it was never launched)
+    attributes: KernelAttributes = UNKNOWN_ATTRIBUTES  # at a refusal
+    graph_nodes: int = 0  # of a refused graph launch: the kernel nodes of its graph
 
     @property
     def refused(self) -> bool:
         """The launch (or node) did not succeed."""
         return self.result != 0
 
+    @property
+    def graph_node(self) -> bool:
+        """A kernel node of a graph, not a launch call."""
+        return self.kind is not LaunchKind.LAUNCH
 
-@dataclass(frozen=True)
+    @property
+    def threads(self) -> int:
+        """Threads per block."""
+        return self.block[0] * self.block[1] * self.block[2]
+
+
+@dataclass(frozen=True, slots=True)
+class PastTable:
+    """Launches the collector counted past its table of configurations: no line was written for them, so
+    their requests are not known. ``kernel`` is None for launches that found the second table full too."""
+
+    kernel: str | None
+    count: int
+    pids: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Unwritable:
+    """A collector that could not write its trace (notices.jsonl): the process, errno and the file it tried."""
+
+    pid: int
+    errno: int
+    path: str
+    command: str
+
+    @property
+    def reason(self) -> str:
+        """The errno in words."""
+        return os.strerror(self.errno) if self.errno > 0 else f"errno {self.errno}"
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """Lines or files of one kind that were skipped: how many, and where the first was."""
+
+    kind: Skip
+    count: int
+    first: str
+
+
+@dataclass(frozen=True, slots=True)
 class Trace:
     """Everything recorded under one --out folder."""
 
@@ -134,130 +217,6 @@ class Trace:
     attribute_sets: tuple[AttributeSet, ...]
     launches: tuple[Launch, ...]
     torn_lines: int  # lines cut short by a process that was killed while writing
-
-
-def read_trace(folder: Path) -> Trace:
-    """Every PID.jsonl file of ``folder``; a TraceError for a folder or line that is not the collector's."""
-    if not folder.is_dir():
-        raise TraceError(f"{folder} is not a folder of traces")
-    files = sorted(p for p in folder.iterdir() if p.suffix == ".jsonl")
-    if len(files) > MAX_TRACE_FILES:
-        raise TraceError(f"{folder}: {len(files)} trace files, more than {MAX_TRACE_FILES}")
-    processes, attributes, launches, torn = [], [], [], 0
-    for path in files:
-        records, cut = _records(path)
-        torn += cut
-        p, a, lnch = _process_records(records)
-        processes += p
-        attributes += a
-        launches += lnch
-    return Trace(tuple(processes), tuple(attributes), tuple(launches), torn)
-
-
-def _records(path: Path) -> tuple[list[dict[str, Any]], int]:
-    data = reader.read_file(path, MAX_TRACE_FILE_BYTES).data
-    lines, torn = data.split(b"\n"), 0
-    if lines and not lines[-1]:
-        lines.pop()
-    elif lines:
-        lines.pop()  # no newline: the process was killed while writing it
-        torn = 1
-    return [_record(path, i + 1, line) for i, line in enumerate(lines)], torn
-
-
-def _record(path: Path, number: int, line: bytes) -> dict[str, Any]:
-    where = f"{path.name} line {number}"
-    if len(line) > MAX_LINE_BYTES:
-        raise TraceError(f"{where}: longer than {MAX_LINE_BYTES} bytes")
-    try:
-        value = json.loads(line, parse_int=lambda digits: _number(digits, where))
-    except (ValueError, RecursionError) as exc:
-        raise TraceError(f"{where}: not a JSON object ({exc})") from None
-    if not isinstance(value, dict) or not isinstance(value.get("event"), str):
-        raise TraceError(f"{where}: not an event of the collector")
-    for key, field in value.items():  # flat: numbers, strings, booleans, null and lists of three numbers
-        if isinstance(field, (dict, list)) and not _triple(field):
-            raise TraceError(f"{where}: {key} is not a value the collector writes")
-    return value
-
-
-def _number(digits: str, where: str) -> int:
-    if len(digits.lstrip("-")) > MAX_TRACE_DIGITS or abs(int(digits)) >= MAX_NUMBER:
-        raise TraceError(f"{where}: {digits[:24]} is not a number the collector writes")
-    return int(digits)
-
-
-def _triple(value: Any) -> bool:
-    return isinstance(value, list) and len(value) == 3 and all(isinstance(v, int) and v >= 0 for v in value)
-
-
-def _process_records(records: list[dict[str, Any]]) -> tuple[list[Process], list[AttributeSet], list[Launch]]:
-    """One file's records as events: runtime and driver calls with one correlation id merged, counts applied."""
-    pid = next((r.get("pid") for r in records if r["event"] == "process"), None)
-    pid = pid if isinstance(pid, int) else -1
-    processes = [_process(r) for r in records if r["event"] == "process"]
-    counts = {r.get("id"): r.get("count") for r in records if r["event"] == "count"}
-    driver_attrs = {r.get("correlation"): r for r in records if r["event"] == "attribute" and r.get("domain") == "driver"}
-    attributes = []
-    for r in records:
-        if r["event"] == "attribute" and r.get("domain") == "runtime":
-            attributes.append(_attribute(pid, r, driver_attrs.pop(r.get("correlation"), None)))
-    attributes += [_attribute(pid, r, None) for r in driver_attrs.values()]
-    attributes.sort(key=lambda a: a.correlation)
-    driver_launches = {r.get("correlation") for r in records if r["event"] in ("launch", "graph_node")
-                       and r.get("domain") == "driver"}
-    runtime_api = {r.get("correlation"): r for r in records if r["event"] in ("launch", "graph_node")
-                   and r.get("domain") == "runtime"}
-    launches = []
-    for r in records:
-        if r["event"] not in ("launch", "graph_node"):
-            continue
-        if r.get("domain") == "runtime" and r.get("correlation") in driver_launches:
-            continue  # the driver's record of the same call holds the kernel's name and static bytes
-        count = counts.get(r.get("id"), 1)
-        launches.append(_launch(pid, r, runtime_api.get(r.get("correlation")) if r.get("domain") == "driver"
-                                else None, count if isinstance(count, int) and count > 0 else 1))
-    return processes, attributes, launches
-
-
-def _text(r: dict[str, Any], key: str, default: str = "") -> str:
-    value = r.get(key)
-    return value if isinstance(value, str) else default
-
-
-def _int(r: dict[str, Any], key: str, default: int = 0) -> int:
-    value = r.get(key)
-    return value if isinstance(value, int) and not isinstance(value, bool) else default
-
-
-def _process(r: dict[str, Any]) -> Process:
-    untraced = r.get("untraced")
-    return Process(_int(r, "pid", -1), _int(r, "ppid", -1), _text(r, "command"), _text(r, "collector"),
-                   _text(r, "cupti_library"), _text(r, "cupti_found"), untraced if isinstance(untraced, str) else None)
-
-
-def _static(r: dict[str, Any] | None) -> int | None:
-    value = None if r is None else r.get("static_bytes")
-    return value if isinstance(value, int) and value >= 0 else None
-
-
-def _attribute(pid: int, r: dict[str, Any], driver: dict[str, Any] | None) -> AttributeSet:
-    source = driver or r
-    return AttributeSet(pid, _text(r, "api", "?"), _text(driver, "api") if driver else None, _int(r, "correlation"),
-                        _int(r, "attribute"), _int(r, "value"), _int(r, "result"), _text(r, "domain", "driver"),
-                        _static(source), source.get("name") if isinstance(source.get("name"), str) else None)
-
-
-def _launch(pid: int, r: dict[str, Any], runtime: dict[str, Any] | None, count: int) -> Launch:
-    def dims(key: str) -> tuple[int, int, int]:
-        value = r.get(key)
-        return (value[0], value[1], value[2]) if _triple(value) else (0, 0, 0)
-
-    name = r.get("name") if isinstance(r.get("name"), str) else None
-    api, result, domain = _text(r, "api", "?"), _int(r, "result"), _text(r, "domain", "driver")
-    if runtime is not None:  # the call the program made, and the result it saw
-        api, result, domain = _text(runtime, "api", api), _int(runtime, "result", result), "runtime"
-        name = name or (runtime.get("name") if isinstance(runtime.get("name"), str) else None)
-    return Launch(pid, api, _int(r, "correlation"), name, dims("grid"), dims("block"), dims("cluster"),
-                  _int(r, "dynamic_bytes"), _static(r), result, domain, r.get("captured") is True,
-                  r["event"] == "graph_node", count)
+    past_table: tuple[PastTable, ...] = ()
+    unwritable: tuple[Unwritable, ...] = ()
+    skipped: tuple[Skipped, ...] = ()

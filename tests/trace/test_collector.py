@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from bisect_smem.core.trace_events import Trace, read_trace
+from bisect_smem.core.trace_events import Trace
+from bisect_smem.core.trace_read import read_trace
 from bisect_smem.devices.collector import build
 from tests.trace import fake_process as fake
 from tests.trace.fake_process import CUTLASS

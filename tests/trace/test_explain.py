@@ -13,7 +13,7 @@ import pytest
 from bisect_smem.analysis.fit.targets import Target
 from bisect_smem.analysis.trace import Explained, explain, fit_advice, shorten
 from bisect_smem.core.profiles import find_profile
-from bisect_smem.core.trace_events import read_trace
+from bisect_smem.core.trace_read import read_trace
 
 CUTLASS_READABLE = (
     "void cutlass::device_kernel<cutlass::gemm::kernel::GemmUniversal<cute::tuple<int, int, int, int>, "

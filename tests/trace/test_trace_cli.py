@@ -41,6 +41,23 @@ def test_exit_code_and_output_pass_through(tmp_path: Path, cupti: None, capfd: p
     assert code == 7 and out.startswith("from-the-command\n") and "bisect-smem trace: 0 processes" in out
 
 
+@pytest.mark.parametrize(("script", "warned"), [
+    ('printf "{\\"event\\":\\"process\\",\\"format\\":2,\\"pid\\":1}\\nnot json\\n" > "$BISECT_SMEM_TRACE_DIR/1.jsonl"',
+     "warning: lines that are not JSON: 1 skipped (the first: 1.jsonl line 2)"),
+    ('rm -r "$BISECT_SMEM_TRACE_DIR"', "could not be explained"),
+], ids=["a-bad-line", "the-folder-removed"])
+def test_the_exit_code_is_the_command_s_whatever_its_trace_holds(tmp_path: Path, cupti: None, script: str,
+                                                                  warned: str,
+                                                                  capfd: pytest.CaptureFixture[str]) -> None:
+    from bisect_smem.app.cli.main import main
+
+    code = main(["trace", "--no-measure", "--strict", "--out", str(tmp_path / "t"), "--", "sh", "-c",
+                 f"{script}; exit 7"])
+    out, err = capfd.readouterr()
+    assert code == 7 and warned in err, err
+    assert ("bisect-smem trace: 1 process" in out) == ("not JSON" in warned)
+
+
 def test_every_process_inherits_the_collector(tmp_path: Path, cupti: None, capfd: pytest.CaptureFixture[str]) -> None:
     from bisect_smem.app.cli.main import main
 

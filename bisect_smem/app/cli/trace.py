@@ -14,14 +14,14 @@ from pathlib import Path
 from bisect_smem.analysis.fit.targets import Target, target_from_record, target_record
 from bisect_smem.analysis.trace import Explained, explain, fit_advice
 from bisect_smem.app.cli.commands import SUBCOMMANDS
-from bisect_smem.app.outputs import writer
-from bisect_smem.app.render.trace import render_json, render_text
+from bisect_smem.app.outputs import stderr, writer
+from bisect_smem.app.render.trace import render_json, render_text, skipped_lines
 from bisect_smem.app.run import fit_targets
 from bisect_smem.app.run.traced import INJECTION, run_traced
 from bisect_smem.core import input as reader
 from bisect_smem.core.errors import BisectSmemError, ExitCode, UsageError
 from bisect_smem.core.profiles import ArchProfile
-from bisect_smem.core.trace_events import read_trace
+from bisect_smem.core.trace_read import read_trace
 from bisect_smem.devices.collector import build, libcupti
 from bisect_smem.devices.collector.demangle import demangle_all
 
@@ -33,7 +33,8 @@ LIMITS_FILE = "limits.json"
 LIMITS_FORMAT = 1
 COLLECTOR_CHOICE = "BISECT_SMEM_COLLECTOR"  # "python": the ctypes collector even where cc builds the C one
 EXIT_HELP = """exit codes:
-  N    the command's own exit code (128+N when signal N ended it); the trace is kept under --out
+  N    the command's own exit code (128+N when signal N ended it), whatever its trace holds; the trace is
+       kept under --out, and lines of it that cannot be read are skipped and said on stderr
   1    with --strict: the command succeeded but a shared-memory request was refused
   2    bad usage: no command, --out already holds a trace, CUDA_INJECTION64_PATH already set (another tool,
        such as nsys or ncu, injects itself: trace refuses rather than run the command untraced)
@@ -111,16 +112,29 @@ def run(args: argparse.Namespace) -> tuple[str, int]:
     here, note = here_target(q)
     if env is not None and here is not None:
         record_limits(q.out, here)
-    code = 0 if env is None else run_traced(q.command, env)
+    if env is None:
+        text, refused = summary(q, here, others, note, json_path)
+        return text, ExitCode.MISMATCH if q.strict and refused else 0
+    code = run_traced(q.command, env)
+    try:
+        text, refused = summary(q, here, others, note, json_path)
+    except (BisectSmemError, OSError, MemoryError) as exc:  # the command ran: its exit code stands
+        stderr.say(f"the trace in {q.out} could not be explained: {exc or type(exc).__name__}", "warning")
+        return "", code
+    return text, ExitCode.MISMATCH if q.strict and code == 0 and refused else code
+
+
+def summary(q: TraceQuery, here: Target | None, others: list[Target], note: str | None,
+            json_path: Path | None) -> tuple[str, bool]:
+    """The summary of the trace in ``q.out`` (text, or JSON for ``--json -``), written to ``--json``'s file,
+    and whether a request was refused."""
     explained = explain_folder(q.out, here, others)
     text = render_json(explained) if q.json == "-" else render_text(explained)
     if note and q.json != "-":
         text += f"  ({note})\n"
     if json_path is not None:
         writer.write_atomic(json_path, render_json(explained), what="the trace summary")
-    if q.strict and code == 0 and explained.refusals:
-        code = ExitCode.MISMATCH
-    return text, code
+    return text, bool(explained.refusals)
 
 
 def here_target(q: TraceQuery) -> tuple[Target | None, str | None]:
@@ -215,8 +229,12 @@ def prepare(q: TraceQuery) -> dict[str, str]:
 
 
 def explain_folder(folder: Path, here: Target | None, others: list[Target]) -> Explained:
-    """The trace under ``folder``, read, demangled and explained."""
+    """The trace under ``folder``, read, demangled and explained; what could not be read is said on stderr,
+    one line per kind."""
     trace = read_trace(folder)
+    for line in skipped_lines(trace.skipped):
+        stderr.say(line, "warning")
     names = demangle_all([a.kernel for a in trace.attribute_sets if a.kernel] +
-                         [lnch.kernel for lnch in trace.launches if lnch.kernel])
+                         [lnch.kernel for lnch in trace.launches if lnch.kernel] +
+                         [p.kernel for p in trace.past_table if p.kernel])
     return explain(trace, here, others, lambda n: names.get(n, n), fit_advice)

@@ -7,12 +7,13 @@ from __future__ import annotations
 from importlib import resources
 
 KINDS = ("report", "fit", "baseline", "trace")
+VERSIONS = {"trace": 2}  # a kind's version where it is not 1
 PACKAGE = "bisect_smem.schemas"
 
 
 def file_name(kind: str) -> str:
-    """``report.v1.json``."""
-    return f"{kind}.v1.json"
+    """``report.v1.json``, ``trace.v2.json``."""
+    return f"{kind}.v{VERSIONS.get(kind, 1)}.json"
 
 
 def published(kind: str) -> str:

@@ -1,7 +1,7 @@
 """The published JSON Schemas of the files the tool writes, generated from the dataclasses each is built
 from: the report (``bisect_smem/report/v1``), the baseline (``bisect_smem/baseline/v1``) and the fit
-result (``bisect_smem/fit/v1``); and the trace summary's (``bisect_smem/trace/v1``), declared in
-trace_schema.py. ``bisect_smem/schemas/*.v1.json`` holds them as package data; a test
+result (``bisect_smem/fit/v1``); and the trace summary's (``bisect_smem/trace/v2``), declared in
+trace_schema.py. ``bisect_smem/schemas/*.vN.json`` holds them as package data; a test
 regenerates them and fails when a file and the model drift apart (``make generated`` rewrites them).
 """
 

@@ -1,19 +1,27 @@
-"""The schema of ``bisect-smem trace --json``'s summary (``bisect_smem/trace/v1``), written here rather than
+"""The schema of ``bisect-smem trace --json``'s summary (``bisect_smem/trace/v2``), written here rather than
 generated: the summary is built from analysis/trace.py's Explained by app/render/trace.py, field by field.
 outputs/schemas.py publishes it with the others (``bisect-smem schema trace``), its union types written as
-``anyOf`` as for every schema; fields are only ever added."""
+``anyOf`` as for every schema. Within a version fields are only ever added; v2 made identical requests one
+entry with a count (v1 had one entry per record), added graph kinds and refusal causes."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from bisect_smem.analysis.trace import Cause
 from bisect_smem.app.render.trace import TRACE_SCHEMA as TRACE_ID
+from bisect_smem.core.trace_events import LaunchKind, Skip
+
+REQUEST_KINDS = ["attribute", *(kind.value for kind in LaunchKind)]
+CAUSES = [cause.value for cause in Cause]
+SKIP_KINDS = [kind.name.lower() for kind in Skip]
 
 TRACE_SCHEMA: dict[str, Any] = {'$schema': 'https://json-schema.org/draft/2020-12/schema',
- '$id': 'urn:bisect-smem:trace:v1',
+ '$id': 'urn:bisect-smem:trace:v2',
  'title': 'bisect-smem trace summary',
  'description': "Every shared-memory request a traced command's CUDA processes made, explained against the limits "
-                'of the GPU it ran on and of the other targets asked for. Fields are only ever added.',
+                'of the GPU it ran on and of the other targets asked for; identical requests are one entry with a '
+                'count. Fields are only ever added.',
  'type': 'object',
  'required': ['schema',
               'processes',
@@ -23,6 +31,9 @@ TRACE_SCHEMA: dict[str, Any] = {'$schema': 'https://json-schema.org/draft/2020-1
               'limits',
               'targets',
               'torn_lines',
+              'past_table',
+              'unwritable',
+              'skipped',
               'requests',
               'settings'],
  'properties': {'schema': {'const': TRACE_ID},
@@ -44,6 +55,35 @@ TRACE_SCHEMA: dict[str, Any] = {'$schema': 'https://json-schema.org/draft/2020-1
                 'torn_lines': {'type': 'integer',
                                'minimum': 0,
                                'description': 'lines cut short by a process killed while writing'},
+                'past_table': {'type': 'array',
+                               'description': "launches the collector counted past its table of configurations: "
+                                              'their requests were not recorded',
+                               'items': {'type': 'object',
+                                         'required': ['kernel', 'readable', 'count', 'processes'],
+                                         'properties': {'kernel': {'type': ['string', 'null'],
+                                                                   'description': 'mangled; null: launches past both '
+                                                                                  "of the collector's tables"},
+                                                        'readable': {'type': ['string', 'null']},
+                                                        'count': {'type': 'integer', 'minimum': 1},
+                                                        'processes': {'type': 'integer', 'minimum': 1}}}},
+                'unwritable': {'type': 'array',
+                               'description': 'processes whose collector could not write its trace',
+                               'items': {'type': 'object',
+                                         'required': ['pid', 'errno', 'reason', 'path', 'command'],
+                                         'properties': {'pid': {'type': 'integer'},
+                                                        'errno': {'type': 'integer'},
+                                                        'reason': {'type': 'string'},
+                                                        'path': {'type': 'string'},
+                                                        'command': {'type': 'string'}}}},
+                'skipped': {'type': 'array',
+                            'description': 'lines and files of the trace that could not be read, by kind',
+                            'items': {'type': 'object',
+                                      'required': ['kind', 'description', 'count', 'first'],
+                                      'properties': {'kind': {'enum': SKIP_KINDS},
+                                                     'description': {'type': 'string'},
+                                                     'count': {'type': 'integer', 'minimum': 1},
+                                                     'first': {'type': 'string',
+                                                               'description': 'the file (and line) of the first'}}}},
                 'requests': {'type': 'array', 'items': {'$ref': '#/$defs/request'}},
                 'settings': {'type': 'array', 'items': {'$ref': '#/$defs/setting'}}},
  '$defs': {'limit': {'type': 'object',
@@ -73,9 +113,19 @@ TRACE_SCHEMA: dict[str, Any] = {'$schema': 'https://json-schema.org/draft/2020-1
                                     'cluster',
                                     'here',
                                     'elsewhere',
-                                    'fit'],
-                       'properties': {'pid': {'type': 'integer'},
-                                      'kind': {'enum': ['attribute', 'launch', 'graph node']},
+                                    'fit',
+                                    'processes',
+                                    'cause',
+                                    'kernel_limit_bytes',
+                                    'max_threads',
+                                    'registers',
+                                    'graph_nodes'],
+                       'properties': {'pid': {'type': 'integer', 'description': 'the lowest of the processes that made it'},
+                                      'kind': {'enum': REQUEST_KINDS,
+                                               'description': 'graph node: a node as built, counted once; graph '
+                                                              'replay: a node of an executable graph, counted per '
+                                                              'cuGraphLaunch; refused graph launch: the node of a '
+                                                              'refused cuGraphLaunch that asks the most'},
                                       'api': {'type': 'string',
                                               'description': "the call the program made (the runtime's where it "
                                                              'made one)'},
@@ -89,7 +139,25 @@ TRACE_SCHEMA: dict[str, Any] = {'$schema': 'https://json-schema.org/draft/2020-1
                                       'static_bytes': {'type': ['integer', 'null']},
                                       'result': {'type': 'string'},
                                       'refused': {'type': 'boolean'},
-                                      'count': {'type': 'integer', 'minimum': 1},
+                                      'count': {'type': 'integer',
+                                                'minimum': 0,
+                                                'description': 'identical requests made (a graph replay: its '
+                                                               'launches; 0 where it was never launched)'},
+                                      'processes': {'type': 'integer', 'minimum': 0},
+                                      'cause': {'enum': [*CAUSES, None],
+                                                'description': 'why a refused request was refused, as far as the '
+                                                               'records tell; null where it was not refused'},
+                                      'kernel_limit_bytes': {'type': ['integer', 'null'],
+                                                             'description': "the kernel's MaxDynamicSharedMemorySize "
+                                                                            'at the refusal'},
+                                      'max_threads': {'type': ['integer', 'null'],
+                                                      'description': "the kernel's most threads per block at the "
+                                                                     'refusal'},
+                                      'registers': {'type': ['integer', 'null'],
+                                                    'description': 'registers per thread, at the refusal'},
+                                      'graph_nodes': {'type': 'integer',
+                                                      'minimum': 0,
+                                                      'description': 'of a refused graph launch: its kernel nodes'},
                                       'block': {'type': ['array', 'null'],
                                                 'items': {'type': 'integer'},
                                                 'minItems': 3,
@@ -104,7 +172,8 @@ TRACE_SCHEMA: dict[str, Any] = {'$schema': 'https://json-schema.org/draft/2020-1
                                               'description': 'what fit says of a CUTLASS kernel its name '
                                                              'describes'}}},
            'setting': {'type': 'object',
-                       'required': ['pid', 'api', 'kernel', 'readable', 'attribute', 'value', 'result', 'refused'],
+                       'required': ['pid', 'api', 'kernel', 'readable', 'attribute', 'value', 'result', 'refused',
+                                    'count'],
                        'properties': {'pid': {'type': 'integer'},
                                       'api': {'type': 'string'},
                                       'kernel': {'type': ['string', 'null']},
@@ -112,4 +181,5 @@ TRACE_SCHEMA: dict[str, Any] = {'$schema': 'https://json-schema.org/draft/2020-1
                                       'attribute': {'type': 'string'},
                                       'value': {'type': 'integer'},
                                       'result': {'type': 'string'},
-                                      'refused': {'type': 'boolean'}}}}}
+                                      'refused': {'type': 'boolean'},
+                                      'count': {'type': 'integer', 'minimum': 1}}}}}
