@@ -161,7 +161,7 @@ def test_from_explains_against_the_limits_recorded_with_the_trace(tmp_path: Path
     code, live, _ = run_main(["trace", "--simulate", "rtx-pro-6000", "--out", str(out), "--", "sh", "-c", play], capsys)
     assert code == 0 and "accepts at most 101376 B" in live
     code, replayed, _ = run_main(["trace", "--from", str(out)], capsys)
-    kept = f"  (the trace is kept in {out}: explain it again with --from {out})\n"
+    kept = f"  (the trace is kept in {out})\n"
     assert code == 0 and live.endswith(kept)
     assert replayed == live.removesuffix(kept) + "  (limits as recorded with the trace, in limits.json)\n"
     recorded = json.loads((out / "limits.json").read_text())

@@ -67,7 +67,7 @@ def test_each_trace_without_out_gets_a_new_numbered_folder(tmp_path: Path, monke
     for _ in range(2):
         code, out, _ = run_main(["trace", "--no-measure", "--", "true"], capsys)
         assert code == 0
-        kept.append(re.search(r"\(the trace is kept in (\S+): explain it again with --from \1\)\n$", out)[1])
+        kept.append(re.search(r"\(the trace is kept in (\S+)\)\n$", out)[1])
     assert kept == [str(tmp_path / "bisect-smem-trace-8"), str(tmp_path / "bisect-smem-trace-9")]
     assert json.loads((tmp_path / "bisect-smem-trace-9" / trace_folder.CLAIM).read_text())["command"] == ["true"]
 

@@ -122,7 +122,7 @@ def run(args: argparse.Namespace) -> tuple[str, int]:
     if note and q.json != "-":
         text += f"  ({note})\n"
     if not q.replay:
-        kept = f"the trace is kept in {folder}: explain it again with --from {folder}"
+        kept = f"the trace is kept in {folder}"
         if q.json == "-":
             stderr.say(f"bisect-smem trace: {kept}")
         else:
