@@ -9,6 +9,8 @@ child and is seen, rather than ending up with init. Cases:
   ctrl-c, ctrl-c-stdin-null    under a terminal (a pty it is the session leader of), the tool in its foreground:
                         Ctrl-C typed; with the tool's stdin the terminal, or /dev/null
   ctrl-z                under a terminal: Ctrl-Z typed, then ``fg`` as a shell does it
+  ctrl-missing          under a terminal, a command that is not found: the terminal comes back to the tool
+  nohup                 the tool started with SIGHUP ignored (as nohup does), then SIGHUP to its pid
   quit, kill            SIGQUIT, SIGKILL to the tool's pid
 """
 
@@ -78,8 +80,8 @@ def how(status: int) -> str:
 
 
 def start(case: str, out: str) -> tuple[subprocess.Popen[bytes], Output, int | None]:
-    tool = [sys.executable, "-m", "bisect_smem", "trace", "--no-measure", "--out", out, "--",
-            sys.executable, str(HERE / "signal_command.py")]
+    command = ["no-such-command-x"] if case == "ctrl-missing" else [sys.executable, str(HERE / "signal_command.py")]
+    tool = [sys.executable, "-m", "bisect_smem", "trace", "--no-measure", "--out", out, "--", *command]
     if not case.startswith("ctrl-"):
         child = subprocess.Popen(tool, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, process_group=0)
         assert child.stdout is not None
@@ -103,10 +105,19 @@ def start(case: str, out: str) -> tuple[subprocess.Popen[bytes], Output, int | N
 def main(case: str, out: str) -> dict[str, Any]:
     ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     signal.signal(signal.SIGTTOU, signal.SIG_IGN)  # the shell hands the terminal around from the background
+    if case == "nohup":
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
     tool, output, terminal = start(case, out)
-    command = int(output.until(r"ready (\d+)")[1])
     result: dict[str, Any] = {}
-    if case in ("pid", "group"):
+    if case == "ctrl-missing":
+        result["tool"] = how(wait(tool.pid))
+        assert terminal is not None
+        result["terminal_after"] = "tool" if os.tcgetpgrp(terminal) == tool.pid else "other"
+        return result
+    command = int(output.until(r"ready (\d+)")[1])
+    if case == "nohup":
+        os.kill(tool.pid, signal.SIGHUP)  # ignored by the tool, so never relayed
+    elif case in ("pid", "group"):
         signum = signal.Signals[sys.argv[3]]
         os.kill(tool.pid, signum) if case == "pid" else os.killpg(tool.pid, signum)
         output.until(f"got {signum.name}")

@@ -50,6 +50,16 @@ def test_ctrl_c_at_the_terminal_reaches_the_command_once(case: str, tmp_path: Pa
                                      "terminal_after": "tool"}
 
 
+def test_a_command_not_found_gives_the_terminal_back(tmp_path: Path) -> None:
+    # Its process took the terminal before its exec failed: the tool takes it back.
+    assert shell("ctrl-missing", tmp_path) == {"tool": "exit 127", "terminal_after": "tool"}
+
+
+def test_a_signal_the_tool_was_started_ignoring_stays_ignored(tmp_path: Path) -> None:
+    # Under nohup, a SIGHUP is not relayed (the command, too, starts with it ignored).
+    assert shell("nohup", tmp_path) == {"counts": {}, "tool": f"exit {COMMAND_EXIT}"}
+
+
 def test_ctrl_z_stops_the_job_and_fg_continues_it(tmp_path: Path) -> None:
     # The command stops; the tool takes the terminal back and stops itself, so the shell sees the job stop;
     # fg continues the tool, which gives the command the terminal and continues it.

@@ -148,7 +148,7 @@ def traced(q: TraceQuery) -> tuple[Path, Target | None, str | None, int]:
         raise
     try:
         with notices.Listener(claimed.path) as listener:
-            env = {**env, TRACE_DIR: str(claimed.path), NOTIFY: listener.name}
+            env = {**env, TRACE_DIR: str(claimed.path), **({NOTIFY: listener.name} if listener.name else {})}
             stderr.say(f"bisect-smem trace: {cupti}")
             code = run_traced(q.command, env, alongside=listener.receiving())
     except CommandNotStarted:

@@ -48,21 +48,30 @@ class Listener:
 
     def __init__(self, folder: Path) -> None:
         self.path = folder / FILE
-        self.name = f"bisect-smem-trace-{os.getpid()}-{secrets.token_hex(8)}"
+        self.name: str | None = f"bisect-smem-trace-{os.getpid()}-{secrets.token_hex(8)}"
         self.kept = 0
-        self._socket = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
-        self._socket.bind("\0" + self.name)
-        self._socket.setblocking(False)
+        self._socket: socket.socket | None = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
+        try:
+            self._socket.bind("\0" + self.name)
+        except OSError:  # no socket (a sandbox without unix sockets): the command runs, without notices
+            self._socket.close()
+            self._socket, self.name = None, None
+        else:
+            self._socket.setblocking(False)
 
     def __enter__(self) -> Listener:
         return self
 
     def __exit__(self, *_: type[BaseException] | BaseException | TracebackType | None) -> None:
-        self._socket.close()
+        if self._socket is not None:
+            self._socket.close()
 
     @contextlib.contextmanager
     def receiving(self) -> Iterator[None]:
         """Receive in a thread while the body runs; read what is left queued when it ends."""
+        if self._socket is None:
+            yield
+            return
         stop_read, stop_write = os.pipe2(os.O_CLOEXEC)
         thread = threading.Thread(target=self._receive, args=(stop_read,), name="trace-notices", daemon=True)
         thread.start()
@@ -76,6 +85,7 @@ class Listener:
             self.drain()
 
     def _receive(self, stop: int) -> None:
+        assert self._socket is not None  # noqa: S101 - receiving starts this thread only with a socket
         while True:
             ready = select.select([self._socket, stop], [], [])[0]
             if stop in ready:
@@ -84,12 +94,10 @@ class Listener:
 
     def drain(self) -> None:
         """Keep every notice queued now."""
-        while True:
+        while self._socket is not None:
             try:
                 data = self._socket.recv(NOTICE_BYTES + 1)
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError:
+            except OSError:  # BlockingIOError: nothing more queued
                 return
             kept = notice(data)
             if kept is not None and self.kept < MAX_NOTICES:

@@ -141,6 +141,8 @@ class _Relay:
 
     def install(self) -> None:
         for signum in RELAYED:
+            if signal.getsignal(signum) == signal.SIG_IGN:
+                continue  # ignored (nohup, a shell's background job): the command inherits that, as it would
             try:
                 self.previous[signum] = signal.signal(signum, self)
             except ValueError:  # not the main thread: the command still runs, signals stay as they are
@@ -225,8 +227,9 @@ def run_traced(command: Sequence[str], environment: Mapping[str, str],
     finally:
         relay.ended()
         if terminal is not None:
-            # Back to the tool only from the command: after Ctrl-Z and bg the shell has it, and keeps it.
-            if child is not None and terminal.owner() == child.pid:
+            # Back to the tool only from the command (which may have taken it and then failed to exec): after
+            # Ctrl-Z and bg the shell has it, and keeps it.
+            if handed and (child is None or terminal.owner() == child.pid):
                 _hand_terminal(terminal.fd, os.getpgrp())
             terminal.close()
         relay.restore()
