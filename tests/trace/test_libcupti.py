@@ -81,6 +81,9 @@ def test_the_libcupti_of_the_driver_s_major_is_chosen(sites: tuple[list[str], Pa
     assert choice.found is not None and choice.found.path == str(twelve if chosen == 12 else thirteen)
     if driver == (12, 8):
         assert choice.says == f"libcupti 12.8 from wheel {CU12} in {search[1]} (driver CUDA 12.8)"
+    if driver == (12, 2):  # only a newer minor of its major: better than a CUDA 13 one, which cannot start
+        assert choice.says.endswith("(driver CUDA 12.2): newer than the driver; where it cannot start, the summary "
+                                    "names the processes left untraced")
 
 
 def test_a_cuda_13_libcupti_alone_is_refused_on_a_cuda_12_driver(tmp_path: Path, fakes: Path) -> None:
@@ -157,3 +160,16 @@ def test_no_libcupti_for_the_driver_is_one_line_and_exit_3(tmp_path: Path, monke
     monkeypatch.setattr(sys, "path", [])
     code, _, err = run_main(["trace", "--no-measure", "--out", str(tmp_path / "t"), "--", "true"], capsys)
     assert code == 3 and f'pip install "{CU12}<12.3"' in one_error(err) and not (tmp_path / "t").exists()
+
+
+def test_a_toolkit_s_libcupti_has_the_toolkit_s_version(tmp_path: Path, fakes: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "cuda-12.4"
+    (home / "extras" / "CUPTI" / "lib64").mkdir(parents=True)
+    shutil.copy(fakes / "libcupti.so.12", home / "extras" / "CUPTI" / "lib64" / "libcupti.so.12")
+    (home / "version.json").write_text('{"cuda": {"name": "CUDA SDK", "version": "12.4.1"}}')
+    thirteen = wheel(tmp_path / "a", fakes, 13, "13.0.85")
+    monkeypatch.setattr(libcupti, "toolkit_homes", lambda _env: [home])
+    choice = libcupti.choose([str(tmp_path / "a")], {}, DriverCuda((12, 4), "driver R550"))
+    assert choice.says == f"libcupti 12.4 from toolkit {home} (driver CUDA 12.4)"
+    assert libcupti.choose([str(tmp_path / "a")], {}, DriverCuda((13, 0), "driver R580")).found.path == str(thirteen)

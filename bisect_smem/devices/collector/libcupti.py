@@ -253,7 +253,9 @@ def choose(search_path: Sequence[str] | None = None, environ: Mapping[str, str] 
                             + (f", only {unusable}, which needs a newer driver" if found else "")
                             + f"; {install_hint(driver)}")
     best = min(ranked)[-1]
-    return Choice(best, _line(best, on))
+    newer = best.major == driver.version[0] and best.minor is not None and best.minor > driver.version[1]
+    return Choice(best, _line(best, on) + (": newer than the driver; where it cannot start, the summary names the "
+                                           "processes left untraced" if newer else ""))
 
 
 def _line(found: Found, on: str) -> str:
