@@ -62,8 +62,10 @@ def test_an_injection_already_set_is_refused(tmp_path: Path, cupti: None, capsys
     assert code == 2 and "CUDA_INJECTION64_PATH is already set" in one_error(err) and not (tmp_path / "t").exists()
 
 
-def test_a_command_not_found(tmp_path: Path, cupti: None, capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = run_main(["trace", "--no-measure", "--out", str(tmp_path / "t"), "--", "no-such-command-x"], capsys)
+@pytest.mark.parametrize("measure", [["--no-measure"], ["--simulate", "h200"]])
+def test_a_command_not_found(tmp_path: Path, cupti: None, measure: list[str],
+                             capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_main(["trace", *measure, "--out", str(tmp_path / "t"), "--", "no-such-command-x"], capsys)
     assert code == 127 and one_error(after_cupti_line(err)) == "error: no-such-command-x: command not found"
     assert not (tmp_path / "t").exists()  # nothing ran in it: the claim is given up
 

@@ -142,6 +142,7 @@ def traced(q: TraceQuery) -> tuple[Path, Target | None, str | None, int]:
     try:
         here, note = here_target(q)
         if here is not None:
+            claimed.written.append(LIMITS_FILE)
             record_limits(claimed.path, here)
     except BaseException:
         claimed.release()

@@ -30,11 +30,13 @@ class Claimed:
 
     def __init__(self, path: Path, made: bool) -> None:
         self.path, self.made = path, made
+        self.written = [CLAIM]  # the tool's own files in it, which release removes
 
     def release(self) -> None:
-        """Remove the claim, and the folder where this run made it and it is empty again."""
-        with contextlib.suppress(OSError):
-            (self.path / CLAIM).unlink()
+        """Remove the tool's files, and the folder where this run made it and it is empty again."""
+        for name in reversed(self.written):
+            with contextlib.suppress(OSError):
+                (self.path / name).unlink()
         if self.made:
             with contextlib.suppress(OSError):
                 self.path.rmdir()
