@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import fcntl
 import json
 import os
 import re
@@ -87,8 +88,6 @@ def start(case: str, out: str) -> tuple[subprocess.Popen[bytes], Output, int | N
         assert child.stdout is not None
         return child, Output(child.stdout.fileno()), None
     master, slave = os.openpty()
-    import fcntl
-
     fcntl.ioctl(slave, termios.TIOCSCTTY, 0)  # this session's terminal, as a login's
 
     def foreground() -> None:  # the job's group is the terminal's foreground before it runs, as a shell does it

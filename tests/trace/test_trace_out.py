@@ -72,6 +72,14 @@ def test_each_trace_without_out_gets_a_new_numbered_folder(tmp_path: Path, monke
     assert json.loads((tmp_path / "bisect-smem-trace-9" / trace_folder.CLAIM).read_text())["command"] == ["true"]
 
 
+def test_with_the_json_summary_on_stdout_the_folder_is_said_on_stderr(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_main(["trace", "--no-measure", "--json", "-", "--out", str(tmp_path / "t"), "--", "true"],
+                              capsys)
+    assert code == 0 and isinstance(json.loads(out), dict)
+    assert err.splitlines()[-1] == f"bisect-smem trace: the trace is kept in {tmp_path / 't'}"
+
+
 def test_the_folder_is_0700_and_the_tool_s_files_0600(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "t"
     code, _, _ = run_main(["trace", "--simulate", "h200", "--out", str(out), "--", "true"], capsys)
