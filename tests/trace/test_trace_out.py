@@ -132,3 +132,17 @@ def test_notices_sent_while_the_command_runs_are_kept(tmp_path: Path, capfd: pyt
                                   b'{"event":"unwritable","pid":1,"errno":2.5,"path":"p","command":"c"}'])
 def test_what_is_not_a_notice_is_dropped(data: bytes) -> None:
     assert notices.notice(data) is None
+
+
+def test_the_notices_kept_are_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    monkeypatch.setattr(notices, "MAX_NOTICES", 3)
+    line = {"event": "unwritable", "pid": 1, "errno": 28, "path": "/t/1.jsonl", "command": "x"}
+    with notices.Listener(tmp_path) as listener, listener.receiving(), \
+            socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sender:
+        assert listener.name is not None
+        for pid in range(1, 9):
+            sender.sendto(json.dumps({**line, "pid": pid}).encode(), "\0" + listener.name)
+    kept = [json.loads(text)["pid"] for text in (tmp_path / notices.FILE).read_text().splitlines()]
+    assert kept == [1, 2, 3] and listener.kept == 3
