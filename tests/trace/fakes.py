@@ -25,8 +25,8 @@ def need_cc() -> str:
 
 
 def build_fakes(folder: Path, r535: bool = False) -> Path:
-    """libfakecuda.so and libcupti.so.13 (the fake, with that soname) in ``folder``; with ``r535`` the driver
-    lacks cuFuncGetName and cuKernelGetName, as drivers before R545 do."""
+    """libfakecuda.so, libcupti.so.13 and libcupti.so.12 (the fake, with those sonames) in ``folder``; with
+    ``r535`` the driver lacks cuFuncGetName and cuKernelGetName, as drivers before R545 do."""
     cc = need_cc()
     folder.mkdir(parents=True, exist_ok=True)
     source = str(HERE / "fake_cuda.c")
@@ -36,7 +36,19 @@ def build_fakes(folder: Path, r535: bool = False) -> Path:
                     str(folder / "libfakecuda.so"), source], check=True)
     subprocess.run([cc, "-shared", "-fPIC", "-DFAKE_CUPTI", "-Wl,-soname,libcupti.so.13", "-o",
                     str(folder / "libcupti.so.13"), source], check=True)
+    subprocess.run([cc, "-shared", "-fPIC", "-DFAKE_CUPTI", "-Wl,-soname,libcupti.so.12", "-o",
+                    str(folder / "libcupti.so.12"), source], check=True)
     return folder
+
+
+def build_driver(folder: Path, cuda_version: int) -> Path:
+    """A driver library whose cuDriverGetVersion says ``cuda_version`` (12080: CUDA 12.8), in ``folder``."""
+    cc = need_cc()
+    folder.mkdir(parents=True, exist_ok=True)
+    library = folder / f"libcuda-{cuda_version}.so"
+    subprocess.run([cc, "-shared", "-fPIC", f"-DCUDA_VERSION={cuda_version}", "-o", str(library),
+                    str(HERE / "fake_driver_version.c")], check=True)
+    return library
 
 
 def play(fakes: Path, collector: Path, out: Path, scenario: str = "all",

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from bisect_smem.core.trace_events import read_trace
+from bisect_smem.core.trace_read import read_trace
 from tests.trace.fake_process import CUTLASS
 from tests.trace.fakes import build_fakes, lines, play
 

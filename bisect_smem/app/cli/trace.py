@@ -8,6 +8,7 @@ import argparse
 import json
 import os
 import shutil
+import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -16,17 +17,17 @@ from bisect_smem.analysis.trace import Explained, explain, fit_advice
 from bisect_smem.app.cli.commands import SUBCOMMANDS
 from bisect_smem.app.outputs import stderr, writer
 from bisect_smem.app.render.trace import render_json, render_text, skipped_lines
-from bisect_smem.app.run import fit_targets
-from bisect_smem.app.run.traced import INJECTION, run_traced
+from bisect_smem.app.run import fit_targets, notices, trace_folder
+from bisect_smem.app.run.traced import INJECTION, CommandNotStarted, run_traced
 from bisect_smem.core import input as reader
 from bisect_smem.core.errors import BisectSmemError, ExitCode, UsageError
 from bisect_smem.core.profiles import ArchProfile
 from bisect_smem.core.trace_read import read_trace
 from bisect_smem.devices.collector import build, libcupti
 from bisect_smem.devices.collector.demangle import demangle_all
+from bisect_smem.devices.collector.environment import NOTIFY, TRACE_DIR
 
 HELP = SUBCOMMANDS["trace"]
-DEFAULT_OUT = "bisect-smem-trace"
 # The limits a trace was explained against, kept beside its JSON lines: --from explains it the same way on any
 # machine, rather than against whatever GPU that machine has.
 LIMITS_FILE = "limits.json"
@@ -34,10 +35,12 @@ LIMITS_FORMAT = 1
 COLLECTOR_CHOICE = "BISECT_SMEM_COLLECTOR"  # "python": the ctypes collector even where cc builds the C one
 EXIT_HELP = """exit codes:
   N    the command's own exit code (128+N when signal N ended it), whatever its trace holds; the trace is
-       kept under --out, and lines of it that cannot be read are skipped and said on stderr
+       kept under --out, or in a new numbered folder (./bisect-smem-trace-1, -2, ...), which the summary
+       names; lines of it that cannot be read are skipped and said on stderr
   1    with --strict: the command succeeded but a shared-memory request was refused
-  2    bad usage: no command, --out already holds a trace, CUDA_INJECTION64_PATH already set (another tool,
-       such as nsys or ncu, injects itself: trace refuses rather than run the command untraced)
+  2    bad usage: no command, --out already holds a trace (running or done), --out too long a path for the
+       collector (3071 bytes), CUDA_INJECTION64_PATH already set (another tool, such as nsys or ncu, injects
+       itself: trace refuses rather than run the command untraced)
   3    no libcupti (install nvidia-cuda-cupti), or no C compiler to build the collector for a command
        that is not Python (a Python command is traced by the ctypes collector then)
   126  the command was found but cannot be run; 127 the command was not found
@@ -56,7 +59,7 @@ class TraceQuery:
     """What ``trace`` is asked, parsed once."""
 
     command: tuple[str, ...]
-    out: Path
+    out: Path | None  # None: a new numbered folder
     replay: bool  # --from: explain a trace recorded before
     report: str | None
     arch: tuple[ArchProfile, ...]
@@ -71,8 +74,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     """The subcommand's options."""
     p = sub.add_parser("trace", help=HELP, description=HELP + ".", epilog=EXIT_HELP,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--out", metavar="DIR", help=f"where the per-process JSON lines go (default ./{DEFAULT_OUT}; "
-                                                "it must hold no trace yet)")
+    p.add_argument("--out", metavar="DIR", help=f"where the per-process JSON lines go (it must hold no trace yet; "
+                                                f"default: a new numbered folder, ./{trace_folder.STEM}-N)")
     p.add_argument("--from", dest="replay", metavar="DIR", help="explain the trace in DIR against the limits recorded with it "
                                                       "(or --report, --simulate); run nothing")
     p.add_argument("--report", metavar="REPORT.json", help="the measured limits of the GPU the command runs on "
@@ -98,7 +101,8 @@ def parse(args: argparse.Namespace) -> TraceQuery:
         raise UsageError("give either --from DIR or a command, not both")
     if not args.replay and not command:
         raise UsageError("trace needs a command: bisect-smem trace [options] -- COMMAND [ARGS...]")
-    out = Path(args.replay or args.out or DEFAULT_OUT)
+    named = args.replay or args.out
+    out = Path(named) if named else None
     return TraceQuery(tuple(command), out, bool(args.replay), args.report, tuple(fit_targets.published(args.arch, True)),
                       tuple(args.target or ()), tuple(args.simulate or ()), not args.no_measure, args.strict, args.json)
 
@@ -108,33 +112,60 @@ def run(args: argparse.Namespace) -> tuple[str, int]:
     q = parse(args)
     json_path = writer.output_path(q.json, "the trace summary")
     others = other_targets(q)
-    env = None if q.replay else prepare(q)  # what would refuse the command is said before anything is measured
-    here, note = here_target(q)
-    if env is not None and here is not None:
-        record_limits(q.out, here)
-    if env is None:
-        text, refused = summary(q, here, others, note, json_path)
+    if q.replay:
+        assert q.out is not None  # noqa: S101 - parse gives --from its folder
+        here, note = here_target(q)
+        text, refused = summary(q, q.out, here, others, note, json_path)
         return text, ExitCode.MISMATCH if q.strict and refused else 0
-    code = run_traced(q.command, env)
+    folder, here, note, code = traced(q)
     try:
-        text, refused = summary(q, here, others, note, json_path)
+        text, refused = summary(q, folder, here, others, note, json_path)
     except (BisectSmemError, OSError, MemoryError) as exc:  # the command ran: its exit code stands
-        stderr.say(f"the trace in {q.out} could not be explained: {exc or type(exc).__name__}", "warning")
+        stderr.say(f"the trace in {folder} could not be explained: {exc or type(exc).__name__}", "warning")
         return "", code
+    kept = f"the trace is kept in {folder}"
+    if q.json == "-":
+        stderr.say(f"bisect-smem trace: {kept}")
+    else:
+        text += f"  ({kept})\n"
     return text, ExitCode.MISMATCH if q.strict and code == 0 and refused else code
 
 
-def summary(q: TraceQuery, here: Target | None, others: list[Target], note: str | None,
+def summary(q: TraceQuery, folder: Path, here: Target | None, others: list[Target], note: str | None,
             json_path: Path | None) -> tuple[str, bool]:
-    """The summary of the trace in ``q.out`` (text, or JSON for ``--json -``), written to ``--json``'s file,
+    """The summary of the trace in ``folder`` (text, or JSON for ``--json -``), written to ``--json``'s file,
     and whether a request was refused."""
-    explained = explain_folder(q.out, here, others)
+    explained = explain_folder(folder, here, others)
     text = render_json(explained) if q.json == "-" else render_text(explained)
     if note and q.json != "-":
         text += f"  ({note})\n"
     if json_path is not None:
         writer.write_atomic(json_path, render_json(explained), what="the trace summary")
     return text, bool(explained.refusals)
+
+
+def traced(q: TraceQuery) -> tuple[Path, Target | None, str | None, int]:
+    """Run the command traced: its folder, the limits it was explained against (and a note on them), and its
+    exit code. What would refuse the command is said before the folder is claimed or anything measured."""
+    env, cupti = environment(q.command)
+    claimed = trace_folder.claim(q.out, q.command)
+    try:
+        here, note = here_target(q)
+        if here is not None:
+            claimed.written.append(LIMITS_FILE)
+            record_limits(claimed.path, here)
+    except BaseException:
+        claimed.release()
+        raise
+    try:
+        with notices.Listener(claimed.path) as listener:
+            env = {**env, TRACE_DIR: str(claimed.path), **({NOTIFY: listener.name} if listener.name else {})}
+            stderr.say(f"bisect-smem trace: {cupti}")
+            code = run_traced(q.command, env, alongside=listener.receiving())
+    except CommandNotStarted:
+        claimed.release()  # nothing ran in it: the same --out may be given again
+        raise
+    return claimed.path, here, note, code
 
 
 def here_target(q: TraceQuery) -> tuple[Target | None, str | None]:
@@ -145,6 +176,7 @@ def here_target(q: TraceQuery) -> tuple[Target | None, str | None]:
         model = (here.short or "").replace(here.driver_version or "\0", "").strip()
         return replace(here, short=model or here.short), None
     if q.replay and not q.simulate:
+        assert q.out is not None  # noqa: S101 - parse gives --from its folder
         return recorded_limits(q.out)
     if not q.simulate and not q.measure:
         return None, None
@@ -159,6 +191,7 @@ def record_limits(out: Path, here: Target) -> None:
     document = {"format": LIMITS_FORMAT, "here": target_record(here)}
     writer.write_atomic(out / LIMITS_FILE, json.dumps(document, indent=1) + "\n", exclusive=True,
                         what="the trace's limits")
+    os.chmod(out / LIMITS_FILE, trace_folder.FILE_MODE)
 
 
 def recorded_limits(folder: Path) -> tuple[Target | None, str | None]:
@@ -181,27 +214,28 @@ def other_targets(q: TraceQuery) -> list[Target]:
     return fit_targets.targets(q.arch, q.targets, (), False)[0]
 
 
-def environment(out: Path, command: tuple[str, ...]) -> dict[str, str]:
-    """The command's environment: the tool's, with the collector, the trace folder and libcupti named. The C
-    collector goes in through CUDA_INJECTION64_PATH; where none can be built (no compiler, or
-    BISECT_SMEM_COLLECTOR=python), a Python command gets the ctypes one through PYTHONPATH."""
+def environment(command: tuple[str, ...]) -> tuple[dict[str, str], str]:
+    """The command's environment: the tool's, with the collector and libcupti named (the trace folder and the
+    notify socket are added once claimed), and the line that says which libcupti and why. The C collector goes
+    in through CUDA_INJECTION64_PATH; where none can be built (no compiler, or BISECT_SMEM_COLLECTOR=python), a
+    Python command gets the ctypes one through PYTHONPATH."""
     if os.environ.get(INJECTION):
         raise UsageError(f"{INJECTION} is already set ({os.environ[INJECTION]}): another tool injects itself into "
                          "CUDA processes; trace does not run the command untraced: unset it, or run without trace")
-    cupti = libcupti.find()
-    if cupti is None:
-        raise TraceUnavailable(f"no libcupti found; {libcupti.INSTALL_HINT}")
-    env = {**os.environ, "BISECT_SMEM_TRACE_DIR": str(out.resolve()), libcupti.OVERRIDE: cupti.path}
+    choice = libcupti.choose([*libcupti.command_site_packages(command), *sys.path])
+    if choice.found is None:
+        raise TraceUnavailable(choice.says)
+    env = {**os.environ, libcupti.OVERRIDE: choice.found.path}
     try:
         if os.environ.get(COLLECTOR_CHOICE) == "python":
             raise build.CollectorBuildError(f"{COLLECTOR_CHOICE}=python")
-        return {**env, INJECTION: str(build.collector_library())}
+        return {**env, INJECTION: str(build.collector_library())}, choice.says
     except build.CollectorBuildError as exc:
         if not _is_python(command):
             raise TraceUnavailable(f"the collector cannot be built ({exc}): install a C compiler (cc); without one "
                                    "only Python commands are traced") from None
     fallback = str(build.SOURCE_DIR / "fallback")
-    return {**env, "PYTHONPATH": os.pathsep.join(filter(None, [fallback, os.environ.get("PYTHONPATH")]))}
+    return {**env, "PYTHONPATH": os.pathsep.join(filter(None, [fallback, os.environ.get("PYTHONPATH")]))}, choice.says
 
 
 def _is_python(command: tuple[str, ...]) -> bool:
@@ -214,18 +248,6 @@ def _is_python(command: tuple[str, ...]) -> bool:
             return script.read(2) == b"#!" and b"python" in script.readline()
     except OSError:
         return False
-
-
-def prepare(q: TraceQuery) -> dict[str, str]:
-    """A new --out folder, and the command's environment with the collector in it."""
-    if q.out.is_dir() and (any(q.out.glob("*.jsonl")) or (q.out / LIMITS_FILE).exists()):
-        raise UsageError(f"--out {q.out} already holds a trace: name another folder, or explain it with --from")
-    env = environment(q.out, q.command)
-    try:
-        q.out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"cannot make --out {q.out}: {exc.strerror or exc}") from None
-    return env
 
 
 def explain_folder(folder: Path, here: Target | None, others: list[Target]) -> Explained:
