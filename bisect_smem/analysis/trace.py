@@ -227,8 +227,8 @@ def fit_advice(readable: str, requested_bytes: int, target: Target | None) -> tu
     schedule = "cooperative" if "Cooperative" in readable else "pingpong" if "Pingpong" in readable else "auto"
     # Deferred: fit's CUTLASS rule is loaded only for a trace that holds a CUTLASS kernel.
     from bisect_smem.analysis.fit.cutlass import CUTLASS_VERSION
+    from bisect_smem.analysis.fit.cutlass.evaluate import evaluate_cutlass
     from bisect_smem.analysis.fit.cutlass.gemm import GemmKernel
-    from bisect_smem.analysis.fit.gemm import evaluate_cutlass
     from bisect_smem.core.errors import BisectSmemError
 
     m, n, k, count = int(tile.group(1)), int(tile.group(2)), int(tile.group(3)), int(stages.group(2))

@@ -12,7 +12,7 @@ import pytest
 from bisect_smem.analysis.fit.triton import TRITON_VERSION
 from bisect_smem.analysis.fit.triton.rule import TritonKernel, refusal, shared_of, stages_giving
 from bisect_smem.app.cli import main as cli
-from bisect_smem.core.hardware import has_native_fp8_mma_sync, triton_mma
+from bisect_smem.core.hardware import has_native_fp8_mma_sync, tensor_core_mma
 from tests.paths import DATA, ROOT
 
 FILES = sorted(DATA.glob("triton_matmul_sm*.json"))
@@ -185,7 +185,7 @@ def test_readme_triton_example_is_this_output(capsys: pytest.CaptureFixture[str]
 
 def test_tritons_mma_per_architecture() -> None:
     ccs = ((7, 5), (8, 0), (8, 6), (8, 9), (9, 0), (10, 0), (10, 3), (11, 0), (12, 0), (12, 1), None)
-    assert [triton_mma(cc) for cc in ccs] == [None, "mma.sync", "mma.sync", "mma.sync", "wgmma", "tcgen05",
+    assert [tensor_core_mma(cc) for cc in ccs] == [None, "mma.sync", "mma.sync", "mma.sync", "wgmma", "tcgen05",
                                              "tcgen05", None, "mma.sync", "mma.sync", None]
     assert [has_native_fp8_mma_sync(cc) for cc in ccs[1:-1]] == [False, False, True, False, False, False, False,
                                                                  True, False]

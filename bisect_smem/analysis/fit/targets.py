@@ -27,7 +27,7 @@ from bisect_smem.core.schema import SchemaError
 
 # Far above any GPU's shared memory, and small enough that every byte count printed is an ordinary integer.
 MAX_FIT_BYTES = 1 << 32
-UNKNOWN, DOES_NOT_FIT = "unknown", "does not fit"
+UNKNOWN, DOES_NOT_FIT, DOES_NOT_BUILD = "unknown", "does not fit", "does not build"
 
 
 def check_bound(value: int, what: str) -> int:

@@ -14,10 +14,18 @@ from typing import Any
 from bisect_smem.analysis.fit import FIT_SCHEMA
 from bisect_smem.analysis.fit.compiled import cubin_static_smem, ptx_static
 from bisect_smem.analysis.fit.explain import Explained
-from bisect_smem.analysis.fit.gemm import DOES_NOT_BUILD
 from bisect_smem.analysis.fit.rule import GemmRule
 from bisect_smem.analysis.fit.rules import DEFAULT_RULE, RULES
-from bisect_smem.analysis.fit.targets import DOES_NOT_FIT, UNKNOWN, FitRequest, FitResult, Target, check_bound, evaluate
+from bisect_smem.analysis.fit.targets import (
+    DOES_NOT_BUILD,
+    DOES_NOT_FIT,
+    UNKNOWN,
+    FitRequest,
+    FitResult,
+    Target,
+    check_bound,
+    evaluate,
+)
 from bisect_smem.analysis.fit.tiles import Tile
 from bisect_smem.app.cli.argtypes import Once, parse_stages
 from bisect_smem.app.cli.commands import SUBCOMMANDS

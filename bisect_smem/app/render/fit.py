@@ -6,8 +6,7 @@ from __future__ import annotations
 from tabulate import tabulate
 
 from bisect_smem.analysis.fit.explain import Explained
-from bisect_smem.analysis.fit.gemm import DOES_NOT_BUILD
-from bisect_smem.analysis.fit.targets import DOES_NOT_FIT, UNKNOWN, FitRequest, FitResult
+from bisect_smem.analysis.fit.targets import DOES_NOT_BUILD, DOES_NOT_FIT, UNKNOWN, FitRequest, FitResult
 from bisect_smem.core.text import dash
 
 

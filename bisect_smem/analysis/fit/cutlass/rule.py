@@ -10,10 +10,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from bisect_smem.analysis.fit.cutlass import CUTLASS_VERSION, CUTLASS_VERSIONS, launchers
+from bisect_smem.analysis.fit.cutlass.evaluate import evaluate_cutlass
 from bisect_smem.analysis.fit.cutlass.gemm import SCHEDULES, GemmKernel
 from bisect_smem.analysis.fit.cutlass.types import operand
 from bisect_smem.analysis.fit.explain import Explained
-from bisect_smem.analysis.fit.gemm import evaluate_cutlass
 from bisect_smem.analysis.fit.targets import FitRequest, FitResult, Target, check_bound
 from bisect_smem.analysis.fit.tiles import Tile
 from bisect_smem.core.errors import UsageError

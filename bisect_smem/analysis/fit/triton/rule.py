@@ -7,12 +7,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from bisect_smem.analysis.fit.gemm import DOES_NOT_BUILD
-from bisect_smem.analysis.fit.targets import DOES_NOT_FIT, UNKNOWN, FitRequest, FitResult, Target, evaluate
+from bisect_smem.analysis.fit.targets import (
+    DOES_NOT_BUILD,
+    DOES_NOT_FIT,
+    UNKNOWN,
+    FitRequest,
+    FitResult,
+    Target,
+    evaluate,
+)
 from bisect_smem.analysis.fit.triton import TRITON_VERSION
 from bisect_smem.analysis.fit.triton.matmul import DTYPES, THREADS_PER_WARP, Matmul, MatmulBuild, build
 from bisect_smem.core.errors import UsageError
-from bisect_smem.core.hardware import has_fp8_e4m3, has_ldmatrix, has_native_fp8_mma_sync, has_stmatrix, triton_mma
+from bisect_smem.core.hardware import has_fp8_e4m3, has_ldmatrix, has_native_fp8_mma_sync, has_stmatrix, tensor_core_mma
 from bisect_smem.core.sizes import shown
 
 MAX_STAGES = 16  # the most num_stages searched
@@ -66,7 +73,7 @@ class TritonKernel:
 
 def not_modelled(kernel: TritonKernel, cc: tuple[int, int] | None) -> str | None:
     """Why the model gives no number here although Triton may compile it, or None."""
-    mma = triton_mma(cc)
+    mma = tensor_core_mma(cc)
     if mma is None:
         return "Triton's matmul is modelled for sm_80 to sm_89, sm_90, sm_10x and sm_12x, not for this architecture"
     if any(d not in CHECKED_DIMS for d in (kernel.m, kernel.n, kernel.k)):
@@ -91,7 +98,7 @@ def refusal(kernel: TritonKernel, cc: tuple[int, int] | None) -> str | None:
 
 def shared_of(kernel: TritonKernel, stages: int, cc: tuple[int, int]) -> MatmulBuild:
     """The build of ``kernel`` with ``stages`` for architecture ``cc``."""
-    mma = triton_mma(cc)
+    mma = tensor_core_mma(cc)
     return build(kernel.config(stages), mma == "wgmma", has_ldmatrix(cc), has_stmatrix(cc),
                  has_native_fp8_mma_sync(cc), mma == "tcgen05")
 

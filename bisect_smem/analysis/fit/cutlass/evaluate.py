@@ -8,14 +8,21 @@ from dataclasses import replace
 
 from bisect_smem.analysis.fit.cutlass import launchers, sm90, sm100, sm120
 from bisect_smem.analysis.fit.cutlass.gemm import MIN_STAGES, Build, GemmKernel
-from bisect_smem.analysis.fit.targets import DOES_NOT_FIT, UNKNOWN, FitRequest, FitResult, Target, evaluate
+from bisect_smem.analysis.fit.targets import (
+    DOES_NOT_BUILD,
+    DOES_NOT_FIT,
+    UNKNOWN,
+    FitRequest,
+    FitResult,
+    Target,
+    evaluate,
+)
 from bisect_smem.core.hardware import block_request_bytes, gemm_family
 
 FAMILIES = {"sm90": sm90.build, "sm100": sm100.build, "sm120": sm120.build}
 # Each family's smem capacity as its builders know it (detail::sm90_smem_capacity_bytes, ...): a kernel
 # the automatic stage count makes larger than this is the builder's own overflow.
 CAPACITY = {"sm90": sm90.CAPACITY_BYTES, "sm100": sm100.CAPACITY_BYTES, "sm120": sm120.CAPACITY_BYTES}
-DOES_NOT_BUILD = "does not build"
 
 
 def cutlass_build(kernel: GemmKernel, target: Target) -> Build:
