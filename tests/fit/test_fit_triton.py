@@ -104,9 +104,10 @@ def test_json_names_the_version_and_every_byte(capsys: pytest.CaptureFixture[str
     data = json.loads(out)
     assert code == 0 and data["gemm"]["triton_version"] == TRITON_VERSION and data["gemm"]["rule"] == "triton"
     for r in data["results"]:
-        assert r["triton_version"] == TRITON_VERSION and r["builds"] is True
-        assert r["triton_shared_bytes"] == r["total_bytes"] <= r["optin_limit_bytes"]
-        assert r["triton_shared_bytes"] == max(r["mainloop_bytes"], r["epilogue_bytes"])
+        assert (r["library"], r["version"], r["builds"]) == ("Triton", TRITON_VERSION, True)
+        assert r["launch_bytes"] == r["total_bytes"] <= r["optin_limit_bytes"]
+        assert r["launch_bytes"] == max(r["mainloop_bytes"], r["epilogue_bytes"])
+        assert r["details"] == {"warps": 4} and r["labels"]["launch"] == "metadata.shared"
 
 
 def test_fixed_stages_that_do_not_load_exit_1(capsys: pytest.CaptureFixture[str]) -> None:

@@ -342,8 +342,9 @@ def render_all(query: FitQuery, request: FitRequest, source: str, results: list[
                alternatives: list[FitResult]) -> str:
     """The text a person reads: the answer first, then the table and the notes."""
     if query.explained is not None:
+        rule = _explained_rule(query)
         body = render_explain(request, query.explained, results, alternatives, explain_notes(query, results),
-                              _library(query))
+                              rule.library, rule.labels)
     elif query.kernels is not None:
         body = render_gemm(source, results, query.verbose)
     else:
@@ -353,11 +354,12 @@ def render_all(query: FitQuery, request: FitRequest, source: str, results: list[
     return "\n".join([body, *dict.fromkeys(failures), *([note] if note else [])])
 
 
-def _library(query: FitQuery) -> str | None:
-    """Whose message (--explain) or tiles (--tile) these are, as a person names the library; None: neither."""
+def _explained_rule(query: FitQuery) -> GemmRule:
+    """Whose message (--explain) or tiles (--tile) these are; a byte count without tiles is the default
+    rule's library's (its kernel's size)."""
     if query.explained is not None and query.explained.kind in RULES:
-        return RULES[query.explained.kind].library
-    return query.kernels.rule.library if query.kernels is not None else None
+        return RULES[query.explained.kind]
+    return query.kernels.rule if query.kernels is not None else RULES[DEFAULT_RULE]
 
 
 def explain_notes(query: FitQuery, results: list[FitResult]) -> tuple[str, ...]:

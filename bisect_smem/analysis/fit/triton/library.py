@@ -11,8 +11,15 @@ from typing import Any
 from bisect_smem.analysis.fit.explain import Explained
 from bisect_smem.analysis.fit.targets import FitRequest, FitResult, Target, check_bound
 from bisect_smem.analysis.fit.tiles import Tile
-from bisect_smem.analysis.fit.triton import TRITON_VERSION
-from bisect_smem.analysis.fit.triton.rule import B_LAYOUTS, TritonKernel, evaluate_triton, stages_giving, triton_dtype
+from bisect_smem.analysis.fit.triton import LIBRARY, TRITON_VERSION
+from bisect_smem.analysis.fit.triton.rule import (
+    B_LAYOUTS,
+    LABELS,
+    TritonKernel,
+    evaluate_triton,
+    stages_giving,
+    triton_dtype,
+)
 from bisect_smem.core.errors import UsageError
 from bisect_smem.core.hardware import DEFAULT_SMEM_PER_BLOCK_BYTES
 from bisect_smem.core.profiles import PROFILES, parse_cc
@@ -27,8 +34,9 @@ class TritonRule:
     """Triton's tutorial matmul as TRITON_VERSION compiles it."""
 
     name = "triton"
-    library = "Triton"
+    library = LIBRARY
     version = TRITON_VERSION
+    labels = LABELS
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         """--warps, --b-layout."""
@@ -103,6 +111,11 @@ class TritonRule:
             lines.append(f"Required: {need} B is {what} with {'; '.join(hits)}." if hits else
                          f"Required: {need} B is no num_stages of {what} here: another tile, type or num_warps.")
         return tuple(lines)
+
+
+    def recognize(self, kernel: str, requested_bytes: int, target: Target | None) -> tuple[str, ...] | None:
+        """Nothing yet: a Triton kernel's name is its Python function's, which says nothing of its config."""
+        return None
 
 
 def _cc(result: FitResult) -> tuple[int, int] | None:

@@ -13,10 +13,11 @@ from bisect_smem.analysis.fit.targets import (
     UNKNOWN,
     FitRequest,
     FitResult,
+    Labels,
     Target,
     evaluate,
 )
-from bisect_smem.analysis.fit.triton import TRITON_VERSION
+from bisect_smem.analysis.fit.triton import LIBRARY, TRITON_VERSION
 from bisect_smem.analysis.fit.triton.matmul import DTYPES, THREADS_PER_WARP, Matmul, MatmulBuild, build
 from bisect_smem.core.errors import UsageError
 from bisect_smem.core.hardware import has_fp8_e4m3, has_ldmatrix, has_native_fp8_mma_sync, has_stmatrix, tensor_core_mma
@@ -27,6 +28,12 @@ WARPS = [4, 8]  # the num_warps the model is checked against (Triton's default i
 CHECKED_DIMS = (16, 32, 64, 128, 256)  # BLOCK sizes are powers of two (tl.arange); these are checked
 ALIASES = {"fp8": "fp8e4m3", "e4m3": "fp8e4m3"}
 B_LAYOUTS = ("k", "n")  # B K-major (stored N x K) or N-major (K x N)
+# Triton's words for what fit shows of its kernel.
+LABELS = Labels(stages="num_stages", count="num_stages {}", fits="num_stages {} fits",
+                does_not_fit="num_stages {} does not fit", no_count="no num_stages", fixed="num_stages={}",
+                launch="metadata.shared", launch_in_full="metadata.shared",
+                derivation="{stage_rule}, num_stages {stages}, num_warps {warps}; the allocator's highest byte",
+                over="OutOfResources")
 
 
 def triton_dtype(name: str) -> str:
@@ -104,11 +111,11 @@ def shared_of(kernel: TritonKernel, stages: int, cc: tuple[int, int]) -> MatmulB
 
 
 def _about(kernel: TritonKernel, built: MatmulBuild | None, stages: int | None, reason: str | None) -> dict:
-    about = {"tile": f"{kernel.m}x{kernel.n}x{kernel.k}", "stages_requested": kernel.stages or "auto",
-             "triton_version": TRITON_VERSION, "builds": reason is None, "build_reason": reason, "stages": stages,
-             "warps": kernel.warps}
+    about = {"library": LIBRARY, "version": TRITON_VERSION, "labels": LABELS,
+             "tile": f"{kernel.m}x{kernel.n}x{kernel.k}", "stages_requested": kernel.stages or "auto",
+             "builds": reason is None, "build_reason": reason, "stages": stages, "details": {"warps": kernel.warps}}
     if built is not None:
-        about.update(stage_rule=f"triton {TRITON_VERSION} {built.mma.name}", triton_shared_bytes=built.shared,
+        about.update(stage_rule=f"triton {TRITON_VERSION} {built.mma.name}", launch_bytes=built.shared,
                      stage_bytes=built.a.tile + built.b.tile, mainloop_bytes=built.mainloop_bytes,
                      epilogue_bytes=built.epilogue_bytes, parts=[list(p) for p in built.parts])
     return about
