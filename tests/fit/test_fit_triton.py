@@ -138,8 +138,11 @@ def test_explain_tritons_message_with_its_tile(capsys: pytest.CaptureFixture[str
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--tile", "128x128x64", "--dtype", "int8"], "--rule triton takes --dtype fp16, bf16, fp32 or fp8 (e4m3); got 'int8'"),
-    (["--tile", "128x128x64", "--warps", "6"], "--warps must be one of 4, 8 (got 6)"),
+    (["--tile", "128x128x64", "--dtype", "e5m2"],
+     "--rule triton takes --dtype fp16, bf16, fp32 (tf32), fp8 (e4m3) or int8; got 'e5m2'"),
+    (["--tile", "128x128x64", "--warps", "6"], "--warps must be one of 1, 2, 4, 8, 16 (got 6)"),
+    (["--tile", "128x128x64", "--warps", "32"], "--warps must be one of 1, 2, 4, 8, 16 (got 32)"),
+    (["--tile", "128x128x64", "--loads", "tma"], "--loads: invalid choice: 'tma'"),
     (["--tile", "128x128x64", "--warps", "\u0664"], "--warps must be a whole number in ASCII digits"),
     (["--tile", "128x128x64", "--stages", "17"], "--stages must be in 1..16 for --rule triton (got 17)"),
     (["--tile", "128x128x64", "--schedule", "pingpong"], "--schedule is CUTLASS's: drop it with --rule triton"),
@@ -163,6 +166,36 @@ def test_no_stage_count_where_triton_refuses_or_the_model_stops(args: list[str],
     # Triton refusing to compile is a does-not-build (1); what the model does not cover is unknown (4).
     code, out, _ = fit(args, capsys)
     assert code == exit_code and "no num_stages" in out.splitlines()[0] and why in out.splitlines()[0], out
+
+
+def test_tf32_is_the_fp32_kernel(capsys: pytest.CaptureFixture[str]) -> None:
+    # tl.dot multiplies fp32 operands as tf32 by default on NVIDIA: the same compile, the same bytes.
+    answers = [fit(["--tile", "128x128x32", "--dtype", dtype, "--arch", "9.0", "--arch", "12.0"], capsys)[:2]
+               for dtype in ("tf32", "fp32")]
+    assert answers[0] == answers[1] and answers[0][0] == 0
+
+
+def test_int8_is_answered_with_its_int32_accumulator(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = fit(["--tile", "128x128x64", "--dtype", "int8", "--stages", "3", "--arch", "9.0", "--json", "-"],
+                       capsys)
+    result = json.loads(out)["results"][0]
+    assert code == 0 and result["launch_bytes"] == shared_of(TritonKernel(128, 128, 64, "int8"), 3, (9, 0)).shared
+    assert result["details"] == {"warps": 4}
+
+
+def test_two_warps_on_hopper_fall_back_to_mma_sync(capsys: pytest.CaptureFixture[str]) -> None:
+    # wgmma takes whole warp groups: with 2 warps the dot is mma.sync, which keeps num_stages - 1 buffers.
+    two, four = (shared_of(TritonKernel(128, 128, 64, "fp16", 3, warps), 3, (9, 0)) for warps in (2, 4))
+    assert (two.mma.version, two.a.count, four.mma.version, four.a.count) == (2, 2, 3, 3)
+    code, out, _ = fit(["--tile", "128x128x64", "--warps", "2", "--stages", "3", "--arch", "9.0", "--verbose"], capsys)
+    assert code == 0 and "mma v2 (mma.sync" in out and f"num_stages 3 fits on sm_90: {two.shared} of" in out
+
+
+def test_the_tensor_descriptor_matmul_is_not_answered_for_the_other_kernel(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = fit(["--tile", "128x128x64", "--loads", "descriptor", "--arch", "9.0", "--arch", "12.0"], capsys)
+    lines = out.splitlines()
+    assert code == 4 and all("not modelled: this rule is the pointer-arithmetic matmul" in line for line in lines[:2])
+    assert "tensor descriptors (TMA)" in lines[2]
 
 
 README = ROOT / "docs" / "fit.md"  # the worked examples live on the fit page

@@ -229,7 +229,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     fit.add_argument("--dtype", help="the operands' type: bf16, fp16, tf32, fp32, e4m3, e5m2, int8, e3m2, e2m3, "
                                      "e2m1 (fp8, fp6, fp4), or block-scaled nvfp4, mxfp4, mxfp6, mxfp8, mxfp4-f8f6f4 (mxfp4 "
                                      "through CUTLASS's MXF8F6F4 schedule, a byte an element) (default fp16; "
-                                     "Triton: fp16, bf16, fp32, fp8)")
+                                     "Triton: fp16, bf16, fp32 or tf32, fp8, int8)")
     for rule in RULES.values():
         rule.add_options(fit.add_argument_group(f"{rule.library}'s kernel (with --tile)"))
     fit.add_argument("--verbose", action="store_true", help="the per-target table and every byte, for every target")

@@ -27,8 +27,9 @@ from bisect_smem.analysis.fit.triton.layouts import COLUMNS_FIRST, Layout, block
 from bisect_smem.core.hardware import ceil_div
 
 THREADS_PER_WARP = 32
-# Operand bits and C's bits for each operand type of the kernel (fp8 products are stored as fp16).
-DTYPES = {"fp16": (16, 16), "bf16": (16, 16), "fp32": (32, 32), "fp8e4m3": (8, 16)}
+# Operand bits and C's bits for each operand type of the kernel (fp8 products are stored as fp16; int8
+# products accumulate and are stored as int32).
+DTYPES = {"fp16": (16, 16), "bf16": (16, 16), "fp32": (32, 32), "fp8e4m3": (8, 16), "int8": (8, 32)}
 WGMMA_N = tuple(range(256, 0, -8))  # the instruction N values wgmma takes for these types, largest first
 NVMMA_ALIGNMENT, SWIZZLED_ALIGNMENT, SCRATCH_ALIGNMENT = 1024, 16, 128
 MBARRIER_BYTES = 8

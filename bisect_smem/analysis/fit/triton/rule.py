@@ -24,9 +24,11 @@ from bisect_smem.core.hardware import has_fp8_e4m3, has_ldmatrix, has_native_fp8
 from bisect_smem.core.sizes import shown
 
 MAX_STAGES = 16  # the most num_stages searched
-WARPS = [4, 8]  # the num_warps the model is checked against (Triton's default is 4)
+WARPS = (1, 2, 4, 8, 16)  # the num_warps the model is checked against (Triton's default is 4)
 CHECKED_DIMS = (16, 32, 64, 128, 256)  # BLOCK sizes are powers of two (tl.arange); these are checked
-ALIASES = {"fp8": "fp8e4m3", "e4m3": "fp8e4m3"}
+# tf32 is fp32 operands: tl.dot's default input precision on NVIDIA multiplies them as tf32.
+ALIASES = {"fp8": "fp8e4m3", "e4m3": "fp8e4m3", "tf32": "fp32"}
+LOADS = ("pointer", "descriptor")  # how A and B are loaded: tl.load of pointer blocks, or tensor descriptors (TMA)
 B_LAYOUTS = ("k", "n")  # B K-major (stored N x K) or N-major (K x N)
 # Triton's words for what fit shows of its kernel.
 LABELS = Labels(stages="num_stages", count="num_stages {}", fits="num_stages {} fits",
@@ -40,7 +42,7 @@ def triton_dtype(name: str) -> str:
     """The kernel's operand type for a --dtype name (fp8 and e4m3 are float8_e4m3fn)."""
     key = ALIASES.get(name, name)
     if key not in DTYPES:
-        raise UsageError(f"--rule triton takes --dtype fp16, bf16, fp32 or fp8 (e4m3); got {shown(name)}")
+        raise UsageError(f"--rule triton takes --dtype fp16, bf16, fp32 (tf32), fp8 (e4m3) or int8; got {shown(name)}")
     return key
 
 
@@ -56,11 +58,14 @@ class TritonKernel:
     stages: int | None = None
     warps: int = 4
     b_layout: str | None = None  # "k" (B K-major) or "n" (N-major); None: fp8 K-major, the others N-major
+    loads: str = "pointer"  # LOADS: the tutorial's pointer blocks, or tensor descriptors (not modelled)
 
     def __post_init__(self) -> None:
         triton_dtype(self.dtype)
         if self.b_layout not in (None, *B_LAYOUTS):
             raise UsageError(f"--b-layout must be one of {', '.join(B_LAYOUTS)} (got {shown(self.b_layout)})")
+        if self.loads not in LOADS:
+            raise UsageError(f"--loads must be one of {', '.join(LOADS)} (got {shown(self.loads)})")
         if self.warps not in WARPS:
             raise UsageError(f"--warps must be one of {', '.join(map(str, WARPS))} (got {self.warps})")
         if self.stages is not None and not 1 <= self.stages <= MAX_STAGES:
@@ -71,7 +76,7 @@ class TritonKernel:
         """B's layout: as given, else K-major for fp8 (as Triton's fp8 examples store it), N-major otherwise."""
         if self.b_layout is not None:
             return self.b_layout
-        return "k" if DTYPES[triton_dtype(self.dtype)][0] == 8 else "n"
+        return "k" if triton_dtype(self.dtype) == "fp8e4m3" else "n"
 
     def config(self, stages: int) -> Matmul:
         """The launch configuration with ``stages``."""
@@ -83,6 +88,9 @@ def not_modelled(kernel: TritonKernel, cc: tuple[int, int] | None) -> str | None
     mma = tensor_core_mma(cc)
     if mma is None:
         return "Triton's matmul is modelled for sm_80 to sm_89, sm_90, sm_10x and sm_12x, not for this architecture"
+    if kernel.loads == "descriptor":
+        return ("not modelled: this rule is the pointer-arithmetic matmul (tl.load of pointer blocks); the "
+                "tensor-descriptor (TMA) matmul pipelines and stores C through shared memory otherwise")
     if any(d not in CHECKED_DIMS for d in (kernel.m, kernel.n, kernel.k)):
         return f"BLOCK sizes other than {', '.join(map(str, CHECKED_DIMS))} are not modelled"
     return None
@@ -106,8 +114,9 @@ def refusal(kernel: TritonKernel, cc: tuple[int, int] | None) -> str | None:
 def shared_of(kernel: TritonKernel, stages: int, cc: tuple[int, int]) -> MatmulBuild:
     """The build of ``kernel`` with ``stages`` for architecture ``cc``."""
     mma = tensor_core_mma(cc)
-    return build(kernel.config(stages), mma == "wgmma", has_ldmatrix(cc), has_stmatrix(cc),
-                 has_native_fp8_mma_sync(cc), mma == "tcgen05")
+    # int8 is mma.sync's own type everywhere; fp8 only where the hardware multiplies it (else upcast to fp16).
+    native = triton_dtype(kernel.dtype) == "int8" or has_native_fp8_mma_sync(cc)
+    return build(kernel.config(stages), mma == "wgmma", has_ldmatrix(cc), has_stmatrix(cc), native, mma == "tcgen05")
 
 
 def _about(kernel: TritonKernel, built: MatmulBuild | None, stages: int | None, reason: str | None) -> dict:
