@@ -183,10 +183,23 @@ def test_int8_is_answered_with_its_int32_accumulator(capsys: pytest.CaptureFixtu
     assert result["details"] == {"warps": 4}
 
 
+def test_the_points_cover_every_num_warps_and_type_on_every_target() -> None:
+    points = {arch_of(doc): doc["records"] for name, doc in DOCS.items() if name.endswith("_points.json")}
+    assert set(points) == {(8, 0), (9, 0), (10, 0), (12, 0)}
+    for records in points.values():
+        assert {r["num_warps"] for r in records} == {1, 2, 4, 8, 16}
+        assert {"int8", "tf32", "fp16", "fp8e4m3", "fp32"} == {r["dtype"] for r in records}
+        assert any(not r["compiled"] for r in records)  # a refusal: int8 at K 16
+
+
 def test_two_warps_on_hopper_fall_back_to_mma_sync(capsys: pytest.CaptureFixture[str]) -> None:
     # wgmma takes whole warp groups: with 2 warps the dot is mma.sync, which keeps num_stages - 1 buffers.
+    real = next(r for r in DOCS["triton_matmul_sm90_points.json"]["records"] if (
+        r["dtype"], r["BLOCK_M"], r["BLOCK_N"], r["BLOCK_K"], r["num_warps"], r["num_stages"]) == ("fp16", 128, 128, 64,
+                                                                                                  2, 3))
     two, four = (shared_of(TritonKernel(128, 128, 64, "fp16", 3, warps), 3, (9, 0)) for warps in (2, 4))
     assert (two.mma.version, two.a.count, four.mma.version, four.a.count) == (2, 2, 3, 3)
+    assert two.shared == real["shared"] == 2 * (128 * 64 + 64 * 128) * 2
     code, out, _ = fit(["--tile", "128x128x64", "--warps", "2", "--stages", "3", "--arch", "9.0", "--verbose"], capsys)
     assert code == 0 and "mma v2 (mma.sync" in out and f"num_stages 3 fits on sm_90: {two.shared} of" in out
 

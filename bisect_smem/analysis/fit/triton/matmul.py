@@ -4,7 +4,8 @@ in C's type) as Triton 3.6 compiles it for NVIDIA GPUs, and the shared memory it
 
 - AccelerateMatmul picks the MMA: wgmma (v3) on sm_90 when K >= 256 / bits, M % 64 == 0, N % 8 == 0
   and the warps come in warp groups; tcgen05 (v5, its accumulator in tensor memory) on the sm_100
-  family when M % 64 == 0 and N % 16 == 0; else mma.sync (v2). Its instruction shape and warp tiling
+  family when M % 64 == 0, N % 16 == 0, the dot has 4 or 8 warps and its operands are not int8; else
+  mma.sync (v2). Its instruction shape and warp tiling
   (mmaVersionToInstrShape, warpsPerTileV2/V3).
 - The software pipeliner turns the loads of A and B into shared-memory buffers: wgmma and tcgen05 read
   their operands from shared memory until they complete, so ``num_stages`` buffers (tcgen05 adds its
@@ -97,9 +98,14 @@ def warps_v2(g: Matmul) -> tuple[int, int]:
     return warps[0], warps[1]
 
 
+TCGEN05_WARPS = (4, 8)  # the num_warps Triton gives tcgen05 a dot with; others fall back to mma.sync
+
+
 def uses_tcgen05(g: Matmul) -> bool:
-    """supportMMA(dot, 5): the shapes tcgen05 takes (64 or 128 rows a block, N a multiple of 16)."""
-    return g.k >= 256 // g.bits and g.m % 64 == 0 and g.n % 16 == 0 and g.warps % 4 == 0
+    """supportMMA(dot, 5): the shapes and types tcgen05 takes (64 or 128 rows a block, N a multiple of
+    16, 4 or 8 warps; not int8, which Triton leaves to mma.sync there)."""
+    return (g.k >= 256 // g.bits and g.m % 64 == 0 and g.n % 16 == 0 and g.warps in TCGEN05_WARPS
+            and g.dtype != "int8")
 
 
 def choose_mma(g: Matmul, wgmma: bool, tcgen05: bool = False) -> MmaChoice:
