@@ -55,6 +55,20 @@ def mm(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
     tl.store(c_ptrs, c, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 
+@triton.jit
+def mm_desc(a_desc, b_desc, c_desc, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """The same matmul through tensor descriptors (TMA on sm_90 on): A, B and C are loaded and stored by
+    block, C through shared memory."""
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32 if a_desc.dtype == tl.int8 else tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        a = a_desc.load([pid_m * BLOCK_M, k * BLOCK_K])
+        b = b_desc.load([k * BLOCK_K, pid_n * BLOCK_N])
+        acc = tl.dot(a, b, acc, out_dtype=acc.dtype)
+    c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to(c_desc.dtype))
+
+
 # Each operand type's torch type and Triton pointer type. tf32 is fp32 operands through tl.dot's default
 # input precision on NVIDIA ("tf32"), the same compile as fp32; int8 accumulates and stores int32.
 DTYPES = {"fp16": ("float16", "*fp16"), "bf16": ("bfloat16", "*bf16"), "fp32": ("float32", "*fp32"),
@@ -116,6 +130,21 @@ def points_configs() -> list[dict]:
             for (bm, bn, bk), warps, stages in itertools.product(shapes, warp_counts, stage_counts)]
 
 
+def descriptor_configs() -> list[dict]:
+    """The tensor-descriptor matmul (``"descriptor": true``): seven block shapes, 1 to 4 stages, 4 and 8
+    warps, fp16, bf16, fp32, fp8 and int8 (2 and 16 warps on two shapes)."""
+    blocks = [(64, 64, 64), (128, 128, 64), (128, 256, 64), (256, 128, 64), (128, 128, 128), (64, 128, 32),
+              (128, 64, 32)]
+    spread = [(blocks, (4, 8), (1, 2, 3, 4), "fp16"), (blocks[:3], (4,), (2, 3), "fp32"),
+              (blocks[:3], (4, 8), (2, 3), "fp8e4m3"), (blocks[:3], (4,), (2, 3), "int8"),
+              (blocks[:3], (4,), (1, 2, 3), "bf16"),
+              (blocks[:2], (2, 16), (2, 3), "fp16")]
+    return [{"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "num_stages": stages, "num_warps": warps, "dtype": dtype,
+             "descriptor": True}
+            for shapes, warp_counts, stage_counts, dtype in spread
+            for (bm, bn, bk), warps, stages in itertools.product(shapes, warp_counts, stage_counts)]
+
+
 def on_gpu(cfg: dict) -> dict:
     """Compile through the JIT with real tensors, then load (where OutOfResources is raised)."""
     import torch
@@ -149,11 +178,10 @@ def on_gpu(cfg: dict) -> dict:
 
 def compile_only(cfg: dict, arch: int) -> dict:
     """Compile for ``arch`` with the JIT's specialisation (16-divisible pointers, sizes and strides)."""
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-
     ptr = DTYPES[cfg["dtype"]][1]
     out_ptr = OUTPUT.get(cfg["dtype"], ptr)
+    if cfg.get("descriptor"):
+        return _compiled(cfg, arch, mm_desc, *_descriptor_signature(cfg, ptr[1:], out_ptr[1:]))
     names = ["a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn",
              "stride_cm", "stride_cn"]
     types = [ptr, ptr, out_ptr, "i32", "i32", "i32", "i32", "constexpr", "i32", "constexpr", "i32", "constexpr"]
@@ -162,9 +190,27 @@ def compile_only(cfg: dict, arch: int) -> dict:
     constexprs = {"stride_ak": 1, "stride_bn": 1, "stride_cn": 1, "BLOCK_M": cfg["BLOCK_M"],
                   "BLOCK_N": cfg["BLOCK_N"], "BLOCK_K": cfg["BLOCK_K"]}
     attrs = {(i,): [["tt.divisibility", 16]] for i, t in enumerate(types) if t != "constexpr"}
+    return _compiled(cfg, arch, mm, signature, constexprs, attrs)
+
+
+def _descriptor_signature(cfg: dict, operand: str, out: str) -> tuple[dict, dict, dict]:
+    """mm_desc's signature as the JIT makes it for host TensorDescriptors of the blocks, with 16-divisible
+    sizes."""
+    bm, bn, bk = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
+    signature = {"a_desc": f"tensordesc<{operand}[{bm}, {bk}]>", "b_desc": f"tensordesc<{operand}[{bk}, {bn}]>",
+                 "c_desc": f"tensordesc<{out}[{bm}, {bn}]>", "M": "i32", "N": "i32", "K": "i32",
+                 "BLOCK_M": "constexpr", "BLOCK_N": "constexpr", "BLOCK_K": "constexpr"}
+    return signature, {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk}, {(i,): [["tt.divisibility", 16]] for i in (3, 4, 5)}
+
+
+def _compiled(cfg: dict, arch: int, fn: object, signature: dict, constexprs: dict, attrs: dict) -> dict:
+    """``fn`` compiled for ``arch`` with cfg's num_stages and num_warps: its metadata.shared, or the error."""
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
     record = dict(cfg)
     try:
-        kernel = triton.compile(ASTSource(mm, signature, constexprs=constexprs, attrs=attrs),
+        kernel = triton.compile(ASTSource(fn, signature, constexprs=constexprs, attrs=attrs),
                                 target=GPUTarget("cuda", arch, 32),
                                 options={"num_stages": cfg["num_stages"], "num_warps": cfg["num_warps"]})
     except Exception as exc:  # noqa: BLE001
@@ -189,6 +235,8 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=8, help="compiling processes (default 8)")
     parser.add_argument("--quick", action="store_true", help="every seventh config")
     parser.add_argument("--wide", action="store_true", help="the wide spread of wide_configs() (compile-only)")
+    parser.add_argument("--descriptor", action="store_true",
+                        help="the tensor-descriptor matmul (mm_desc) over descriptor_configs() (compile-only)")
     parser.add_argument("--points", action="store_true",
                         help="every num_warps and the types of points_configs() (int8, tf32) instead of configs()")
     parser.add_argument("--b-layout", choices=("n", "k"), default="n",
@@ -212,7 +260,8 @@ def main() -> int:
         parser.error("--wide is compile-only: give --arch")
     if args.b_layout == "k" and args.arch is not None:
         parser.error("--b-layout k needs a GPU: the JIT specialises on the tensors' strides")
-    todo = wide_configs() if args.wide else points_configs() if args.points else \
+    todo = wide_configs() if args.wide else points_configs() if args.points else descriptor_configs() \
+        if args.descriptor else \
         configs(args.quick, tuple(args.dtype or SPREAD), args.both_warps)
     if args.b_layout == "k":
         todo = [cfg | {"b_layout": "k"} for cfg in todo]
@@ -220,7 +269,8 @@ def main() -> int:
     # Each worker is a process of its own (spawned: CUDA and fork do not mix), with its own context.
     with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         records = list(pool.map(one, todo, chunksize=4))
-    doc = {"triton_version": triton.__version__, "kernel": "tools/triton_truth/collect.py:mm",
+    doc = {"triton_version": triton.__version__,
+           "kernel": f"tools/triton_truth/collect.py:{'mm_desc' if args.descriptor else 'mm'}",
            "target": device or {"compile_only_arch": args.arch}, "records": records}
     if args.arch is not None:
         doc["kind"] = "compile-only"  # metadata.shared from triton.compile for that arch; nothing was loaded

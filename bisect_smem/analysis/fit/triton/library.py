@@ -46,8 +46,8 @@ class TritonRule:
         parser.add_argument("--warps", metavar="N", help=f"Triton's num_warps: {', '.join(map(str, WARPS))} "
                                                          "(default 4)")
         parser.add_argument("--loads", choices=LOADS, help="how the kernel loads A and B: pointer (tl.load of pointer "
-                            "blocks, the tutorial's matmul; the default) or descriptor (tensor descriptors, TMA: not "
-                            "modelled, answered as such)")
+                            "blocks, the tutorial's matmul; the default) or descriptor (tensor descriptors, TMA; "
+                            "fp16 and bf16 on sm_90 on, else answered as not modelled)")
         parser.add_argument("--b-layout", choices=B_LAYOUTS, help="how B is stored: k (K-major, N x K; the default "
                             "for fp8, as Triton's fp8 examples store it) or n (N-major, K x N; the default otherwise)")
 

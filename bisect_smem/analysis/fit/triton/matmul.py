@@ -256,3 +256,34 @@ def build(g: Matmul, wgmma: bool, ldmatrix: bool, stmatrix: bool, native_fp8: bo
              *((("tcgen05 completion barriers", barriers),) if barriers else ()),
              (f"epilogue: the accumulator converted to the store's layout, after the loop, {where}", scratch))
     return MatmulBuild(choice, a, b, mainloop, scratch, shared, parts)
+
+
+def build_descriptor(g: Matmul, wgmma: bool, tcgen05: bool = False) -> MatmulBuild:
+    """The shared memory of the same matmul through tensor descriptors (TMA, sm_90 on): every load is an
+    asynchronous copy into its buffer with an mbarrier (8 B) each, num_stages buffers for wgmma and
+    tcgen05 and num_stages - 1 for mma.sync (one at num_stages 1); C is staged in shared memory for its
+    store after the loop, over the mainloop's bytes."""
+    choice = choose_mma(g, wgmma, tcgen05)
+    count = g.stages if choice.from_shared else max(1, g.stages - 1)
+    why = ("num_stages buffers" if choice.from_shared else "num_stages - 1 buffers") + ", by TMA"
+    a = Operand("A", g.m * g.k * g.bits // 8, count, False, why)
+    b = Operand("B", g.k * g.n * g.bits // 8, count, False, why)
+    barriers = MBARRIER_BYTES * count
+    # tcgen05's own completion barriers: two once the loop is pipelined.
+    mma_barriers = 2 * MBARRIER_BYTES if choice.version == 5 and g.stages > 1 else 0
+    staged = g.m * g.n * g.out_bits // 8
+    # Unpipelined under mma.sync, each operand is read into registers before the other is loaded: their
+    # buffers never live together. Otherwise both live over the loop.
+    one_by_one = not choice.from_shared and g.stages == 1
+    live_a, live_b = ((11, 12), (13, 14)) if one_by_one else ((0, 25), (0, 25))
+    buffers = [Buffer("A", a.tile * count, NVMMA_ALIGNMENT, *live_a), Buffer("B", b.tile * count, NVMMA_ALIGNMENT, *live_b),
+               Buffer("load barriers", barriers, MBARRIER_BYTES, 0, 25), Buffer("C", staged, NVMMA_ALIGNMENT, 30, 31)]
+    if mma_barriers:
+        buffers.append(Buffer("tcgen05 barriers", mma_barriers, SWIZZLED_ALIGNMENT, 0, 25))
+    shared = allocate(buffers)
+    mainloop = (max(a.tile, b.tile) if one_by_one else a.tile * count + b.tile * count) + barriers + mma_barriers
+    where = "above the mainloop's bytes" if staged > mainloop else "over the mainloop's bytes"
+    parts = ((a.label, a.tile * count), (b.label, b.tile * count), (f"TMA load barriers: {count} x 8 B", barriers),
+             *((("tcgen05 completion barriers", mma_barriers),) if mma_barriers else ()),
+             (f"C staged for its TMA store, after the loop, {where}", staged))
+    return MatmulBuild(choice, a, b, mainloop, staged, shared, parts)

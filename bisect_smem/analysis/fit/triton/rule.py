@@ -18,7 +18,14 @@ from bisect_smem.analysis.fit.targets import (
     evaluate,
 )
 from bisect_smem.analysis.fit.triton import LIBRARY, TRITON_VERSION
-from bisect_smem.analysis.fit.triton.matmul import DTYPES, THREADS_PER_WARP, Matmul, MatmulBuild, build
+from bisect_smem.analysis.fit.triton.matmul import (
+    DTYPES,
+    THREADS_PER_WARP,
+    Matmul,
+    MatmulBuild,
+    build,
+    build_descriptor,
+)
 from bisect_smem.core.errors import UsageError
 from bisect_smem.core.hardware import has_fp8_e4m3, has_ldmatrix, has_native_fp8_mma_sync, has_stmatrix, tensor_core_mma
 from bisect_smem.core.sizes import shown
@@ -29,6 +36,9 @@ CHECKED_DIMS = (16, 32, 64, 128, 256)  # BLOCK sizes are powers of two (tl.arang
 # tf32 is fp32 operands: tl.dot's default input precision on NVIDIA multiplies them as tf32.
 ALIASES = {"fp8": "fp8e4m3", "e4m3": "fp8e4m3", "tf32": "fp32"}
 LOADS = ("pointer", "descriptor")  # how A and B are loaded: tl.load of pointer blocks, or tensor descriptors (TMA)
+# The tensor-descriptor matmul, checked against compiles of it (triton_matmul_sm*_desc.json): 16-bit operands
+# (an 8-bit or fp32 B stored N-major takes another path into the MMA) where TMA is (sm_90 on).
+DESCRIPTOR_DTYPES, TMA_FROM = ("fp16", "bf16"), (9, 0)
 B_LAYOUTS = ("k", "n")  # B K-major (stored N x K) or N-major (K x N)
 # Triton's words for what fit shows of its kernel.
 LABELS = Labels(stages="num_stages", count="num_stages {}", fits="num_stages {} fits",
@@ -88,20 +98,17 @@ def not_modelled(kernel: TritonKernel, cc: tuple[int, int] | None) -> str | None
     mma = tensor_core_mma(cc)
     if mma is None:
         return "Triton's matmul is modelled for sm_80 to sm_89, sm_90, sm_10x and sm_12x, not for this architecture"
-    if kernel.loads == "descriptor":
-        return ("not modelled: this rule is the pointer-arithmetic matmul (tl.load of pointer blocks); the "
-                "tensor-descriptor (TMA) matmul pipelines and stores C through shared memory otherwise")
+    if kernel.loads == "descriptor" and (triton_dtype(kernel.dtype) not in DESCRIPTOR_DTYPES or cc < TMA_FROM):
+        return ("not modelled: this rule is the pointer-arithmetic matmul (tl.load of pointer blocks); its "
+                f"tensor-descriptor (TMA) matmul is modelled for {' and '.join(DESCRIPTOR_DTYPES)} operands on "
+                "sm_90 on only")
     if any(d not in CHECKED_DIMS for d in (kernel.m, kernel.n, kernel.k)):
         return f"BLOCK sizes other than {', '.join(map(str, CHECKED_DIMS))} are not modelled"
     return None
 
 
-def refusal(kernel: TritonKernel, cc: tuple[int, int] | None) -> str | None:
-    """Why there is no number for this kernel on this architecture (not modelled, or Triton refuses to
-    compile it, in Triton's words), or None."""
-    missing = not_modelled(kernel, cc)
-    if missing is not None or cc is None:
-        return missing
+def triton_refuses(kernel: TritonKernel, cc: tuple[int, int]) -> str | None:
+    """Why Triton refuses to compile this matmul (either kernel) for this architecture, in its words, or None."""
     if triton_dtype(kernel.dtype) == "fp8e4m3" and not has_fp8_e4m3(cc):
         return ("type fp8e4nv not supported in this architecture. The supported fp8 dtypes are ('fp8e4b15', "
                 "'fp8e5')")
@@ -111,11 +118,22 @@ def refusal(kernel: TritonKernel, cc: tuple[int, int] | None) -> str | None:
     return None
 
 
+def refusal(kernel: TritonKernel, cc: tuple[int, int] | None) -> str | None:
+    """Why there is no number for this kernel on this architecture (Triton refuses to compile it, in
+    Triton's words, or it is not modelled), or None."""
+    missing = not_modelled(kernel, cc)
+    if cc is None or tensor_core_mma(cc) is None:
+        return missing
+    return triton_refuses(kernel, cc) or missing
+
+
 def shared_of(kernel: TritonKernel, stages: int, cc: tuple[int, int]) -> MatmulBuild:
     """The build of ``kernel`` with ``stages`` for architecture ``cc``."""
     mma = tensor_core_mma(cc)
     # int8 is mma.sync's own type everywhere; fp8 only where the hardware multiplies it (else upcast to fp16).
     native = triton_dtype(kernel.dtype) == "int8" or has_native_fp8_mma_sync(cc)
+    if kernel.loads == "descriptor":
+        return build_descriptor(kernel.config(stages), mma == "wgmma", mma == "tcgen05")
     return build(kernel.config(stages), mma == "wgmma", has_ldmatrix(cc), has_stmatrix(cc), native, mma == "tcgen05")
 
 
@@ -124,7 +142,8 @@ def _about(kernel: TritonKernel, built: MatmulBuild | None, stages: int | None, 
              "tile": f"{kernel.m}x{kernel.n}x{kernel.k}", "stages_requested": kernel.stages or "auto",
              "builds": reason is None, "build_reason": reason, "stages": stages, "details": {"warps": kernel.warps}}
     if built is not None:
-        about.update(stage_rule=f"triton {TRITON_VERSION} {built.mma.name}", launch_bytes=built.shared,
+        loads = ", tensor descriptors" if kernel.loads == "descriptor" else ""
+        about.update(stage_rule=f"triton {TRITON_VERSION} {built.mma.name}{loads}", launch_bytes=built.shared,
                      stage_bytes=built.a.tile + built.b.tile, mainloop_bytes=built.mainloop_bytes,
                      epilogue_bytes=built.epilogue_bytes, parts=[list(p) for p in built.parts])
     return about
@@ -138,7 +157,7 @@ def evaluate_triton(kernel: TritonKernel, target: Target) -> FitResult:
     reason = refusal(kernel, cc)
     if reason is not None:
         # Not modelled: the answer is unknown (exit 4); refused by Triton: it does not build (exit 1).
-        unknown = not_modelled(kernel, cc) is not None
+        unknown = reason == not_modelled(kernel, cc)
         result = evaluate(FitRequest(0, static, threads), target)
         return replace(result, verdict=UNKNOWN if unknown else DOES_NOT_BUILD, over_bytes=None, blocks_per_sm=None,
                        error=reason if unknown else result.error,
