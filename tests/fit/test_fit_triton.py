@@ -230,6 +230,8 @@ def test_the_descriptor_matmul_is_not_answered_for_the_other_kernel(capsys: pyte
     pointer = shared_of(TritonKernel(128, 256, 64, "fp8", 3), 3, (9, 0)).shared
     assert real["compiled"] and real["shared"] > pointer  # C staged through shared memory: far above
     assert code == 4 and "not modelled: this rule is the pointer-arithmetic matmul" in out.splitlines()[0]
+    code, out, _ = fit(["--tile", "128x256x64", "--loads", "descriptor", "--b-layout", "k", "--arch", "9.0"], capsys)
+    assert code == 4 and "B N-major, on sm_90 on only" in out.splitlines()[0]  # compiled with B N-major only
 
 
 README = ROOT / "docs" / "fit.md"  # the worked examples live on the fit page

@@ -10,6 +10,7 @@ OutOfResources. ``--arch 90`` compiles for that architecture without a GPU (no l
     python tools/triton_truth/collect.py --out tests/data/triton_matmul_sm90.json
     for cc in 80 90 100 120; do    # no GPU needed: every num_warps, int8 and tf32 on every target
         python tools/triton_truth/collect.py --arch $cc --points --out tests/data/triton_matmul_sm${cc}_points.json
+        python tools/triton_truth/collect.py --arch $cc --descriptor --out tests/data/triton_matmul_sm${cc}_desc.json
     done
 
 Never run by ``make test``; its output is committed test data.

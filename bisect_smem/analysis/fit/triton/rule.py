@@ -98,10 +98,11 @@ def not_modelled(kernel: TritonKernel, cc: tuple[int, int] | None) -> str | None
     mma = tensor_core_mma(cc)
     if mma is None:
         return "Triton's matmul is modelled for sm_80 to sm_89, sm_90, sm_10x and sm_12x, not for this architecture"
-    if kernel.loads == "descriptor" and (triton_dtype(kernel.dtype) not in DESCRIPTOR_DTYPES or cc < TMA_FROM):
+    if kernel.loads == "descriptor" and (triton_dtype(kernel.dtype) not in DESCRIPTOR_DTYPES or cc < TMA_FROM
+                                         or kernel.b_major == "k"):
         return ("not modelled: this rule is the pointer-arithmetic matmul (tl.load of pointer blocks); its "
-                f"tensor-descriptor (TMA) matmul is modelled for {' and '.join(DESCRIPTOR_DTYPES)} operands on "
-                "sm_90 on only")
+                f"tensor-descriptor (TMA) matmul is modelled for {' and '.join(DESCRIPTOR_DTYPES)} operands, B "
+                "N-major, on sm_90 on only")
     if any(d not in CHECKED_DIMS for d in (kernel.m, kernel.n, kernel.k)):
         return f"BLOCK sizes other than {', '.join(map(str, CHECKED_DIMS))} are not modelled"
     return None
