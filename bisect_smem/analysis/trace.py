@@ -1,7 +1,7 @@
 """Each shared-memory request a traced process made, explained against limits: the GPU it ran on (measured:
 from a report, a quick measurement before the command, or as recorded with the trace) and the other targets
 asked for (``--arch``, ``--target``), with the static-footprint rule the tool measures (the dynamic array
-starts after the static data, aligned), and what ``fit`` says of a CUTLASS or Triton kernel's name.
+starts after the static data, aligned), and what ``fit``'s library rules say of a kernel by its name.
 
 What decides is the number the process asked the driver for; a model of the library (fit) comes second. A
 refused request gets its cause from what was recorded at the refusal (the kernel's own limit, threads,
@@ -22,7 +22,6 @@ from bisect_smem.core.hardware import (
     MAX_REGISTERS_PER_BLOCK,
     MAX_THREADS_PER_BLOCK,
     block_registers,
-    gemm_family,
     static_footprint,
 )
 from bisect_smem.core.trace_events import (
@@ -338,47 +337,10 @@ def _collapse(name: str, deep: int) -> str:
     return "".join(out)
 
 
-_STAGES = re.compile(r"Mainloop(Sm\d+)\w*<(\d+)")
-_TILE = re.compile(r"cute::tuple<cute::C<(\d+)>, ?cute::C<(\d+)>, ?cute::C<(\d+)> ?>, ?([\w:]+)")
-_COLUMN_MAJOR = "cute::tuple<cute::C<1>, long, long>"  # an M-major (column-major) C or D stride
-_CUTLASS_TYPES = {"cutlass::bfloat16_t": "bf16", "cutlass::half_t": "fp16", "cutlass::float_e4m3_t": "e4m3",
-                  "cutlass::float_e5m2_t": "e5m2", "cutlass::tfloat32_t": "tf32", "float": "fp32", "signed": "int8"}
-
-
 def fit_advice(readable: str, requested_bytes: int, target: Target | None) -> tuple[str, ...] | None:
-    """What fit says of a CUTLASS collective whose name shows its stage count, tile and operand type: its
-    SharedStorageSize at that stage count, against what the process asked, and the stages the builder's
-    auto count gives on ``target``. None where the name shows no such kernel or fit cannot model it."""
-    stages, tile = _STAGES.search(readable), None
-    if stages is None or target is None or gemm_family(target.compute_capability) != stages.group(1).lower():
-        return None  # the collective was built for another family than the target's: fit would model another
-    tile = next((t for t in _TILE.finditer(readable, stages.end()) if int(t.group(1)) >= 16), None)
-    dtype = _CUTLASS_TYPES.get(tile.group(4)) if tile else None
-    if tile is None or dtype is None:
-        return None
-    schedule = "cooperative" if "Cooperative" in readable else "pingpong" if "Pingpong" in readable else "auto"
-    # Deferred: fit's CUTLASS rule is loaded only for a trace that holds a CUTLASS kernel.
-    from bisect_smem.analysis.fit.cutlass import CUTLASS_VERSION
-    from bisect_smem.analysis.fit.cutlass.gemm import GemmKernel
-    from bisect_smem.analysis.fit.gemm import evaluate_cutlass
-    from bisect_smem.core.errors import BisectSmemError
+    """What fit says of a kernel by its readable name: the lines of the first library rule that recognizes
+    it (its stage count, bytes, and what it would be on ``target``), or None where none does."""
+    # Deferred: fit's rules are loaded only for a trace that names a kernel.
+    from bisect_smem.analysis.fit.rules import recognize
 
-    m, n, k, count = int(tile.group(1)), int(tile.group(2)), int(tile.group(3)), int(stages.group(2))
-    head = f"fit (cutlass {CUTLASS_VERSION}, {m}x{n}x{k} {dtype}, {schedule}):"
-    epilogue = readable[readable.find("CollectiveEpilogue<"):readable.find("FusionCallbacks")]
-    if _COLUMN_MAJOR in epilogue:  # checked against a real build: column-major C/D add storage fit does not model
-        return head, "  models row-major C and D; this kernel stores them column-major, so no byte count"
-    try:
-        kernel = GemmKernel(m, n, k, dtype, dtype, schedule=schedule, stages=count)
-        built = evaluate_cutlass(kernel, 0, 128, target)
-        auto = evaluate_cutlass(GemmKernel(m, n, k, dtype, dtype, schedule=schedule), 0, 128, target)
-    except BisectSmemError:
-        return None
-    if built.shared_storage_bytes is None:
-        return None
-    same = "the same as asked" if built.shared_storage_bytes == requested_bytes else \
-        f"the launch asked {requested_bytes} B: its epilogue or storage differs from the builder's"
-    lines = (head, f"  {count} stages make SharedStorageSize {built.shared_storage_bytes} B, {same}")
-    if not auto.stages:
-        return lines
-    return (*lines, f"  the builder's auto count here: {auto.stages} stages, {auto.shared_storage_bytes} B")
+    return recognize(readable, requested_bytes, target)

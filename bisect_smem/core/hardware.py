@@ -152,10 +152,10 @@ MMA_SYNC_FROM, LDMATRIX_FROM, FP8_E4M3_FROM, WGMMA_CC, TCGEN05_CC = (8, 0), (7, 
 MMA_SYNC_12X = 12  # sm_120 and sm_121 (GeForce and workstation Blackwell) use mma.sync
 
 
-def triton_mma(compute_capability: tuple[int, int] | None) -> str | None:
-    """The MMA Triton's dot uses: 'mma.sync' on cc 8.x and 12.x, 'wgmma' on cc 9.x (mma.sync where
-    wgmma does not take the shapes), 'tcgen05' on cc 10.x; None before sm_80, on cc 11.x (whose
-    compile cannot be checked here) and when unknown."""
+def tensor_core_mma(compute_capability: tuple[int, int] | None) -> str | None:
+    """The tensor-core MMA a GEMM's dot compiles to (Triton's, by AccelerateMatmul): 'mma.sync' on cc 8.x
+    and 12.x, 'wgmma' on cc 9.x (mma.sync where wgmma does not take the shapes), 'tcgen05' on cc 10.x;
+    None before sm_80, on cc 11.x (whose compile cannot be checked here) and when unknown."""
     if compute_capability is None or compute_capability < MMA_SYNC_FROM:
         return None
     return {MMA_SYNC_FROM[0]: "mma.sync", WGMMA_CC[0]: "wgmma", TCGEN05_CC[0]: "tcgen05",

@@ -67,12 +67,12 @@ def test_the_seed_kernel_next_to_hopper_and_b200(capsys: pytest.CaptureFixture[s
     for target, name in (("sm_120", "sm120_nvfp4_128x256x128_auto_cbf16_dbf16_grouped"),
                          ("sm_100", "sm100_nvfp4_128x256x128_1sm_cbf16_dbf16_grouped")):
         real = row(name)
-        assert (got[target]["stages"], got[target]["shared_storage_bytes"], got[target]["mainloop_bytes"],
+        assert (got[target]["stages"], got[target]["launch_bytes"], got[target]["mainloop_bytes"],
                 got[target]["epilogue_bytes"]) == (real["stages"], real["shared_storage_bytes"],
                                                    real["mainloop_bytes"], real["epilogue_bytes"])
     assert got["sm_120"]["verdict"] == "fits with opt-in" and got["sm_120"]["stages"] == 3
     assert got["sm_90"]["builds"] is False and got["sm_90"]["stages"] is None
-    assert got["sm_120"]["cutlass_version"] == CUTLASS_VERSION and code == 1
+    assert (got["sm_120"]["library"], got["sm_120"]["version"], code) == ("CUTLASS", CUTLASS_VERSION, 1)
 
 
 def readme_block(command: list[str]) -> str:
@@ -148,7 +148,7 @@ def test_dtype_a_and_b_reach_the_builder(capsys: pytest.CaptureFixture[str]) -> 
                      "--arch", "9.0", "--json", "-"], capsys)
     data = json.loads(out)
     assert code == 0 and data["results"][0]["stages"] == real["stages"]
-    assert data["results"][0]["shared_storage_bytes"] == real["shared_storage_bytes"]
+    assert data["results"][0]["launch_bytes"] == real["shared_storage_bytes"]
     assert data["gemm"]["dtype_a"] == "e4m3" and "A e4m3, B e5m2" in data["source"]
 
 

@@ -27,10 +27,10 @@ def test_epilogue_bytes_are_in_the_total_and_the_breakdown(capsys: pytest.Captur
     result = json.loads(out)["results"][0]
     parts = dict(result["parts"])
     assert code == 0 and parts["epilogue storage (given)"] == 65536
-    assert sum(parts.values()) == result["shared_storage_bytes"]
+    assert sum(parts.values()) == result["launch_bytes"]
     # Fewer stages than the default epilogue's, and the given storage, not the default's, in the total.
     assert result["stages"] < default.stages
-    assert result["shared_storage_bytes"] - 65536 < default.shared_storage_bytes - default.epilogue_bytes
+    assert result["launch_bytes"] - 65536 < default.shared_storage_bytes - default.epilogue_bytes
 
 
 def test_static_bytes_are_shown_where_they_are_counted(capsys: pytest.CaptureFixture[str]) -> None:

@@ -65,7 +65,8 @@ def test_the_seeds_tiles_are_cutlass_own_overflow(tile: str, table: str, capsys:
     data = json.loads(capsys.readouterr().out)
     result = data["results"][0]
     assert (result["builds"], result["verdict"], result["auto_rule_overflows"]) == (True, "does not fit", True)
-    assert (result["stages"], result["shared_storage_bytes"], result["cutlass_version"]) == (3, 102400, version)
+    assert (result["stages"], result["launch_bytes"], result["version"]) == (3, 102400, version)
+    assert result["details"]["swap_ab_bytes"] == swapped["shared_storage_bytes"]
     assert data["gemm"]["fusion"] == "finalize" and data["gemm"]["launcher"] == "trtllm-moe"
 
 
@@ -73,7 +74,7 @@ def test_fusion_none_fits_and_is_no_overflow(capsys: pytest.CaptureFixture[str])
     code = cli.main(["fit", "--launcher", "trtllm-moe", "--tile", "128x256x128", "--arch", "sm_120", "--no-local",
                      "--json", "-"])
     result = json.loads(capsys.readouterr().out)["results"][0]
-    assert code == 0 and result["auto_rule_overflows"] is False and result["shared_storage_bytes"] == 98304
+    assert code == 0 and result["auto_rule_overflows"] is False and result["launch_bytes"] == 98304
 
 
 @pytest.mark.parametrize(("args", "message"), [

@@ -8,6 +8,10 @@ is where Triton compares ``metadata.shared`` with the device's opt-in limit and 
 OutOfResources. ``--arch 90`` compiles for that architecture without a GPU (no load, no message).
 
     python tools/triton_truth/collect.py --out tests/data/triton_matmul_sm90.json
+    for cc in 80 90 100 120; do    # no GPU needed: every num_warps, int8 and tf32 on every target
+        python tools/triton_truth/collect.py --arch $cc --points --out tests/data/triton_matmul_sm${cc}_points.json
+        python tools/triton_truth/collect.py --arch $cc --descriptor --out tests/data/triton_matmul_sm${cc}_desc.json
+    done
 
 Never run by ``make test``; its output is committed test data.
 """
@@ -39,11 +43,12 @@ def mm(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
     offs_k = tl.arange(0, BLOCK_K)
     a_ptrs = a_ptr + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak
     b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :] * stride_bn
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    # int8 products accumulate in int32 (tl.dot's rule for integer operands), the others in fp32.
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32 if a_ptr.dtype.element_ty == tl.int8 else tl.float32)
     for k in range(0, tl.cdiv(K, BLOCK_K)):
         a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_K, other=0.0)
         b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_K, other=0.0)
-        acc = tl.dot(a, b, acc)
+        acc = tl.dot(a, b, acc, out_dtype=acc.dtype)
         a_ptrs += BLOCK_K * stride_ak
         b_ptrs += BLOCK_K * stride_bk
     c = acc.to(c_ptr.dtype.element_ty)
@@ -51,12 +56,31 @@ def mm(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
     tl.store(c_ptrs, c, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 
+@triton.jit
+def mm_desc(a_desc, b_desc, c_desc, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """The same matmul through tensor descriptors (TMA on sm_90 on): A, B and C are loaded and stored by
+    block, C through shared memory."""
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32 if a_desc.dtype == tl.int8 else tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        a = a_desc.load([pid_m * BLOCK_M, k * BLOCK_K])
+        b = b_desc.load([k * BLOCK_K, pid_n * BLOCK_N])
+        acc = tl.dot(a, b, acc, out_dtype=acc.dtype)
+    c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to(c_desc.dtype))
+
+
+# Each operand type's torch type and Triton pointer type. tf32 is fp32 operands through tl.dot's default
+# input precision on NVIDIA ("tf32"), the same compile as fp32; int8 accumulates and stores int32.
 DTYPES = {"fp16": ("float16", "*fp16"), "bf16": ("bfloat16", "*bf16"), "fp32": ("float32", "*fp32"),
-          "fp8e4m3": ("float8_e4m3fn", "*fp8e4nv")}
+          "fp8e4m3": ("float8_e4m3fn", "*fp8e4nv"), "int8": ("int8", "*i8"), "tf32": ("float32", "*fp32")}
+OUTPUT = {"fp8e4m3": "*fp16", "int8": "*i32"}  # C's pointer type where it is not the operands'
+SPREAD = ("fp16", "bf16", "fp32", "fp8e4m3")  # the types of configs() and wide_configs()
+WARPS = (1, 2, 4, 8, 16)  # every num_warps a CTA of at most 512 threads takes
 SIZE = 512  # the problem the JIT specialises on: every dimension and stride a multiple of 16
 
 
-def configs(quick: bool, dtypes: tuple[str, ...] = tuple(DTYPES), both_warps: bool = False) -> list[dict]:
+def configs(quick: bool, dtypes: tuple[str, ...] = SPREAD, both_warps: bool = False) -> list[dict]:
     """The spread: block shapes from 16 to 256, 1 to 6 stages, 4 and 8 warps (both with ``both_warps``),
     the operand types asked for (all four by default)."""
     blocks = [(16, 16, 16), (32, 32, 32), (64, 64, 32), (64, 64, 64), (128, 64, 32), (64, 128, 64),
@@ -88,6 +112,40 @@ def wide_configs() -> list[dict]:
     return out
 
 
+def points_configs() -> list[dict]:
+    """Every num_warps (1, 2, 4, 8, 16) and the types beyond configs(), 1 to 3 stages: fp16 at 1, 2 and 16
+    warps (1 and 2 warps on the smaller tiles only: one warp's code for a 256-wide tile takes ptxas minutes),
+    fp8 and fp32 at 2 and 16, int8 at every num_warps (and at K 16, which Triton refuses), and tf32."""
+    small, middle, large = [(32, 32, 32), (64, 64, 32), (64, 64, 64)], [(128, 64, 32), (64, 128, 64), (128, 128, 64)], \
+        [(128, 256, 64), (256, 128, 64)]
+    int8 = [(64, 64, 64), (128, 128, 64), (128, 256, 64), (256, 128, 128)]
+    spread = [(small, (1,), (1, 2, 3), "fp16"), (small + middle, (2,), (1, 2, 3), "fp16"),
+              (small + middle + large, (16,), (1, 2, 3), "fp16"),
+              ([(64, 64, 64), (128, 128, 64)], (2, 16), (2, 3), "fp8e4m3"),
+              ([(64, 64, 32), (128, 128, 32)], (2, 16), (2, 3), "fp32"),
+              ([(64, 64, 16)], (4,), (2,), "int8"), (int8[:1], (1,), (1, 2, 3), "int8"),
+              (int8[:2], (2,), (1, 2, 3), "int8"), (int8, (4, 8, 16), (1, 2, 3), "int8"),
+              ([(64, 64, 32), (128, 128, 32)], (4, 8), (2, 3), "tf32")]
+    return [{"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "num_stages": stages, "num_warps": warps, "dtype": dtype}
+            for shapes, warp_counts, stage_counts, dtype in spread
+            for (bm, bn, bk), warps, stages in itertools.product(shapes, warp_counts, stage_counts)]
+
+
+def descriptor_configs() -> list[dict]:
+    """The tensor-descriptor matmul (``"descriptor": true``): seven block shapes, 1 to 4 stages, 4 and 8
+    warps, fp16, bf16, fp32, fp8 and int8 (2 and 16 warps on two shapes)."""
+    blocks = [(64, 64, 64), (128, 128, 64), (128, 256, 64), (256, 128, 64), (128, 128, 128), (64, 128, 32),
+              (128, 64, 32)]
+    spread = [(blocks, (4, 8), (1, 2, 3, 4), "fp16"), (blocks[:3], (4,), (2, 3), "fp32"),
+              (blocks[:3], (4, 8), (2, 3), "fp8e4m3"), (blocks[:3], (4,), (2, 3), "int8"),
+              (blocks[:3], (4,), (1, 2, 3), "bf16"),
+              (blocks[:2], (2, 16), (2, 3), "fp16")]
+    return [{"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "num_stages": stages, "num_warps": warps, "dtype": dtype,
+             "descriptor": True}
+            for shapes, warp_counts, stage_counts, dtype in spread
+            for (bm, bn, bk), warps, stages in itertools.product(shapes, warp_counts, stage_counts)]
+
+
 def on_gpu(cfg: dict) -> dict:
     """Compile through the JIT with real tensors, then load (where OutOfResources is raised)."""
     import torch
@@ -98,7 +156,8 @@ def on_gpu(cfg: dict) -> dict:
     b = torch.zeros((SIZE, SIZE), device="cuda", dtype=torch.float16).to(torch_dtype)
     if cfg.get("b_layout") == "k":  # B stored K-major (N x K in memory), as Triton's fp8 examples on Hopper keep it
         b = b.t()
-    c = torch.empty((SIZE, SIZE), device="cuda", dtype=torch.float16 if cfg["dtype"] == "fp8e4m3" else torch_dtype)
+    out = {"fp8e4m3": torch.float16, "int8": torch.int32}.get(cfg["dtype"], torch_dtype)
+    c = torch.empty((SIZE, SIZE), device="cuda", dtype=out)
     record = dict(cfg)
     try:
         kernel = mm.warmup(a, b, c, SIZE, SIZE, SIZE, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
@@ -120,11 +179,10 @@ def on_gpu(cfg: dict) -> dict:
 
 def compile_only(cfg: dict, arch: int) -> dict:
     """Compile for ``arch`` with the JIT's specialisation (16-divisible pointers, sizes and strides)."""
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-
     ptr = DTYPES[cfg["dtype"]][1]
-    out_ptr = "*fp16" if cfg["dtype"] == "fp8e4m3" else ptr
+    out_ptr = OUTPUT.get(cfg["dtype"], ptr)
+    if cfg.get("descriptor"):
+        return _compiled(cfg, arch, mm_desc, *_descriptor_signature(cfg, ptr[1:], out_ptr[1:]))
     names = ["a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn",
              "stride_cm", "stride_cn"]
     types = [ptr, ptr, out_ptr, "i32", "i32", "i32", "i32", "constexpr", "i32", "constexpr", "i32", "constexpr"]
@@ -133,9 +191,27 @@ def compile_only(cfg: dict, arch: int) -> dict:
     constexprs = {"stride_ak": 1, "stride_bn": 1, "stride_cn": 1, "BLOCK_M": cfg["BLOCK_M"],
                   "BLOCK_N": cfg["BLOCK_N"], "BLOCK_K": cfg["BLOCK_K"]}
     attrs = {(i,): [["tt.divisibility", 16]] for i, t in enumerate(types) if t != "constexpr"}
+    return _compiled(cfg, arch, mm, signature, constexprs, attrs)
+
+
+def _descriptor_signature(cfg: dict, operand: str, out: str) -> tuple[dict, dict, dict]:
+    """mm_desc's signature as the JIT makes it for host TensorDescriptors of the blocks, with 16-divisible
+    sizes."""
+    bm, bn, bk = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
+    signature = {"a_desc": f"tensordesc<{operand}[{bm}, {bk}]>", "b_desc": f"tensordesc<{operand}[{bk}, {bn}]>",
+                 "c_desc": f"tensordesc<{out}[{bm}, {bn}]>", "M": "i32", "N": "i32", "K": "i32",
+                 "BLOCK_M": "constexpr", "BLOCK_N": "constexpr", "BLOCK_K": "constexpr"}
+    return signature, {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk}, {(i,): [["tt.divisibility", 16]] for i in (3, 4, 5)}
+
+
+def _compiled(cfg: dict, arch: int, fn: object, signature: dict, constexprs: dict, attrs: dict) -> dict:
+    """``fn`` compiled for ``arch`` with cfg's num_stages and num_warps: its metadata.shared, or the error."""
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
     record = dict(cfg)
     try:
-        kernel = triton.compile(ASTSource(mm, signature, constexprs=constexprs, attrs=attrs),
+        kernel = triton.compile(ASTSource(fn, signature, constexprs=constexprs, attrs=attrs),
                                 target=GPUTarget("cuda", arch, 32),
                                 options={"num_stages": cfg["num_stages"], "num_warps": cfg["num_warps"]})
     except Exception as exc:  # noqa: BLE001
@@ -160,6 +236,10 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=8, help="compiling processes (default 8)")
     parser.add_argument("--quick", action="store_true", help="every seventh config")
     parser.add_argument("--wide", action="store_true", help="the wide spread of wide_configs() (compile-only)")
+    parser.add_argument("--descriptor", action="store_true",
+                        help="the tensor-descriptor matmul (mm_desc) over descriptor_configs() (compile-only)")
+    parser.add_argument("--points", action="store_true",
+                        help="every num_warps and the types of points_configs() (int8, tf32) instead of configs()")
     parser.add_argument("--b-layout", choices=("n", "k"), default="n",
                         help="B stored N-major (row-major K x N, the default) or K-major (its transpose, on a GPU only)")
     parser.add_argument("--dtype", choices=tuple(DTYPES), action="append",
@@ -181,14 +261,17 @@ def main() -> int:
         parser.error("--wide is compile-only: give --arch")
     if args.b_layout == "k" and args.arch is not None:
         parser.error("--b-layout k needs a GPU: the JIT specialises on the tensors' strides")
-    todo = wide_configs() if args.wide else configs(args.quick, tuple(args.dtype or DTYPES), args.both_warps)
+    todo = wide_configs() if args.wide else points_configs() if args.points else descriptor_configs() \
+        if args.descriptor else \
+        configs(args.quick, tuple(args.dtype or SPREAD), args.both_warps)
     if args.b_layout == "k":
         todo = [cfg | {"b_layout": "k"} for cfg in todo]
     one = on_gpu if args.arch is None else functools.partial(compile_only, arch=args.arch)
     # Each worker is a process of its own (spawned: CUDA and fork do not mix), with its own context.
     with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         records = list(pool.map(one, todo, chunksize=4))
-    doc = {"triton_version": triton.__version__, "kernel": "tools/triton_truth/collect.py:mm",
+    doc = {"triton_version": triton.__version__,
+           "kernel": f"tools/triton_truth/collect.py:{'mm_desc' if args.descriptor else 'mm'}",
            "target": device or {"compile_only_arch": args.arch}, "records": records}
     if args.arch is not None:
         doc["kind"] = "compile-only"  # metadata.shared from triton.compile for that arch; nothing was loaded

@@ -1,6 +1,7 @@
 """The interface every library's GEMM rule implements (CUTLASS's, Triton's): the options it adds to
 ``fit``, the kernels it makes of them, its stage rule and bytes on a target (a FitResult whose ``parts``
-say where every byte goes), the line that says what was asked, and its JSON fields with their schema.
+say where every byte goes), the line that says what was asked, its JSON fields with their schema, and
+what it makes of its kernels where a trace names them.
 The fit command reaches a rule only through the registry (rules.py), so a third library is one folder
 implementing this and one registry line."""
 
@@ -11,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from bisect_smem.analysis.fit.explain import Explained
-from bisect_smem.analysis.fit.targets import FitRequest, FitResult, Target
+from bisect_smem.analysis.fit.targets import FitRequest, FitResult, Labels, Target
 from bisect_smem.analysis.fit.tiles import Tile
 
 
@@ -21,6 +22,7 @@ class GemmRule(Protocol):
     name: str  # the --rule word: "cutlass"
     library: str  # as a person names it: "CUTLASS"
     version: str  # the release whose arithmetic the rule is, named in every answer
+    labels: Labels  # the library's words for what fit shows (its results carry them too)
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         """Add the options only this library's kernel takes (their defaults must be None or False)."""
@@ -52,3 +54,9 @@ class GemmRule(Protocol):
     def explain_notes(self, kernels: Sequence[Any], explained: Explained,
                       results: Sequence[FitResult]) -> tuple[str, ...]:
         """With --explain and --tile: what the library's message says about these kernels (may be empty)."""
+
+    def recognize(self, kernel: str, requested_bytes: int, target: Target | None) -> tuple[str, ...] | None:
+        """A traced request by a kernel of this library, known by its readable name (``kernel``): what the
+        rule makes of it (its build and bytes beside the ``requested_bytes`` it asked for, on ``target``,
+        the GPU it ran on or None), in lines; or why the rule can say nothing of it; None where the name is
+        not this library's kernel."""

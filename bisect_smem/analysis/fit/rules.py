@@ -1,6 +1,6 @@
 """The registry of fit's library rules: the --rule word -> the rule (rule.py's GemmRule). A third
 library is one folder implementing GemmRule and one line here; the fit command, its options and the
-fit JSON Schema are all read from this table."""
+fit JSON Schema, and what a trace's explanation says of a kernel, are all read from this table."""
 
 from __future__ import annotations
 
@@ -8,11 +8,20 @@ from typing import Any
 
 from bisect_smem.analysis.fit.cutlass.rule import CutlassRule
 from bisect_smem.analysis.fit.rule import GemmRule
+from bisect_smem.analysis.fit.targets import Target
 from bisect_smem.analysis.fit.triton.library import TritonRule
 
 RULES: dict[str, GemmRule] = {rule.name: rule for rule in (CutlassRule(), TritonRule())}
 DEFAULT_RULE = "cutlass"  # a tile without --rule (and without a library's own message) is CUTLASS's
 
+
+def recognize(kernel: str, requested_bytes: int, target: Target | None) -> tuple[str, ...] | None:
+    """What the first rule that knows the kernel by its readable name says of a traced request for it
+    (GemmRule.recognize), or None where no rule does."""
+    for rule in RULES.values():
+        if (lines := rule.recognize(kernel, requested_bytes, target)) is not None:
+            return lines
+    return None
 
 
 def gemm_schema() -> dict[str, Any]:

@@ -27,7 +27,7 @@ from bisect_smem.core.schema import SchemaError
 
 # Far above any GPU's shared memory, and small enough that every byte count printed is an ordinary integer.
 MAX_FIT_BYTES = 1 << 32
-UNKNOWN, DOES_NOT_FIT = "unknown", "does not fit"
+UNKNOWN, DOES_NOT_FIT, DOES_NOT_BUILD = "unknown", "does not fit", "does not build"
 
 
 def check_bound(value: int, what: str) -> int:
@@ -182,12 +182,35 @@ def target_from_record(data: Any, where: str) -> Target:
 
 
 @dataclass(frozen=True)
+class Labels:
+    """A library's own words for what fit shows of its kernel, so that one renderer speaks each library's:
+    a ``{}`` in a template is a stage count. The defaults are plain words any library may keep."""
+
+    stages: str = "stages"  # the stage count, as a table's column is headed
+    count: str = "{} stages"  # a stage count in a sentence
+    fits: str = "{} stages fit"
+    does_not_fit: str = "{} stages do not fit"
+    no_count: str = "no stage count"  # where the rule gives none
+    fixed: str = "{} stages"  # how a user fixes the count in the library's code
+    launch: str = "shared memory"  # what the launch asks for, as a table's column is headed
+    launch_in_full: str = "the launch's shared memory"  # ... and as the breakdown names it
+    # How the launch's bytes come about: a template over the result's fields and its details.
+    derivation: str = "{stage_rule}"
+    over: str = ""  # what the library raises when the launch is over the limit (none: a full stop)
+    overflow: str = ""  # what happens where the library's automatic count overflows its own capacity
+    size: str | None = None  # what a byte count of this library's kernel is, for --explain BYTES
+    columns: tuple[tuple[str, str], ...] = ()  # (column head, details key): the rule's own table columns
+    variants: tuple[tuple[str, str], ...] = ()  # (name, details key): another build that fits where this does not
+
+
+@dataclass(frozen=True)
 class FitResult:
-    """One kernel against one target. The GEMM fields are None unless a tile was given."""
+    """One kernel against one target. The kernel's fields are None unless a library's tile was given;
+    ``labels`` are its library's words for them, ``details`` the rule's own fields."""
 
     target: str
     kind: str
-    verdict: str  # "fits without opt-in", "fits with opt-in", "does not fit", "unknown"
+    verdict: str  # "fits without opt-in", "fits with opt-in", "does not fit", "does not build", "unknown"
     total_bytes: int
     optin_limit_bytes: int | None
     over_bytes: int | None  # total - opt-in limit: negative means bytes to spare
@@ -198,28 +221,25 @@ class FitResult:
     source: str | None = None
     target_short: str | None = None  # the target as an answer line names it
     dynamic_bytes: int | None = None
+    library: str | None = None  # whose kernel: the rule's library, as a person names it
+    version: str | None = None  # the library's release whose arithmetic counted it
     tile: str | None = None
     stages: int | None = None
     stages_requested: int | str | None = None  # a number, or "auto"
     stage_rule: str | None = None
     stage_bytes: int | None = None
-    capacity_bytes: int | None = None  # the library's capacity for its stage rule, less what it reserves
-    cutlass_version: str | None = None
     builds: bool | None = None  # False: the library refuses to build the kernel (build_reason says why)
     build_reason: str | None = None
     mainloop_bytes: int | None = None
     epilogue_bytes: int | None = None
-    kernel_bytes: int | None = None
-    shared_storage_bytes: int | None = None  # what the launch asks for: GemmKernel::SharedStorageSize
+    launch_bytes: int | None = None  # what the launch asks for, as the library counts it (labels.launch)
     next_stage_bytes: int | None = None  # what one more stage would ask for
-    parts: list[list[Any]] | None = None  # [name, bytes]: where every byte of the storage goes
-    triton_version: str | None = None
-    triton_shared_bytes: int | None = None  # Triton's kernel.metadata.shared, what its launch asks for
-    warps: int | None = None  # Triton's num_warps
+    parts: list[list[Any]] | None = None  # [name, bytes]: where every byte of the launch goes
     auto_rule_overflows: bool | None = None  # the library's automatic stage count gave more than its own capacity
-    fitting_stages: int | None = None  # where the build does not fit: the most stages that do (StageCount<S>)
+    fitting_stages: int | None = None  # where the build does not fit: the most stages that do
     fitting_bytes: int | None = None  # what those stages ask for
-    swap_ab_bytes: int | None = None  # where it does not fit: the launcher's swap_ab build, when that fits
+    labels: Labels | None = None
+    details: dict[str, Any] | None = None  # the rule's own fields (labels.columns and labels.variants name some)
 
 
 def evaluate(request: FitRequest, target: Target) -> FitResult:

@@ -14,10 +14,18 @@ from typing import Any
 from bisect_smem.analysis.fit import FIT_SCHEMA
 from bisect_smem.analysis.fit.compiled import cubin_static_smem, ptx_static
 from bisect_smem.analysis.fit.explain import Explained
-from bisect_smem.analysis.fit.gemm import DOES_NOT_BUILD
 from bisect_smem.analysis.fit.rule import GemmRule
 from bisect_smem.analysis.fit.rules import DEFAULT_RULE, RULES
-from bisect_smem.analysis.fit.targets import DOES_NOT_FIT, UNKNOWN, FitRequest, FitResult, Target, check_bound, evaluate
+from bisect_smem.analysis.fit.targets import (
+    DOES_NOT_BUILD,
+    DOES_NOT_FIT,
+    UNKNOWN,
+    FitRequest,
+    FitResult,
+    Target,
+    check_bound,
+    evaluate,
+)
 from bisect_smem.analysis.fit.tiles import Tile
 from bisect_smem.app.cli.argtypes import Once, parse_stages
 from bisect_smem.app.cli.commands import SUBCOMMANDS
@@ -221,7 +229,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     fit.add_argument("--dtype", help="the operands' type: bf16, fp16, tf32, fp32, e4m3, e5m2, int8, e3m2, e2m3, "
                                      "e2m1 (fp8, fp6, fp4), or block-scaled nvfp4, mxfp4, mxfp6, mxfp8, mxfp4-f8f6f4 (mxfp4 "
                                      "through CUTLASS's MXF8F6F4 schedule, a byte an element) (default fp16; "
-                                     "Triton: fp16, bf16, fp32, fp8)")
+                                     "Triton: fp16, bf16, fp32 or tf32, fp8, int8)")
     for rule in RULES.values():
         rule.add_options(fit.add_argument_group(f"{rule.library}'s kernel (with --tile)"))
     fit.add_argument("--verbose", action="store_true", help="the per-target table and every byte, for every target")
@@ -334,8 +342,9 @@ def render_all(query: FitQuery, request: FitRequest, source: str, results: list[
                alternatives: list[FitResult]) -> str:
     """The text a person reads: the answer first, then the table and the notes."""
     if query.explained is not None:
+        rule = _explained_rule(query)
         body = render_explain(request, query.explained, results, alternatives, explain_notes(query, results),
-                              _library(query))
+                              rule.library, rule.labels)
     elif query.kernels is not None:
         body = render_gemm(source, results, query.verbose)
     else:
@@ -345,11 +354,12 @@ def render_all(query: FitQuery, request: FitRequest, source: str, results: list[
     return "\n".join([body, *dict.fromkeys(failures), *([note] if note else [])])
 
 
-def _library(query: FitQuery) -> str | None:
-    """Whose message (--explain) or tiles (--tile) these are, as a person names the library; None: neither."""
+def _explained_rule(query: FitQuery) -> GemmRule:
+    """Whose message (--explain) or tiles (--tile) these are; a byte count without tiles is the default
+    rule's library's (its kernel's size)."""
     if query.explained is not None and query.explained.kind in RULES:
-        return RULES[query.explained.kind].library
-    return query.kernels.rule.library if query.kernels is not None else None
+        return RULES[query.explained.kind]
+    return query.kernels.rule if query.kernels is not None else RULES[DEFAULT_RULE]
 
 
 def explain_notes(query: FitQuery, results: list[FitResult]) -> tuple[str, ...]:

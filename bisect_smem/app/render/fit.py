@@ -3,11 +3,12 @@ and for a GEMM kernel where every byte goes. Text only; cli.py prints it."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from tabulate import tabulate
 
 from bisect_smem.analysis.fit.explain import Explained
-from bisect_smem.analysis.fit.gemm import DOES_NOT_BUILD
-from bisect_smem.analysis.fit.targets import DOES_NOT_FIT, UNKNOWN, FitRequest, FitResult
+from bisect_smem.analysis.fit.targets import DOES_NOT_BUILD, DOES_NOT_FIT, UNKNOWN, FitRequest, FitResult, Labels
 from bisect_smem.core.text import dash
 
 
@@ -51,110 +52,86 @@ def render(request: FitRequest, source: str, results: list[FitResult], verbose: 
     return "\n".join(lines)
 
 
-def launch_bytes(r: FitResult) -> int | None:
-    """What the launch asks for: CUTLASS's SharedStorageSize or Triton's metadata.shared."""
-    return r.triton_shared_bytes if r.triton_version else r.shared_storage_bytes
-
-
-def triton_answer(r: FitResult) -> str:
-    """Triton's matmul on one target: "num_stages 3 fits on sm_90: 196608 of 232448 B; 4 would need ..."."""
-    where = short_name(r)
-    if r.triton_shared_bytes is None:
-        return f"{where}: no num_stages: {r.build_reason}"
-    if r.verdict == UNKNOWN:
-        return f"{where}: num_stages {dash(r.stages)}; limit unknown"
-    if r.verdict == DOES_NOT_FIT:
-        return (f"num_stages {r.stages} does not fit on {where}: {r.triton_shared_bytes} B against "
-                f"{r.optin_limit_bytes} B, over by {r.over_bytes} B (OutOfResources)")
-    more = f"; {r.stages + 1} would need {r.next_stage_bytes} B" if r.next_stage_bytes else ""
-    return f"num_stages {r.stages} fits on {where}: {r.triton_shared_bytes} of {r.optin_limit_bytes} B{more}"
+def words(r: FitResult) -> Labels:
+    """The result's library's words (plain ones for a result that names none)."""
+    return r.labels or Labels()
 
 
 def gemm_answer(r: FitResult) -> str:
-    """A CUTLASS kernel on one target: "3 stages fit on sm_120: 97280 of 101376 B; 4 would need 124928 B"."""
-    if r.triton_version:
-        return triton_answer(r)
-    where = short_name(r)
-    if r.shared_storage_bytes is None:
-        return f"{where}: no stage count: {r.build_reason}"
+    """A library's kernel on one target, in its words: "3 stages fit on sm_120: 97280 of 101376 B; 4 would
+    need 124928 B", "num_stages 3 fits on sm_90: ..."."""
+    where, w = short_name(r), words(r)
+    if r.launch_bytes is None:
+        return f"{where}: {w.no_count}: {r.build_reason}"
     if r.verdict == DOES_NOT_BUILD:
         return (f"{where}: does not build: {r.build_reason} ({r.stages} stage(s) of {r.stage_bytes} B, "
-                f"{r.shared_storage_bytes} B)")
+                f"{r.launch_bytes} B)")
     if r.verdict == UNKNOWN:
-        return f"{where}: {r.stages} stages, {_asked(r)}; limit unknown"
+        asked = f", {_asked(r)}" if r.stages is not None else ""
+        return f"{where}: {w.count.format(dash(r.stages))}{asked}; limit unknown"
     if r.verdict == DOES_NOT_FIT:
         return _does_not_fit(r, where)
     more = f"; {r.stages + 1} would need {r.next_stage_bytes} B" if r.next_stage_bytes else ""
-    return f"{r.stages} stages fit on {where}: {_asked(r, ' of')} {r.optin_limit_bytes} B{more}"
+    return f"{w.fits.format(r.stages)} on {where}: {_asked(r, ' of')} {r.optin_limit_bytes} B{more}"
 
 
 def _asked(r: FitResult, joint: str = "") -> str:
-    """The launch's bytes as counted against the limit: SharedStorageSize, and the --static bytes beside it."""
-    static = r.total_bytes - (r.shared_storage_bytes or 0)
+    """The launch's bytes as counted against the limit: the library's count, and the --static bytes beside it."""
+    static = r.total_bytes - (r.launch_bytes or 0)
     if not static:
-        return f"{r.shared_storage_bytes}{joint or ' B'}"
-    return f"{r.shared_storage_bytes} B + {static} B static{joint}"
+        return f"{r.launch_bytes}{joint or ' B'}"
+    return f"{r.launch_bytes} B + {static} B static{joint}"
 
 
 def _does_not_fit(r: FitResult, where: str) -> str:
-    """A CUTLASS build over the limit: whose stage count it was (the builder's own overflow, said so),
-    by how much, and what would fit instead."""
+    """A build over the limit: whose stage count it was (the library's automatic count overflowing its own
+    capacity, said so), by how much, what the library does then, and what would fit instead."""
+    w = words(r)
     if r.auto_rule_overflows:
-        head = (f"CUTLASS {r.cutlass_version}'s auto rule picks {r.stages} stages; the kernel needs "
-                f"{_asked(r)} against {r.optin_limit_bytes} B on {where}: over by {r.over_bytes} B. "
-                "It compiles and fails at initialize() with Error Internal.")
+        head = (f"{r.library} {r.version}'s auto rule picks {w.count.format(r.stages)}; the kernel needs "
+                f"{_asked(r)} against {r.optin_limit_bytes} B on {where}: over by {r.over_bytes} B. {w.overflow}")
     else:
-        head = (f"{r.stages} stages do not fit on {where}: {_asked(r)} against "
-                f"{r.optin_limit_bytes} B, over by {r.over_bytes} B.")
+        head = (f"{w.does_not_fit.format(r.stages)} on {where}: {_asked(r)} against "
+                f"{r.optin_limit_bytes} B, over by {r.over_bytes} B" + (f" ({w.over})" if w.over else "."))
     instead = []
     if r.fitting_stages is not None:
-        instead.append(f"{r.fitting_stages} stages fit (StageCount<{r.fitting_stages}>: {r.fitting_bytes} B)")
-    if r.swap_ab_bytes is not None:
-        instead.append(f"{'so does ' if instead else ''}swap_ab ({r.swap_ab_bytes} B){'' if instead else ' fits'}")
+        instead.append(f"{w.fits.format(r.fitting_stages)} ({w.fixed.format(r.fitting_stages)}: {r.fitting_bytes} B)")
+    for name, key in w.variants:
+        if (size := (r.details or {}).get(key)) is not None:
+            instead.append(f"{'so does ' if instead else ''}{name} ({size} B){'' if instead else ' fits'}")
     return f"{head} {', and '.join(instead)}." if instead else head
-
-
-def triton_breakdown(r: FitResult) -> list[str]:
-    """Where Triton's metadata.shared comes from: the operands' buffers, and the epilogue's scratch that
-    the allocator places over them once the loop is done."""
-    lines = [f"{short_name(r)}: {r.triton_shared_bytes} B = metadata.shared ({r.stage_rule}, num_stages {r.stages}, "
-             f"num_warps {r.warps}; the allocator's highest byte)"]
-    lines += [f"  {bytes_:>7} B  {name}" for name, bytes_ in r.parts or ()]
-    return lines
 
 
 def breakdown(r: FitResult) -> list[str]:
     """Where every byte of one build goes, and against which limit."""
     if not r.parts:
         return []
-    if r.triton_version:
-        lines = triton_breakdown(r)
-    else:
-        lines = [f"{short_name(r)}: {r.shared_storage_bytes} B = GemmKernel::SharedStorageSize ({r.stage_rule}; "
-                 f"stage {r.stage_bytes} B, builder capacity {r.capacity_bytes} B, epilogue carveout "
-                 f"{r.epilogue_bytes} B)"]
-        lines += [f"  {bytes_:>7} B  {name}" for name, bytes_ in r.parts]
+    w = words(r)
+    fields = {f.name: getattr(r, f.name) for f in dataclasses.fields(r)}
+    lines = [f"{short_name(r)}: {r.launch_bytes} B = {w.launch_in_full} "
+             f"({w.derivation.format(**fields, **(r.details or {}))})"]
+    lines += [f"  {bytes_:>7} B  {name}" for name, bytes_ in r.parts]
     if r.optin_limit_bytes is not None:
         lines.append(f"  against the opt-in limit {r.optin_limit_bytes} B: {margin(r)}")
     return lines
 
 
 def render_gemm(source: str, results: list[FitResult], verbose: bool) -> str:
-    """CUTLASS kernels: one answer per target (the first line is the first), then where the bytes go."""
+    """A library's kernels: one answer per target (the first line is the first), then where the bytes go."""
     lines = [gemm_answer(r) for r in results]
     tiles = list(dict.fromkeys(r.tile for r in results))
     if len(tiles) > 1:
         lines = [f"{r.tile}: {line}" for r, line in zip(results, lines, strict=True)]
     lines.append(f"kernel: {source}" if source else "kernel:")
     if verbose or len(results) > 1:
-        triton = any(r.triton_version for r in results)
+        w = words(results[0])
         rows = [(r.tile, r.target, stages_cell(r), dash(r.stage_bytes), dash(r.mainloop_bytes),
-                 dash(r.epilogue_bytes), *(() if triton else (dash(r.kernel_bytes),)), dash(launch_bytes(r)),
-                 dash(r.optin_limit_bytes), margin(r) if launch_bytes(r) else "-") for r in results]
-        total = "metadata.shared B" if triton else "SharedStorageSize B"
-        lines.append(tabulate(rows, headers=("tile", "target", "num_stages" if triton else "stages", "B/stage",
-                                             "mainloop B", "epilogue B", *(() if triton else ("kernel B",)), total,
-                                             "opt-in limit B", "margin B"), disable_numparse=True))
+                 dash(r.epilogue_bytes), *(dash((r.details or {}).get(key)) for _, key in w.columns),
+                 dash(r.launch_bytes), dash(r.optin_limit_bytes), margin(r) if r.launch_bytes else "-")
+                for r in results]
+        lines.append(tabulate(rows, headers=("tile", "target", w.stages, "B/stage", "mainloop B", "epilogue B",
+                                             *(head for head, _ in w.columns), f"{w.launch} B", "opt-in limit B",
+                                             "margin B"), disable_numparse=True))
     shown = results if verbose or len(results) <= 3 else results[:1]
     for r in shown:
         lines += breakdown(r)
@@ -174,9 +151,10 @@ def stages_cell(r: FitResult) -> str:
 
 
 def render_explain(request: FitRequest, explained: Explained, results: list[FitResult],
-                   alternatives: list[FitResult], notes: tuple[str, ...] = (), library: str | None = None) -> str:
+                   alternatives: list[FitResult], notes: tuple[str, ...] = (), library: str | None = None,
+                   labels: Labels | None = None) -> str:
     """A library's shared-memory error: by how much it is over on which target, and what the tile allows.
-    ``library`` is whose message or tiles these are (None: a byte count without tiles)."""
+    ``library`` is whose message or tiles these are, ``labels`` its words."""
     need = explained.required_bytes
     if explained.hardware_limit_bytes is not None:
         limit = explained.hardware_limit_bytes
@@ -187,9 +165,8 @@ def render_explain(request: FitRequest, explained: Explained, results: list[FitR
             lines.append(f"{limit} B is the published opt-in limit of {', '.join(explained.limit_matches)}.")
         else:
             lines.append(f"{limit} B is no published opt-in limit (a MIG slice or a virtual GPU may give less).")
-    elif library in (None, "CUTLASS"):
-        lines = [f"the kernel needs {need} B of shared memory per block (CUTLASS: sizeof(SharedStorage), which "
-                 "cudaFuncSetAttribute(MaxDynamicSharedMemorySize) refuses above the opt-in limit: 'Error Internal')."]
+    elif labels is not None and labels.size:
+        lines = [f"the kernel needs {need} B of shared memory per block ({labels.size})."]
     else:
         lines = [f"the kernel needs {need} B of shared memory per block ({library}'s tiles below)."]
     lines += notes
@@ -199,7 +176,7 @@ def render_explain(request: FitRequest, explained: Explained, results: list[FitR
     for r in results:
         extra = [stages_cell(by_target[(r.target, t)]) for t in tiles]
         rows.append((r.target, r.kind, dash(r.optin_limit_bytes), r.verdict, margin(r), *extra))
-    word = "num_stages" if any(a.triton_version for a in alternatives) else "stages"
+    word = (labels or Labels()).stages
     headers = ("target", "limits", "opt-in limit B", "verdict", "margin B", *(f"{t} {word} that fit" for t in tiles))
     lines.append(tabulate(rows, headers=headers, disable_numparse=True))
     if request.static_bytes:

@@ -3,6 +3,7 @@ stage count ``StageCountAutoCarveout`` picks (or a fixed ``StageCount<N>``), eac
 size and ``GemmKernel::SharedStorageSize``. The rules were read from CUTLASS_VERSION and are checked
 byte for byte against real builds of it (tests/data/cutlass_truth.json)."""
 
+LIBRARY = "CUTLASS"  # as a person names it
 CUTLASS_VERSION = "4.7.0"  # the default release, whose builds tests/data/cutlass_truth.json holds
 # The releases --cutlass-version takes: each one's rules differ from the next where a family says so
 # (since()), and builds of each are committed (tests/data/cutlass_truth_moe_<version>.json).

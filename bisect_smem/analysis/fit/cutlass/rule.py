@@ -1,6 +1,6 @@
 """CUTLASS's GEMM behind fit's rule interface: its options (operand, C and D types, schedule, grouped,
-the epilogue's storage), the kernels they make, the builders' stage rule and bytes (gemm.py), and its
-JSON fields."""
+the epilogue's storage), the kernels they make, the builders' stage rule and bytes (evaluate.py), its
+JSON fields, and its kernels known by their names in a trace (names.py)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from bisect_smem.analysis.fit.cutlass import CUTLASS_VERSION, CUTLASS_VERSIONS, launchers
+from bisect_smem.analysis.fit.cutlass import CUTLASS_VERSION, CUTLASS_VERSIONS, LIBRARY, launchers, names
+from bisect_smem.analysis.fit.cutlass.evaluate import LABELS, evaluate_cutlass
 from bisect_smem.analysis.fit.cutlass.gemm import SCHEDULES, GemmKernel
 from bisect_smem.analysis.fit.cutlass.types import operand
 from bisect_smem.analysis.fit.explain import Explained
-from bisect_smem.analysis.fit.gemm import evaluate_cutlass
 from bisect_smem.analysis.fit.targets import FitRequest, FitResult, Target, check_bound
 from bisect_smem.analysis.fit.tiles import Tile
 from bisect_smem.core.errors import UsageError
@@ -45,8 +45,9 @@ class CutlassRule:
     """CUTLASS's collective builders (sm_90, sm_100, sm_120) as CUTLASS_VERSION computes them."""
 
     name = "cutlass"
-    library = "CUTLASS"
+    library = LIBRARY
     version = CUTLASS_VERSION
+    labels = LABELS
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         """--dtype-a, --dtype-b, --c-dtype, --d-dtype, --schedule, --grouped, --epilogue."""
@@ -149,3 +150,7 @@ class CutlassRule:
                       results: Sequence[FitResult]) -> tuple[str, ...]:
         """Nothing beyond the table of stage counts."""
         return ()
+
+    def recognize(self, kernel: str, requested_bytes: int, target: Target | None) -> tuple[str, ...] | None:
+        """A collective whose demangled name shows its stage count, tile and type (names.py)."""
+        return names.recognize(kernel, requested_bytes, target)

@@ -4,4 +4,5 @@ conversion's swizzled scratch (swizzle.py), its software pipeliner's buffers and
 (matmul.py, allocation.py). Checked against real compiles of TRITON_VERSION
 (tests/data/triton_matmul_*.json, made by tools/triton_truth/collect.py)."""
 
+LIBRARY = "Triton"  # as a person names it
 TRITON_VERSION = "3.6.0"

@@ -1,5 +1,6 @@
 """Triton's matmul behind fit's rule interface: its options (num_warps), the kernels they make, the
-stage rule and metadata.shared (rule.py), Triton's OutOfResources message, and its JSON fields."""
+stage rule and metadata.shared (rule.py), Triton's OutOfResources message, its JSON fields, and its kernels
+in a trace, known by Triton's cache (cache.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,17 @@ from typing import Any
 from bisect_smem.analysis.fit.explain import Explained
 from bisect_smem.analysis.fit.targets import FitRequest, FitResult, Target, check_bound
 from bisect_smem.analysis.fit.tiles import Tile
-from bisect_smem.analysis.fit.triton import TRITON_VERSION
-from bisect_smem.analysis.fit.triton.rule import B_LAYOUTS, TritonKernel, evaluate_triton, stages_giving, triton_dtype
+from bisect_smem.analysis.fit.triton import LIBRARY, TRITON_VERSION, cache
+from bisect_smem.analysis.fit.triton.rule import (
+    B_LAYOUTS,
+    LABELS,
+    LOADS,
+    WARPS,
+    TritonKernel,
+    evaluate_triton,
+    stages_giving,
+    triton_dtype,
+)
 from bisect_smem.core.errors import UsageError
 from bisect_smem.core.hardware import DEFAULT_SMEM_PER_BLOCK_BYTES
 from bisect_smem.core.profiles import PROFILES, parse_cc
@@ -20,19 +30,24 @@ from bisect_smem.core.sizes import parse_count
 
 # Triton's OutOfResources text. Numbers are ASCII digits; more than MAX_DIGITS is refused by parse_count.
 MESSAGE = re.compile(r"Required:\s*(\S+?)\s*,\s*Hardware limit:\s*(\S+?)(?=[\s.,;)]|$)", re.IGNORECASE)
-OPTIONS = (("--warps", "warps"), ("--b-layout", "b_layout"))
+OPTIONS = (("--warps", "warps"), ("--b-layout", "b_layout"), ("--loads", "loads"))
 
 
 class TritonRule:
     """Triton's tutorial matmul as TRITON_VERSION compiles it."""
 
     name = "triton"
-    library = "Triton"
+    library = LIBRARY
     version = TRITON_VERSION
+    labels = LABELS
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
-        """--warps, --b-layout."""
-        parser.add_argument("--warps", metavar="N", help="Triton's num_warps: 4 (default) or 8")
+        """--warps, --b-layout, --loads."""
+        parser.add_argument("--warps", metavar="N", help=f"Triton's num_warps: {', '.join(map(str, WARPS))} "
+                                                         "(default 4)")
+        parser.add_argument("--loads", choices=LOADS, help="how the kernel loads A and B: pointer (tl.load of pointer "
+                            "blocks, the tutorial's matmul; the default) or descriptor (tensor descriptors, TMA; "
+                            "fp16 and bf16 on sm_90 on, else answered as not modelled)")
         parser.add_argument("--b-layout", choices=B_LAYOUTS, help="how B is stored: k (K-major, N x K; the default "
                             "for fp8, as Triton's fp8 examples store it) or n (N-major, K x N; the default otherwise)")
 
@@ -45,7 +60,8 @@ class TritonRule:
         """One TritonKernel per tile: fp16 and 4 warps unless given."""
         kind = triton_dtype(dtype or "fp16")
         warps = parse_count(args.warps, "--warps") if args.warps is not None else 4
-        return tuple(TritonKernel(t.m, t.n, t.k, kind, stages, warps, args.b_layout) for t in tiles)
+        return tuple(TritonKernel(t.m, t.n, t.k, kind, stages, warps, args.b_layout, args.loads or "pointer")
+                     for t in tiles)
 
     def evaluate(self, kernel: TritonKernel, request: FitRequest, target: Target) -> FitResult:
         """metadata.shared on the target; the block is num_warps x 32 threads, all of it dynamic."""
@@ -60,17 +76,18 @@ class TritonRule:
         # was counted there, or wherever it was given.
         shown_layout = t.b_layout is not None or t.config(1).bits == 8
         layout = f"B {t.b_major.upper()}-major{'' if t.b_layout else ' (assumed)'}, " if shown_layout else ""
-        return f"{tile}{t.dtype}, {layout}num_warps {t.warps}, {count}: Triton {self.version}'s matmul"
+        loads = ", tensor descriptors (TMA)" if t.loads == "descriptor" else ""
+        return f"{tile}{t.dtype}, {layout}num_warps {t.warps}{loads}, {count}: Triton {self.version}'s matmul"
 
     def json_fields(self, kernels: Sequence[TritonKernel], stages: int | None) -> dict[str, Any]:
         """The operand type, num_warps and the Triton version."""
         return {"dtype": kernels[0].dtype, "warps": kernels[0].warps, "triton_version": self.version,
-                "b_layout": kernels[0].b_major}
+                "b_layout": kernels[0].b_major, "loads": kernels[0].loads}
 
     def json_properties(self) -> dict[str, Any]:
         """The schema of json_fields."""
         return {"dtype": {"type": "string"}, "warps": {"type": "integer"}, "triton_version": {"type": "string"},
-                "b_layout": {"enum": list(B_LAYOUTS)}}
+                "b_layout": {"enum": list(B_LAYOUTS)}, "loads": {"enum": list(LOADS)}}
 
     def parse_message(self, text: str) -> Explained | None:
         """"out of resource: shared memory, Required: X, Hardware limit: Y", checked: Y >= 1 and X > Y."""
@@ -103,6 +120,11 @@ class TritonRule:
             lines.append(f"Required: {need} B is {what} with {'; '.join(hits)}." if hits else
                          f"Required: {need} B is no num_stages of {what} here: another tile, type or num_warps.")
         return tuple(lines)
+
+
+    def recognize(self, kernel: str, requested_bytes: int, target: Target | None) -> tuple[str, ...] | None:
+        """A kernel of Triton's cache by its name: its num_warps, num_stages and metadata.shared (cache.py)."""
+        return cache.recognize(kernel, requested_bytes, target)
 
 
 def _cc(result: FitResult) -> tuple[int, int] | None:

@@ -4,7 +4,8 @@ in C's type) as Triton 3.6 compiles it for NVIDIA GPUs, and the shared memory it
 
 - AccelerateMatmul picks the MMA: wgmma (v3) on sm_90 when K >= 256 / bits, M % 64 == 0, N % 8 == 0
   and the warps come in warp groups; tcgen05 (v5, its accumulator in tensor memory) on the sm_100
-  family when M % 64 == 0 and N % 16 == 0; else mma.sync (v2). Its instruction shape and warp tiling
+  family when M % 64 == 0, N % 16 == 0, the dot has 4 or 8 warps and its operands are not int8; else
+  mma.sync (v2). Its instruction shape and warp tiling
   (mmaVersionToInstrShape, warpsPerTileV2/V3).
 - The software pipeliner turns the loads of A and B into shared-memory buffers: wgmma and tcgen05 read
   their operands from shared memory until they complete, so ``num_stages`` buffers (tcgen05 adds its
@@ -27,8 +28,9 @@ from bisect_smem.analysis.fit.triton.layouts import COLUMNS_FIRST, Layout, block
 from bisect_smem.core.hardware import ceil_div
 
 THREADS_PER_WARP = 32
-# Operand bits and C's bits for each operand type of the kernel (fp8 products are stored as fp16).
-DTYPES = {"fp16": (16, 16), "bf16": (16, 16), "fp32": (32, 32), "fp8e4m3": (8, 16)}
+# Operand bits and C's bits for each operand type of the kernel (fp8 products are stored as fp16; int8
+# products accumulate and are stored as int32).
+DTYPES = {"fp16": (16, 16), "bf16": (16, 16), "fp32": (32, 32), "fp8e4m3": (8, 16), "int8": (8, 32)}
 WGMMA_N = tuple(range(256, 0, -8))  # the instruction N values wgmma takes for these types, largest first
 NVMMA_ALIGNMENT, SWIZZLED_ALIGNMENT, SCRATCH_ALIGNMENT = 1024, 16, 128
 MBARRIER_BYTES = 8
@@ -96,9 +98,14 @@ def warps_v2(g: Matmul) -> tuple[int, int]:
     return warps[0], warps[1]
 
 
+TCGEN05_WARPS = (4, 8)  # the num_warps Triton gives tcgen05 a dot with; others fall back to mma.sync
+
+
 def uses_tcgen05(g: Matmul) -> bool:
-    """supportMMA(dot, 5): the shapes tcgen05 takes (64 or 128 rows a block, N a multiple of 16)."""
-    return g.k >= 256 // g.bits and g.m % 64 == 0 and g.n % 16 == 0 and g.warps % 4 == 0
+    """supportMMA(dot, 5): the shapes and types tcgen05 takes (64 or 128 rows a block, N a multiple of
+    16, 4 or 8 warps; not int8, which Triton leaves to mma.sync there)."""
+    return (g.k >= 256 // g.bits and g.m % 64 == 0 and g.n % 16 == 0 and g.warps in TCGEN05_WARPS
+            and g.dtype != "int8")
 
 
 def choose_mma(g: Matmul, wgmma: bool, tcgen05: bool = False) -> MmaChoice:
@@ -249,3 +256,34 @@ def build(g: Matmul, wgmma: bool, ldmatrix: bool, stmatrix: bool, native_fp8: bo
              *((("tcgen05 completion barriers", barriers),) if barriers else ()),
              (f"epilogue: the accumulator converted to the store's layout, after the loop, {where}", scratch))
     return MatmulBuild(choice, a, b, mainloop, scratch, shared, parts)
+
+
+def build_descriptor(g: Matmul, wgmma: bool, tcgen05: bool = False) -> MatmulBuild:
+    """The shared memory of the same matmul through tensor descriptors (TMA, sm_90 on): every load is an
+    asynchronous copy into its buffer with an mbarrier (8 B) each, num_stages buffers for wgmma and
+    tcgen05 and num_stages - 1 for mma.sync (one at num_stages 1); C is staged in shared memory for its
+    store after the loop, over the mainloop's bytes."""
+    choice = choose_mma(g, wgmma, tcgen05)
+    count = g.stages if choice.from_shared else max(1, g.stages - 1)
+    why = ("num_stages buffers" if choice.from_shared else "num_stages - 1 buffers") + ", by TMA"
+    a = Operand("A", g.m * g.k * g.bits // 8, count, False, why)
+    b = Operand("B", g.k * g.n * g.bits // 8, count, False, why)
+    barriers = MBARRIER_BYTES * count
+    # tcgen05's own completion barriers: two once the loop is pipelined.
+    mma_barriers = 2 * MBARRIER_BYTES if choice.version == 5 and g.stages > 1 else 0
+    staged = g.m * g.n * g.out_bits // 8
+    # Unpipelined under mma.sync, each operand is read into registers before the other is loaded: their
+    # buffers never live together. Otherwise both live over the loop.
+    one_by_one = not choice.from_shared and g.stages == 1
+    live_a, live_b = ((11, 12), (13, 14)) if one_by_one else ((0, 25), (0, 25))
+    buffers = [Buffer("A", a.tile * count, NVMMA_ALIGNMENT, *live_a), Buffer("B", b.tile * count, NVMMA_ALIGNMENT, *live_b),
+               Buffer("load barriers", barriers, MBARRIER_BYTES, 0, 25), Buffer("C", staged, NVMMA_ALIGNMENT, 30, 31)]
+    if mma_barriers:
+        buffers.append(Buffer("tcgen05 barriers", mma_barriers, SWIZZLED_ALIGNMENT, 0, 25))
+    shared = allocate(buffers)
+    mainloop = (max(a.tile, b.tile) if one_by_one else a.tile * count + b.tile * count) + barriers + mma_barriers
+    where = "above the mainloop's bytes" if staged > mainloop else "over the mainloop's bytes"
+    parts = ((a.label, a.tile * count), (b.label, b.tile * count), (f"TMA load barriers: {count} x 8 B", barriers),
+             *((("tcgen05 completion barriers", mma_barriers),) if mma_barriers else ()),
+             (f"C staged for its TMA store, after the loop, {where}", staged))
+    return MatmulBuild(choice, a, b, mainloop, staged, shared, parts)

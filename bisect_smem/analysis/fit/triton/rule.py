@@ -7,26 +7,52 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from bisect_smem.analysis.fit.gemm import DOES_NOT_BUILD
-from bisect_smem.analysis.fit.targets import DOES_NOT_FIT, UNKNOWN, FitRequest, FitResult, Target, evaluate
-from bisect_smem.analysis.fit.triton import TRITON_VERSION
-from bisect_smem.analysis.fit.triton.matmul import DTYPES, THREADS_PER_WARP, Matmul, MatmulBuild, build
+from bisect_smem.analysis.fit.targets import (
+    DOES_NOT_BUILD,
+    DOES_NOT_FIT,
+    UNKNOWN,
+    FitRequest,
+    FitResult,
+    Labels,
+    Target,
+    evaluate,
+)
+from bisect_smem.analysis.fit.triton import LIBRARY, TRITON_VERSION
+from bisect_smem.analysis.fit.triton.matmul import (
+    DTYPES,
+    THREADS_PER_WARP,
+    Matmul,
+    MatmulBuild,
+    build,
+    build_descriptor,
+)
 from bisect_smem.core.errors import UsageError
-from bisect_smem.core.hardware import has_fp8_e4m3, has_ldmatrix, has_native_fp8_mma_sync, has_stmatrix, triton_mma
+from bisect_smem.core.hardware import has_fp8_e4m3, has_ldmatrix, has_native_fp8_mma_sync, has_stmatrix, tensor_core_mma
 from bisect_smem.core.sizes import shown
 
 MAX_STAGES = 16  # the most num_stages searched
-WARPS = [4, 8]  # the num_warps the model is checked against (Triton's default is 4)
+WARPS = (1, 2, 4, 8, 16)  # the num_warps the model is checked against (Triton's default is 4)
 CHECKED_DIMS = (16, 32, 64, 128, 256)  # BLOCK sizes are powers of two (tl.arange); these are checked
-ALIASES = {"fp8": "fp8e4m3", "e4m3": "fp8e4m3"}
+# tf32 is fp32 operands: tl.dot's default input precision on NVIDIA multiplies them as tf32.
+ALIASES = {"fp8": "fp8e4m3", "e4m3": "fp8e4m3", "tf32": "fp32"}
+LOADS = ("pointer", "descriptor")  # how A and B are loaded: tl.load of pointer blocks, or tensor descriptors (TMA)
+# The tensor-descriptor matmul, checked against compiles of it (triton_matmul_sm*_desc.json): 16-bit operands
+# (an 8-bit or fp32 B stored N-major takes another path into the MMA) where TMA is (sm_90 on).
+DESCRIPTOR_DTYPES, TMA_FROM = ("fp16", "bf16"), (9, 0)
 B_LAYOUTS = ("k", "n")  # B K-major (stored N x K) or N-major (K x N)
+# Triton's words for what fit shows of its kernel.
+LABELS = Labels(stages="num_stages", count="num_stages {}", fits="num_stages {} fits",
+                does_not_fit="num_stages {} does not fit", no_count="no num_stages", fixed="num_stages={}",
+                launch="metadata.shared", launch_in_full="metadata.shared",
+                derivation="{stage_rule}, num_stages {stages}, num_warps {warps}; the allocator's highest byte",
+                over="OutOfResources")
 
 
 def triton_dtype(name: str) -> str:
     """The kernel's operand type for a --dtype name (fp8 and e4m3 are float8_e4m3fn)."""
     key = ALIASES.get(name, name)
     if key not in DTYPES:
-        raise UsageError(f"--rule triton takes --dtype fp16, bf16, fp32 or fp8 (e4m3); got {shown(name)}")
+        raise UsageError(f"--rule triton takes --dtype fp16, bf16, fp32 (tf32), fp8 (e4m3) or int8; got {shown(name)}")
     return key
 
 
@@ -42,11 +68,14 @@ class TritonKernel:
     stages: int | None = None
     warps: int = 4
     b_layout: str | None = None  # "k" (B K-major) or "n" (N-major); None: fp8 K-major, the others N-major
+    loads: str = "pointer"  # LOADS: the tutorial's pointer blocks, or tensor descriptors (not modelled)
 
     def __post_init__(self) -> None:
         triton_dtype(self.dtype)
         if self.b_layout not in (None, *B_LAYOUTS):
             raise UsageError(f"--b-layout must be one of {', '.join(B_LAYOUTS)} (got {shown(self.b_layout)})")
+        if self.loads not in LOADS:
+            raise UsageError(f"--loads must be one of {', '.join(LOADS)} (got {shown(self.loads)})")
         if self.warps not in WARPS:
             raise UsageError(f"--warps must be one of {', '.join(map(str, WARPS))} (got {self.warps})")
         if self.stages is not None and not 1 <= self.stages <= MAX_STAGES:
@@ -57,7 +86,7 @@ class TritonKernel:
         """B's layout: as given, else K-major for fp8 (as Triton's fp8 examples store it), N-major otherwise."""
         if self.b_layout is not None:
             return self.b_layout
-        return "k" if DTYPES[triton_dtype(self.dtype)][0] == 8 else "n"
+        return "k" if triton_dtype(self.dtype) == "fp8e4m3" else "n"
 
     def config(self, stages: int) -> Matmul:
         """The launch configuration with ``stages``."""
@@ -66,20 +95,21 @@ class TritonKernel:
 
 def not_modelled(kernel: TritonKernel, cc: tuple[int, int] | None) -> str | None:
     """Why the model gives no number here although Triton may compile it, or None."""
-    mma = triton_mma(cc)
+    mma = tensor_core_mma(cc)
     if mma is None:
         return "Triton's matmul is modelled for sm_80 to sm_89, sm_90, sm_10x and sm_12x, not for this architecture"
+    if kernel.loads == "descriptor" and (triton_dtype(kernel.dtype) not in DESCRIPTOR_DTYPES or cc < TMA_FROM
+                                         or kernel.b_major == "k"):
+        return ("not modelled: this rule is the pointer-arithmetic matmul (tl.load of pointer blocks); its "
+                f"tensor-descriptor (TMA) matmul is modelled for {' and '.join(DESCRIPTOR_DTYPES)} operands, B "
+                "N-major, on sm_90 on only")
     if any(d not in CHECKED_DIMS for d in (kernel.m, kernel.n, kernel.k)):
         return f"BLOCK sizes other than {', '.join(map(str, CHECKED_DIMS))} are not modelled"
     return None
 
 
-def refusal(kernel: TritonKernel, cc: tuple[int, int] | None) -> str | None:
-    """Why there is no number for this kernel on this architecture (not modelled, or Triton refuses to
-    compile it, in Triton's words), or None."""
-    missing = not_modelled(kernel, cc)
-    if missing is not None or cc is None:
-        return missing
+def triton_refuses(kernel: TritonKernel, cc: tuple[int, int]) -> str | None:
+    """Why Triton refuses to compile this matmul (either kernel) for this architecture, in its words, or None."""
     if triton_dtype(kernel.dtype) == "fp8e4m3" and not has_fp8_e4m3(cc):
         return ("type fp8e4nv not supported in this architecture. The supported fp8 dtypes are ('fp8e4b15', "
                 "'fp8e5')")
@@ -89,19 +119,32 @@ def refusal(kernel: TritonKernel, cc: tuple[int, int] | None) -> str | None:
     return None
 
 
+def refusal(kernel: TritonKernel, cc: tuple[int, int] | None) -> str | None:
+    """Why there is no number for this kernel on this architecture (Triton refuses to compile it, in
+    Triton's words, or it is not modelled), or None."""
+    missing = not_modelled(kernel, cc)
+    if cc is None or tensor_core_mma(cc) is None:
+        return missing
+    return triton_refuses(kernel, cc) or missing
+
+
 def shared_of(kernel: TritonKernel, stages: int, cc: tuple[int, int]) -> MatmulBuild:
     """The build of ``kernel`` with ``stages`` for architecture ``cc``."""
-    mma = triton_mma(cc)
-    return build(kernel.config(stages), mma == "wgmma", has_ldmatrix(cc), has_stmatrix(cc),
-                 has_native_fp8_mma_sync(cc), mma == "tcgen05")
+    mma = tensor_core_mma(cc)
+    # int8 is mma.sync's own type everywhere; fp8 only where the hardware multiplies it (else upcast to fp16).
+    native = triton_dtype(kernel.dtype) == "int8" or has_native_fp8_mma_sync(cc)
+    if kernel.loads == "descriptor":
+        return build_descriptor(kernel.config(stages), mma == "wgmma", mma == "tcgen05")
+    return build(kernel.config(stages), mma == "wgmma", has_ldmatrix(cc), has_stmatrix(cc), native, mma == "tcgen05")
 
 
 def _about(kernel: TritonKernel, built: MatmulBuild | None, stages: int | None, reason: str | None) -> dict:
-    about = {"tile": f"{kernel.m}x{kernel.n}x{kernel.k}", "stages_requested": kernel.stages or "auto",
-             "triton_version": TRITON_VERSION, "builds": reason is None, "build_reason": reason, "stages": stages,
-             "warps": kernel.warps}
+    about = {"library": LIBRARY, "version": TRITON_VERSION, "labels": LABELS,
+             "tile": f"{kernel.m}x{kernel.n}x{kernel.k}", "stages_requested": kernel.stages or "auto",
+             "builds": reason is None, "build_reason": reason, "stages": stages, "details": {"warps": kernel.warps}}
     if built is not None:
-        about.update(stage_rule=f"triton {TRITON_VERSION} {built.mma.name}", triton_shared_bytes=built.shared,
+        loads = ", tensor descriptors" if kernel.loads == "descriptor" else ""
+        about.update(stage_rule=f"triton {TRITON_VERSION} {built.mma.name}{loads}", launch_bytes=built.shared,
                      stage_bytes=built.a.tile + built.b.tile, mainloop_bytes=built.mainloop_bytes,
                      epilogue_bytes=built.epilogue_bytes, parts=[list(p) for p in built.parts])
     return about
@@ -115,7 +158,7 @@ def evaluate_triton(kernel: TritonKernel, target: Target) -> FitResult:
     reason = refusal(kernel, cc)
     if reason is not None:
         # Not modelled: the answer is unknown (exit 4); refused by Triton: it does not build (exit 1).
-        unknown = not_modelled(kernel, cc) is not None
+        unknown = reason == not_modelled(kernel, cc)
         result = evaluate(FitRequest(0, static, threads), target)
         return replace(result, verdict=UNKNOWN if unknown else DOES_NOT_BUILD, over_bytes=None, blocks_per_sm=None,
                        error=reason if unknown else result.error,

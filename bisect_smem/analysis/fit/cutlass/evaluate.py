@@ -6,16 +6,32 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from bisect_smem.analysis.fit.cutlass import launchers, sm90, sm100, sm120
+from bisect_smem.analysis.fit.cutlass import LIBRARY, launchers, sm90, sm100, sm120
 from bisect_smem.analysis.fit.cutlass.gemm import MIN_STAGES, Build, GemmKernel
-from bisect_smem.analysis.fit.targets import DOES_NOT_FIT, UNKNOWN, FitRequest, FitResult, Target, evaluate
+from bisect_smem.analysis.fit.targets import (
+    DOES_NOT_BUILD,
+    DOES_NOT_FIT,
+    UNKNOWN,
+    FitRequest,
+    FitResult,
+    Labels,
+    Target,
+    evaluate,
+)
 from bisect_smem.core.hardware import block_request_bytes, gemm_family
 
 FAMILIES = {"sm90": sm90.build, "sm100": sm100.build, "sm120": sm120.build}
 # Each family's smem capacity as its builders know it (detail::sm90_smem_capacity_bytes, ...): a kernel
 # the automatic stage count makes larger than this is the builder's own overflow.
 CAPACITY = {"sm90": sm90.CAPACITY_BYTES, "sm100": sm100.CAPACITY_BYTES, "sm120": sm120.CAPACITY_BYTES}
-DOES_NOT_BUILD = "does not build"
+# CUTLASS's words for what fit shows of its kernel.
+LABELS = Labels(fixed="StageCount<{}>", launch="SharedStorageSize", launch_in_full="GemmKernel::SharedStorageSize",
+                derivation="{stage_rule}; stage {stage_bytes} B, builder capacity {capacity_bytes} B, epilogue "
+                           "carveout {epilogue_bytes} B",
+                overflow="It compiles and fails at initialize() with Error Internal.",
+                size="CUTLASS: sizeof(SharedStorage), which cudaFuncSetAttribute(MaxDynamicSharedMemorySize) refuses "
+                     "above the opt-in limit: 'Error Internal'",
+                columns=(("kernel B", "kernel_bytes"),), variants=(("swap_ab", "swap_ab_bytes"),))
 
 
 def cutlass_build(kernel: GemmKernel, target: Target) -> Build:
@@ -33,15 +49,16 @@ def evaluate_cutlass(kernel: GemmKernel, static_bytes: int, threads: int, target
     """``kernel`` built for ``target``: stages, every storage's bytes, and the launch against its limits."""
     built = cutlass_build(kernel, target)
     family = gemm_family(target.compute_capability)
-    about = {"tile": f"{kernel.m}x{kernel.n}x{kernel.k}", "stages_requested": kernel.stages or "auto",
-             "stage_rule": f"cutlass {kernel.cutlass_version} {built.family}", "cutlass_version": kernel.cutlass_version,
+    details = {"capacity_bytes": built.capacity_bytes, "kernel_bytes": built.kernel_bytes, "swap_ab_bytes": None}
+    about = {"library": LIBRARY, "version": kernel.cutlass_version, "labels": LABELS,
+             "tile": f"{kernel.m}x{kernel.n}x{kernel.k}", "stages_requested": kernel.stages or "auto",
+             "stage_rule": f"cutlass {kernel.cutlass_version} {built.family}",
              "builds": built.builds if built.modelled else None, "build_reason": built.reason,
-             "stages": built.stages, "stage_bytes": built.stage_bytes, "capacity_bytes": built.capacity_bytes,
+             "stages": built.stages, "stage_bytes": built.stage_bytes,
              "mainloop_bytes": built.mainloop_bytes, "epilogue_bytes": built.epilogue_bytes,
-             "kernel_bytes": built.kernel_bytes, "shared_storage_bytes": built.shared_storage_bytes,
-             "parts": [list(p) for p in built.parts],
+             "launch_bytes": built.shared_storage_bytes, "parts": [list(p) for p in built.parts],
              "auto_rule_overflows": (built.overflows(CAPACITY[family]) if family and kernel.stages is None
-                                     and built.modelled else None)}
+                                     and built.modelled else None), "details": details}
     total = built.shared_storage_bytes
     if total is None:
         result = evaluate(FitRequest(0, static_bytes, threads), target)
@@ -52,7 +69,9 @@ def evaluate_cutlass(kernel: GemmKernel, static_bytes: int, threads: int, target
     if not built.builds:
         return replace(result, verdict=DOES_NOT_BUILD, blocks_per_sm=None)
     if result.verdict == DOES_NOT_FIT and result.optin_limit_bytes is not None:
-        return replace(result, **_instead(kernel, built, static_bytes, result.optin_limit_bytes, family))
+        instead = _instead(kernel, built, static_bytes, result.optin_limit_bytes, family)
+        swap_ab = instead.pop("swap_ab_bytes", None)
+        return replace(result, **instead, details={**details, "swap_ab_bytes": swap_ab})
     if result.optin_limit_bytes is not None:
         more = FAMILIES[family](replace(kernel, stages=built.stages + 1))
         result = replace(result, next_stage_bytes=more.shared_storage_bytes)
