@@ -18,6 +18,13 @@ from tests.conftest import set_optin
 from tests.paths import ROOT
 
 
+@pytest.fixture(autouse=True)
+def wide_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A terminal wide enough for every line whole: these tests read the merge's lines, which wrap in a narrower
+    one (tests/cli/test_text_width.py checks that they do)."""
+    monkeypatch.setenv("COLUMNS", "1000")
+
+
 @pytest.fixture(scope="module")
 def h200_report(tmp_path_factory: pytest.TempPathFactory) -> dict:
     path = tmp_path_factory.mktemp("tpl") / "h200.json"

@@ -25,6 +25,13 @@ from tests.conftest import set_optin
 from tests.paths import H200_REPORT, ROOT
 
 
+@pytest.fixture(autouse=True)
+def wide_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A terminal wide enough for every line whole: these tests read the merge's lines, which wrap in a narrower
+    one (tests/cli/test_text_width.py checks that they do)."""
+    monkeypatch.setenv("COLUMNS", "1000")
+
+
 @pytest.fixture(scope="module")
 def reports(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
     """Every profile at level full and one at level quick, and a real H200's report."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from importlib import resources
 
-KINDS = ("report", "fit", "baseline", "trace")
+KINDS = ("report", "fit", "baseline", "trace", "profiles", "merge", "check")
 PACKAGE = "bisect_smem.schemas"
 
 
