@@ -3,6 +3,9 @@ who deviates from them, then every deviation and tie on its own line."""
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
 from bisect_smem.analysis.merge import Fleet, Group
 from bisect_smem.app.render.width import DEFAULT_WIDTH, table, wrapped
 from bisect_smem.core.model import dumps, to_jsonable
@@ -61,4 +64,16 @@ def merge(merged: Fleet, width: int = DEFAULT_WIDTH) -> str:
 def merge_json(merged: Fleet, exit_code: int) -> str:
     """The JSON document of ``merge --json``: every group with its members, majority, deviations, ties and
     quantities not measured, each report that lists no device or could not be read, and the exit code."""
-    return dumps({"schema": MERGE_SCHEMA, "exit_code": exit_code, **to_jsonable(merged)})
+    return dumps(_finite({"schema": MERGE_SCHEMA, "exit_code": exit_code, **to_jsonable(merged)}))
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with each NaN or infinity (a report's vendor field may hold one) as its text, which JSON can
+    carry (``NaN`` is no JSON, and strict parsers refuse it)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    return value
