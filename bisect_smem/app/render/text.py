@@ -15,7 +15,7 @@ from bisect_smem.app.render.rows import (
     closing_lines,
     sections,
 )
-from bisect_smem.app.render.width import wrapped
+from bisect_smem.app.render.width import table, wrapped
 from bisect_smem.core.model import Report
 from bisect_smem.core.text import dash, printable
 
@@ -70,7 +70,10 @@ def device_table(rows: list[Shown], width: int = WIDTH, verbose: bool = False) -
         text = tabulate(data, headers=headers, tablefmt="simple", disable_numparse=True,
                         maxcolwidths=[*used, note_width])
         excess = max(len(line) for line in text.splitlines()) - width
-        if excess <= 0 or note_width <= 12:
+        if excess <= 0:
             return text
+        if note_width <= 12:
+            # The columns' caps leave the note too little room: every column gives way, the widest first.
+            return table(data, headers, width)
         note_width = max(note_width - excess, 12)
 
