@@ -1,6 +1,7 @@
 """The ``check`` subcommand: read the last report (written by a periodic job) and say in one line of at
 most 80 bytes whether the node is fine. It measures nothing, imports no CUDA and reads one file, so it
 fits a node-health agent's timeout (node-problem-detector: 5 s; Slurm's HealthCheckProgram: 60 s).
+``--json`` writes the same verdict, line and exit code as a document (``bisect_smem/check/v1``).
 
 Exit codes: 0 ok; 1 a problem (a mismatch, a regression); 2 unknown: the report is missing, unreadable,
 older than --max-age, contradicts itself (analysis/consistency.py), or could not measure or compare (no
