@@ -24,12 +24,8 @@ from bisect_smem.core.schema import construct
 from tests.conftest import set_optin
 from tests.paths import H200_REPORT, ROOT
 
-
-@pytest.fixture(autouse=True)
-def wide_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A terminal wide enough for every line whole: these tests read the merge's lines, which wrap in a narrower
-    one (tests/cli/test_text_width.py checks that they do)."""
-    monkeypatch.setenv("COLUMNS", "1000")
+# These tests read lines whole: a path, then what deviates or regressed.
+pytestmark = pytest.mark.usefixtures("wide_terminal")
 
 
 @pytest.fixture(scope="module")
