@@ -103,3 +103,12 @@ def test_without_escapes_the_spaces_stay_within_the_width(monkeypatch: pytest.Mo
     printer._draw(printer.line(time.monotonic(), 29))
     printer.close()
     assert max(len(piece) for piece in sink.text.split("\r")) <= 29, sink.text
+
+
+def test_no_progress_where_stderr_is_no_terminal(capsys: pytest.CaptureFixture[str]) -> None:
+    from bisect_smem.app.cli.main import main
+
+    # Measured in workers (as a terminal's run is), without --quiet: a log file gets no redraws.
+    assert main(["--simulate", "h200", "--simulate", "a100", "--level", "quick"]) == 0
+    err = capsys.readouterr().err
+    assert "\r" not in err and "device 0" not in err, err
