@@ -15,7 +15,7 @@ FLEET_PACKAGES := slurmctld slurmd slurm-client munge
 # test runs that platform's collector.
 QEMU_MACHINE := $(if $(filter aarch64,$(shell uname -m)),x86_64,aarch64)
 CROSS_LIBC := $(if $(filter aarch64,$(QEMU_MACHINE)),libc6-arm64-cross,libc6-amd64-cross)
-TOOL_PACKAGES := prometheus shellcheck zsh man-db qemu-user $(CROSS_LIBC)
+TOOL_PACKAGES := prometheus shellcheck zsh tmux man-db qemu-user $(CROSS_LIBC)
 
 .PHONY: run test demo bench lint clean fleet-deps tool-deps generated docs wheel wheel-tools cuda12-headers
 
@@ -53,16 +53,16 @@ fleet-deps:
 	  fi; \
 	fi
 
-# promtool, shellcheck, zsh, lexgrog and qemu for the tests that run them; as root with apt, install them, else
+# promtool, shellcheck, zsh, tmux, lexgrog and qemu for the tests that run them; as root with apt, install them, else
 # those tests skip (on CI they fail). The prometheus package's service is not started (no init here).
 tool-deps:
-	@if ! command -v promtool >/dev/null 2>&1 || ! command -v shellcheck >/dev/null 2>&1 || ! command -v zsh >/dev/null 2>&1 || ! command -v lexgrog >/dev/null 2>&1 || ! command -v qemu-$(QEMU_MACHINE) >/dev/null 2>&1 || [ ! -d /usr/$(QEMU_MACHINE)-linux-gnu/lib ]; then \
+	@if ! command -v promtool >/dev/null 2>&1 || ! command -v shellcheck >/dev/null 2>&1 || ! command -v zsh >/dev/null 2>&1 || ! command -v tmux >/dev/null 2>&1 || ! command -v lexgrog >/dev/null 2>&1 || ! command -v qemu-$(QEMU_MACHINE) >/dev/null 2>&1 || [ ! -d /usr/$(QEMU_MACHINE)-linux-gnu/lib ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing $(TOOL_PACKAGES) for the promtool, shellcheck, zsh, man page and wheel tests"; \
+	    echo "installing $(TOOL_PACKAGES) for the promtool, shellcheck, zsh, tmux, man page and wheel tests"; \
 	    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 	      $(TOOL_PACKAGES) >/dev/null; \
 	  else \
-	    echo "note: promtool, shellcheck, zsh, lexgrog or qemu-$(QEMU_MACHINE) is missing and this is not root with apt: their tests will skip"; \
+	    echo "note: promtool, shellcheck, zsh, tmux, lexgrog or qemu-$(QEMU_MACHINE) is missing and this is not root with apt: their tests will skip"; \
 	  fi; \
 	fi
 

@@ -112,6 +112,13 @@ def h200_baseline(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
     return folder
 
 
+@pytest.fixture
+def wide_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A terminal wide enough for every line whole, for tests that read a line of text by its content (a
+    path, then what deviates); in a narrower one it wraps (tests/cli/test_text_width.py checks that it does)."""
+    monkeypatch.setenv("COLUMNS", "1000")
+
+
 def consumer_tool(name: str, installed_by: str) -> str:
     """The path of a consumer's own tool (promtool, shellcheck, zsh, lexgrog) that a test runs: without it the
     test skips, except on CI, where `make test` installs it and its absence is a failure."""

@@ -7,18 +7,20 @@
 
 _shtab_bisect_smem_subparsers=(profiles merge fit trace check export schema completion man)
 
-_shtab_bisect_smem_profiles_option_strings=(-h --help)
-_shtab_bisect_smem_merge_option_strings=(-h --help)
+_shtab_bisect_smem_profiles_option_strings=(-h --help --json)
+_shtab_bisect_smem_merge_option_strings=(-h --help --json)
 _shtab_bisect_smem_fit_option_strings=(-h --help --dynamic --static --threads --cubin --ptx --kernel --tile --rule --stages --dtype --dtype-a --dtype-b --c-dtype --d-dtype --schedule --grouped --epilogue --launcher --fusion --swap-ab --cluster --cutlass-version --warps --loads --b-layout --verbose --explain --arch --target --simulate --no-local --json --quiet --trace)
 _shtab_bisect_smem_trace_option_strings=(-h --help --out --from --report --arch --target --simulate --no-measure --strict --json)
-_shtab_bisect_smem_check_option_strings=(-h --help --max-age)
+_shtab_bisect_smem_check_option_strings=(-h --help --max-age --json)
 _shtab_bisect_smem_export_option_strings=(-h --help --output --nfd-expiry)
 _shtab_bisect_smem_schema_option_strings=(-h --help)
 _shtab_bisect_smem_completion_option_strings=(-h --help)
 _shtab_bisect_smem_man_option_strings=(-h --help)
 _shtab_bisect_smem_option_strings=(-h --help --version --device --simulate --backend --json --format --verbose --strict --plot --save-baseline --force --compare --allow-missing --level --confirm --device-timeout --probe-timeout --max-restarts --inline --quiet --prom --nfd --nfd-expiry)
 
+_shtab_bisect_smem_profiles___json_COMPGEN=_shtab_compgen_files
 _shtab_bisect_smem_merge_pos_0_COMPGEN=_shtab_compgen_files
+_shtab_bisect_smem_merge___json_COMPGEN=_shtab_compgen_files
 _shtab_bisect_smem_fit___cubin_COMPGEN=_shtab_compgen_files
 _shtab_bisect_smem_fit___ptx_COMPGEN=_shtab_compgen_files
 _shtab_bisect_smem_fit___target_COMPGEN=_shtab_compgen_files
@@ -30,6 +32,7 @@ _shtab_bisect_smem_trace___report_COMPGEN=_shtab_compgen_files
 _shtab_bisect_smem_trace___target_COMPGEN=_shtab_compgen_files
 _shtab_bisect_smem_trace___json_COMPGEN=_shtab_compgen_files
 _shtab_bisect_smem_check_pos_0_COMPGEN=_shtab_compgen_files
+_shtab_bisect_smem_check___json_COMPGEN=_shtab_compgen_files
 _shtab_bisect_smem_export_pos_1_COMPGEN=_shtab_compgen_files
 _shtab_bisect_smem_export___output_COMPGEN=_shtab_compgen_files
 _shtab_bisect_smem___json_COMPGEN=_shtab_compgen_files
@@ -57,7 +60,7 @@ _shtab_bisect_smem_fit___simulate_choices=(sm_70 7.0 v100 volta sm_75 7.5 t4 tur
 _shtab_bisect_smem_trace___arch_choices=(sm_70 7.0 v100 volta sm_75 7.5 t4 turing sm_80 8.0 a100 ampere sm_86 8.6 a10 a40 rtx-3090 sm_87 8.7 orin sm_89 8.9 l4 l40s ada sm_90 9.0 h100 h200 gh200 hopper sm_100 10.0 b200 gb200 blackwell sm_103 10.3 b300 sm_110 11.0 thor sm_120 12.0 rtx-pro-6000 rtx-5090 sm_121 12.1 gb10 dgx-spark)
 _shtab_bisect_smem_trace___simulate_choices=(sm_70 7.0 v100 volta sm_75 7.5 t4 turing sm_80 8.0 a100 ampere sm_86 8.6 a10 a40 rtx-3090 sm_87 8.7 orin sm_89 8.9 l4 l40s ada sm_90 9.0 h100 h200 gh200 hopper sm_100 10.0 b200 gb200 blackwell sm_103 10.3 b300 sm_110 11.0 thor sm_120 12.0 rtx-pro-6000 rtx-5090 sm_121 12.1 gb10 dgx-spark)
 _shtab_bisect_smem_export_pos_0_choices=(prom nfd)
-_shtab_bisect_smem_schema_pos_0_choices=(report fit baseline trace)
+_shtab_bisect_smem_schema_pos_0_choices=(report fit baseline trace profiles merge check)
 _shtab_bisect_smem_completion_pos_0_choices=(bash zsh)
 _shtab_bisect_smem_pos_0_choices=(profiles merge fit trace check export schema completion man)
 _shtab_bisect_smem___simulate_choices=(sm_70 7.0 v100 volta sm_75 7.5 t4 turing sm_80 8.0 a100 ampere sm_86 8.6 a10 a40 rtx-3090 sm_87 8.7 orin sm_89 8.9 l4 l40s ada sm_90 9.0 h100 h200 gh200 hopper sm_100 10.0 b200 gb200 blackwell sm_103 10.3 b300 sm_110 11.0 thor sm_120 12.0 rtx-pro-6000 rtx-5090 sm_121 12.1 gb10 dgx-spark)

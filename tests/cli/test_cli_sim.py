@@ -88,7 +88,9 @@ def test_profiles_lists_every_row(capsys: pytest.CaptureFixture[str]) -> None:
     code, stdout, _ = run_main(["profiles"], capsys)
     assert code == 0
     for p in PROFILES:
-        assert any(line.split()[:2] == [p.key, p.cc_string] for line in stdout.splitlines()), p.key
+        key = p.key if p.confirmed else f"{p.key}*"  # an unconfirmed row is marked, and its mark explained below
+        assert any(line.split()[:2] == [key, p.cc_string] for line in stdout.splitlines()), p.key
+    assert ("* unconfirmed" in stdout) == (not all(p.confirmed for p in PROFILES))
 
 
 @pytest.mark.parametrize("args, fragment", [

@@ -40,7 +40,7 @@ def _complete(*words: str, cwd: Path = ROOT) -> list[str]:
 
 def test_bash_completes_subcommands_choices_and_options() -> None:
     assert _complete("ch") == ["check"]
-    assert _complete("schema", "") == ["report", "fit", "baseline", "trace"]
+    assert _complete("schema", "") == ["report", "fit", "baseline", "trace", "profiles", "merge", "check"]
     assert {"--prom", "--probe-timeout"} <= set(_complete("--pr"))
     assert _complete("export", "") == ["prom", "nfd"]
 

@@ -287,7 +287,7 @@ def test_progress_shows_a_probe_that_keeps_running() -> None:
 
         now = time.monotonic()
         assert printer.line(now) == "device 0: optin: probe 4 at 2000 B"
-        assert printer.line(now + 3.2) == "device 0: optin: probe 4 at 2000 B (running 3 s)"
+        assert printer.line(now + 3.2) == "device 0 (running 3 s): optin: probe 4 at 2000 B"
     finally:
         printer.close()
 

@@ -13,6 +13,9 @@ import pytest
 
 from bisect_smem.app.cli import main as cli
 
+# These tests read lines whole: a path, then what deviates or regressed.
+pytestmark = pytest.mark.usefixtures("wide_terminal")
+
 pytest_plugins = ["pytester"]
 H200_DIR = "simulated-sm-90-h100-h200-gh200"
 

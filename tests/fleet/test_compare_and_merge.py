@@ -18,6 +18,9 @@ from tests.conftest import run_main as run
 from tests.conftest import set_optin
 from tests.paths import ROOT
 
+# These tests read lines whole: a path, then what deviates or regressed.
+pytestmark = pytest.mark.usefixtures("wide_terminal")
+
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
 
 

@@ -17,6 +17,9 @@ from bisect_smem.core.quantities import Regression, compare_quantities
 from tests.conftest import set_optin
 from tests.paths import ROOT
 
+# These tests read lines whole: a path, then what deviates or regressed.
+pytestmark = pytest.mark.usefixtures("wide_terminal")
+
 
 @pytest.fixture(scope="module")
 def h200_report(tmp_path_factory: pytest.TempPathFactory) -> dict:

@@ -50,8 +50,8 @@ def test_the_schema_command_defaults_to_the_report_and_refuses_an_unknown_kind(
         capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["schema"]) == 0
     assert json.loads(capsys.readouterr().out)["$id"] == "urn:bisect-smem:report:v1"
-    assert cli.main(["schema", "merge"]) == 2
-    assert capsys.readouterr().err.startswith("error: argument kind: invalid choice: 'merge'")
+    assert cli.main(["schema", "fleet"]) == 2
+    assert capsys.readouterr().err.startswith("error: argument kind: invalid choice: 'fleet'")
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,9 @@ from bisect_smem.core.schema import construct
 from tests.conftest import set_optin
 from tests.paths import H200_REPORT, ROOT
 
+# These tests read lines whole: a path, then what deviates or regressed.
+pytestmark = pytest.mark.usefixtures("wide_terminal")
+
 
 @pytest.fixture(scope="module")
 def reports(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:

@@ -13,6 +13,9 @@ import pytest
 from bisect_smem.app.cli.main import main
 from tests.fleet.test_compare_and_merge_inputs import h200_report, with_optin, write  # noqa: F401 - a fixture
 
+# These tests read lines whole: a path, then what deviates or regressed.
+pytestmark = pytest.mark.usefixtures("wide_terminal")
+
 OPTIN = "measured.optin_dynamic_ceiling_bytes"
 
 

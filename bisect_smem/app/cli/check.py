@@ -1,6 +1,7 @@
 """The ``check`` subcommand: read the last report (written by a periodic job) and say in one line of at
 most 80 bytes whether the node is fine. It measures nothing, imports no CUDA and reads one file, so it
 fits a node-health agent's timeout (node-problem-detector: 5 s; Slurm's HealthCheckProgram: 60 s).
+``--json`` writes the same verdict, line and exit code as a document (``bisect_smem/check/v1``).
 
 Exit codes: 0 ok; 1 a problem (a mismatch, a regression); 2 unknown: the report is missing, unreadable,
 older than --max-age, contradicts itself (analysis/consistency.py), or could not measure or compare (no
@@ -15,11 +16,13 @@ import time
 from pathlib import Path
 
 from bisect_smem.analysis.consistency import contradiction
+from bisect_smem.app.cli import json_option
 from bisect_smem.app.cli.argtypes import WEEK, positive_float
 from bisect_smem.app.cli.commands import SUBCOMMANDS
 from bisect_smem.app.render.check import CheckLine, report_line, stale_line, unknown_line
 from bisect_smem.app.render.prom import timestamp_seconds
 from bisect_smem.core.errors import BaselineError
+from bisect_smem.core.model import dumps
 from bisect_smem.core.saved import load_report
 
 DEFAULT_REPORT = "/var/lib/bisect-smem/report.json"
@@ -37,6 +40,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     check.add_argument("--max-age", type=positive_float, metavar="S",
                        help="a report measured more than S seconds ago (or dated more than S seconds ahead) is stale (exit 2); "
                             f"at most {WEEK}")
+    json_option.add(check, WHAT)
+
+
+WHAT = "the verdict"
 
 
 def report_path(given: str | None) -> Path:
@@ -65,5 +72,7 @@ def check(path: Path, max_age_s: float | None, now: float | None = None) -> Chec
 
 def run(args: argparse.Namespace) -> tuple[str, int]:
     """The ``check`` subcommand: the line for stdout and the exit code."""
-    line = check(report_path(args.report), args.max_age)
-    return line.text + "\n", line.code
+    path = json_option.checked(args.json, WHAT)
+    report = report_path(args.report)
+    line = check(report, args.max_age)
+    return json_option.shown(args.json, path, dumps(line.to_json(str(report))), line.text + "\n", WHAT), line.code

@@ -30,6 +30,7 @@ from bisect_smem.analysis.baseline import (
 from bisect_smem.app.outputs import fleet, stderr, writer
 from bisect_smem.app.outputs.delivery import Delivery, NotAllDelivered
 from bisect_smem.app.outputs.fleet import FleetPaths
+from bisect_smem.app.outputs.terminal import text_width
 from bisect_smem.app.render import baselines, plot, renderer
 from bisect_smem.app.render import json as json_render
 from bisect_smem.app.render.rows import RenderOptions
@@ -96,7 +97,7 @@ def parse(args: argparse.Namespace) -> MeasureRequest:
     if args.json == "-" or args.format == "json":
         _refuse_stdout_twice(args, {"--json": json_path, "--prom": fleet_paths.prom, "--nfd": fleet_paths.nfd})
     return MeasureRequest(tuple(runs), tuple(skipped), backend, args.level, "json" if args.json == "-" else args.format,
-                          RenderOptions(args.verbose, args.strict), json_path, fleet_paths, plot_path,
+                          RenderOptions(args.verbose, args.strict, text_width()), json_path, fleet_paths, plot_path,
                           Path(args.save_baseline) if args.save_baseline else None, args.force,
                           Path(args.compare) if args.compare else None, args.allow_missing,
                           not args.quiet and stderr.is_terminal())
@@ -200,7 +201,8 @@ def execute(request: MeasureRequest) -> tuple[str, int]:
         delivery.file(request.plot_path, "the plot", lambda: plot.render(report, plot.image_format(request.plot_path)),
                       note=None if plot.shows_something(report) else
                       f"warning: the plot {request.plot_path} shows nothing: no device measured the residency staircase")
-    compared = _show_comparisons(report, comparisons, request.allow_missing, request.format == "json")
+    compared = _show_comparisons(report, comparisons, request.allow_missing, request.format == "json",
+                                  request.options.width)
     measuring.wait_for_workers()
     delivery.write(refused, shown + compared)  # every file, then (from main) stdout
     return shown + compared, code
@@ -258,14 +260,14 @@ def compare_code(devices: tuple[DeviceReport, ...], comparisons: list[Comparison
 
 
 def _show_comparisons(report: Report, comparisons: list[Comparison] | None, allow_missing: bool,
-                      to_stderr: bool) -> str:
+                      to_stderr: bool, width: int) -> str:
     """Each device's comparison with its baseline, for stdout (or already on stderr when stdout has the
     JSON); a missing baseline that is not allowed is also an error line on stderr."""
     text = ""
     if comparisons is None:
         return text
     for dev, result in zip(report.devices, comparisons, strict=True):
-        shown = baselines.comparison(dev.index, result)
+        shown = baselines.comparison(dev.index, result, width)
         if to_stderr:
             stderr.say(shown, end="")
         else:

@@ -7,6 +7,7 @@ import argparse
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from bisect_smem.app.cli import json_option
 from bisect_smem.app.cli.commands import SUBCOMMANDS
 from bisect_smem.core.errors import BaselineError, ExitCode
 
@@ -23,6 +24,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                   "has a device, each saying no GPU was usable; 4 a report could not be read, has "
                                   "no device, or leaves a quantity not measured (the rest is merged)")
     merge.add_argument("reports", nargs="+", metavar="REPORT.json")
+    json_option.add(merge, WHAT)
+
+
+WHAT = "the merged fleet"
 
 
 @dataclass(frozen=True)
@@ -30,26 +35,32 @@ class MergeRequest:
     """The report files, as given (their paths label the devices)."""
 
     paths: tuple[str, ...]
+    json: str | None  # --json: a path, '-' for stdout, or None
 
 
 def parse(args: argparse.Namespace) -> MergeRequest:
     """The request from the parsed options."""
-    return MergeRequest(tuple(args.reports))
+    return MergeRequest(tuple(args.reports), args.json)
 
 
 def run(args: argparse.Namespace) -> tuple[str, int]:
     """The merged table and every deviation, with the exit code of ``exit_code``."""
     # Deferred: the fleet reader (its process pool, orjson) loads only when merging, not with the parser.
     from bisect_smem.analysis.merge import group_reports
+    from bisect_smem.app.outputs.terminal import text_width
     from bisect_smem.app.render import fleet
 
-    merged = group_reports(list(parse(args).paths))
+    request = parse(args)
+    path = json_option.checked(request.json, WHAT)
+    merged = group_reports(list(request.paths))
     if merged.unreadable and not merged.groups and not merged.unmeasured:
         # Nothing could be read: the whole merge is bad input, said in the reader's own line(s).
         first = merged.unreadable[0]
         more = f" (and {len(merged.unreadable) - 1} more file(s) that could not be read)" if len(merged.unreadable) > 1 else ""
         raise BaselineError(f"{first.path}: {first.why}{more}")
-    return fleet.merge(merged), exit_code(merged)
+    code = exit_code(merged)
+    return json_option.shown(request.json, path, fleet.merge_json(merged, code), fleet.merge(merged, text_width()),
+                             WHAT), code
 
 
 def exit_code(merged: Fleet) -> ExitCode:

@@ -1,4 +1,5 @@
-"""The ``schema`` subcommand: print the published JSON Schema of a report, a fit result or a baseline."""
+"""The ``schema`` subcommand: print the published JSON Schema of a file or document the tool writes (a report, a
+fit result, a baseline, a trace summary, the profiles, a merged fleet, a check)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from bisect_smem.core.errors import ExitCode
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    """``bisect-smem schema [report|fit|baseline]``."""
+    """``bisect-smem schema [KIND]``, one of KINDS."""
     schema = sub.add_parser("schema", help=SUBCOMMANDS["schema"],
                             epilog="exit codes: 0 printed; 2 bad usage")
     schema.add_argument("kind", nargs="?", default="report", choices=KINDS,

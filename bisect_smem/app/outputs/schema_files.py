@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from importlib import resources
 
-KINDS = ("report", "fit", "baseline", "trace")
+KINDS = ("report", "fit", "baseline", "trace", "profiles", "merge", "check")
 VERSIONS = {"trace": 2}  # a kind's version where it is not 1
 PACKAGE = "bisect_smem.schemas"
 

@@ -1,7 +1,9 @@
 """The published JSON Schemas of the files the tool writes, generated from the dataclasses each is built
-from: the report (``bisect_smem/report/v1``), the baseline (``bisect_smem/baseline/v1``) and the fit
-result (``bisect_smem/fit/v1``); and the trace summary's (``bisect_smem/trace/v2``), declared in
-trace_schema.py. ``bisect_smem/schemas/*.vN.json`` holds them as package data; a test
+from: the report (``bisect_smem/report/v1``), the baseline (``bisect_smem/baseline/v1``), the fit
+result (``bisect_smem/fit/v1``), the published table (``bisect_smem/profiles/v1``) and the merged fleet
+(``bisect_smem/merge/v1``); the check's (``bisect_smem/check/v1``), written here from its few fields; and
+the trace summary's (``bisect_smem/trace/v2``), declared in trace_schema.py. ``bisect_smem/schemas/*.vN.json``
+holds them as package data; a test
 regenerates them and fails when a file and the model drift apart (``make generated`` rewrites them).
 """
 
@@ -14,10 +16,16 @@ from bisect_smem.analysis.fit import FIT_SCHEMA
 from bisect_smem.analysis.fit.explain import Explained
 from bisect_smem.analysis.fit.rules import gemm_schema
 from bisect_smem.analysis.fit.targets import FitRequest, FitResult
+from bisect_smem.analysis.merge import Group, Unmeasured, Unreadable
 from bisect_smem.app.outputs.trace_schema import TRACE_SCHEMA
+from bisect_smem.app.render.check import CHECK_SCHEMA, CHECK_VERDICTS, MAX_LINE_BYTES
+from bisect_smem.app.render.fleet import MERGE_SCHEMA
+from bisect_smem.app.render.profiles import PROFILES_SCHEMA
+from bisect_smem.core.errors import ExitCode
 from bisect_smem.core.json_schema import definition_of, document, generate, without_type_lists
 from bisect_smem.core.levels import LEVELS
 from bisect_smem.core.model import BASELINE_SCHEMA, REPORT_SCHEMA, DeviceReport, Report
+from bisect_smem.core.profiles import ArchProfile
 from bisect_smem.core.quantities import declared
 from bisect_smem.core.rows import VERDICT_KINDS, VERDICTS
 from bisect_smem.core.status import RESULTS, STATUSES
@@ -88,10 +96,46 @@ def fit_schema() -> dict[str, Any]:
                     ("schema", "request", "source", "results", "note", "gemm", "explain", "alternatives"))
 
 
+def profiles_schema() -> dict[str, Any]:
+    """The published table's schema: one object per profile, every field of core/profiles.py's rows."""
+    return document(PROFILES_SCHEMA, "bisect-smem profiles", "What `bisect-smem profiles --json` writes: the "
+                    "published per-architecture table the simulator and the reference rows use.",
+                    {"schema": {"const": PROFILES_SCHEMA}, "profiles": tuple[ArchProfile, ...]}, ("schema", "profiles"))
+
+
+# merge exits 2 without a document: nothing could be read, or a file was given twice.
+MERGE_EXIT_CODES = [int(c) for c in (ExitCode.OK, ExitCode.MISMATCH, ExitCode.NO_GPU, ExitCode.INCOMPLETE)]
+
+
+def merge_schema() -> dict[str, Any]:
+    """The merged fleet's schema: the groups of analysis/merge.py, the reports without a device or not
+    read, and the exit code."""
+    return document(MERGE_SCHEMA, "bisect-smem merged fleet", "What `bisect-smem merge --json` writes: per GPU "
+                    "model, driver and backend the devices, the majority's values, who deviates from them, ties "
+                    "and quantities not measured; the reports that list no device or could not be read.",
+                    {"schema": {"const": MERGE_SCHEMA}, "exit_code": {"enum": MERGE_EXIT_CODES},
+                     "groups": list[Group], "unmeasured": tuple[Unmeasured, ...], "unreadable": tuple[Unreadable, ...]},
+                    ("schema", "exit_code", "groups", "unmeasured", "unreadable"))
+
+
+def check_schema() -> dict[str, Any]:
+    """The check's schema: the verdict, the line and the exit code it prints, each verdict tied to its code."""
+    codes = sorted(set(CHECK_VERDICTS.values()))
+    return {**document(CHECK_SCHEMA, "bisect-smem check", "What `bisect-smem check --json` writes: the verdict, "
+                       "line and exit code the check prints, for the report at `report`.",
+                       {"schema": {"const": CHECK_SCHEMA}, "report": {"type": "string"},
+                        "verdict": {"enum": list(CHECK_VERDICTS)}, "exit_code": {"enum": codes},
+                        "line": {"type": "string", "maxLength": MAX_LINE_BYTES}},
+                       ("schema", "report", "verdict", "exit_code", "line")),
+            "anyOf": [{"properties": {"verdict": {"enum": [v for v, c in CHECK_VERDICTS.items() if c == code]},
+                                      "exit_code": {"const": code}}} for code in codes]}
+
+
 def generated() -> dict[str, dict[str, Any]]:
     """Every schema, by kind, as generated from the model now (the trace summary's from its declaration)."""
     return {"report": report_schema(), "fit": fit_schema(), "baseline": baseline_schema(),
-            "trace": without_type_lists(TRACE_SCHEMA)}
+            "trace": without_type_lists(TRACE_SCHEMA), "profiles": profiles_schema(), "merge": merge_schema(),
+            "check": check_schema()}
 
 
 def text(schema: dict[str, Any]) -> str:

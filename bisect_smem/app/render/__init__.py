@@ -2,7 +2,8 @@
 ``render(report, options) -> str`` over the same structured rows (rows.py: headline, compact and full
 rows, from the verdicts' families and parameters; nothing reads a row's text back):
 
-- text: the terminal report, and the comparison with baselines, the merged fleet and the profiles;
+- text: the terminal report; baselines, fleet and profiles: the comparison with baselines, the merged fleet
+  and the published table (with their JSON); width: tables and lines laid out within a width;
 - markdown: the same report for a bug report;
 - json: the report's JSON document;
 - plot: the residency staircase and carveout sweep as a picture (png or svg bytes, for ``--plot``);

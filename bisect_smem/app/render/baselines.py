@@ -3,9 +3,8 @@ regression (``baseline X, now Y``, or which side lacks the quantity)."""
 
 from __future__ import annotations
 
-from tabulate import tabulate
-
 from bisect_smem.analysis.baseline import Comparison
+from bisect_smem.app.render.width import DEFAULT_WIDTH, table, wrapped
 from bisect_smem.core.quantities import Regression
 
 
@@ -23,15 +22,20 @@ def regression_line(r: Regression) -> str:
     return f"{r.name}: {regression_detail(r)}"
 
 
-def comparison(index: int, result: Comparison) -> str:
-    """One device against its baseline: which one, how many quantities, and a table of what regressed."""
+def comparison(index: int, result: Comparison, width: int = DEFAULT_WIDTH) -> str:
+    """One device against its baseline, in at most ``width`` columns: which one, how many quantities, and a
+    table of what regressed."""
+    return wrapped(_comparison(index, result, width), width)
+
+
+def _comparison(index: int, result: Comparison, width: int) -> str:
     if result.baseline is None:
         return f"device {index}: {result.note}\n"
     lost = f", {len(result.unmeasured)} not measured now" if result.unmeasured else ""
     text = f"device {index}: {result.note}: {result.compared} quantities, {len(result.regressions)} regressed{lost}\n"
     if result.regressions:
-        rows = [(index, r.name, regression_detail(r)) for r in result.regressions]
-        text += tabulate(rows, headers=("device", "quantity", "baseline -> now"), disable_numparse=True) + "\n"
+        rows = [(str(index), r.name, regression_detail(r)) for r in result.regressions]
+        text += table(rows, ("device", "quantity", "baseline -> now"), width) + "\n"
     if result.unmeasured:
         text += (f"device {index}: not measured completely now: what it lacks ({len(result.unmeasured)} "
                  "quantities) is not compared\n")

@@ -18,6 +18,11 @@ from bisect_smem.core.status import DeviceSummary
 
 MAX_LINE_BYTES = 80
 OK, PROBLEM, UNKNOWN = 0, 1, 2
+CHECK_SCHEMA = "bisect_smem/check/v1"  # the schema id of what ``check --json`` writes
+# Each word the line starts with (after "smem "), as ``check --json``'s verdict, and the exit code it goes with.
+CHECK_VERDICTS: dict[str, int] = {"ok": OK, "mismatch": PROBLEM, "differs": PROBLEM, "regression": PROBLEM,
+                            "fail": PROBLEM, "no_gpu": UNKNOWN, "incomplete": UNKNOWN, "stale": UNKNOWN,
+                            "unknown": UNKNOWN}
 
 
 def _percent(p: RowParameters) -> str:
@@ -42,10 +47,17 @@ _SHORT: dict[Family, Callable[[RowParameters], tuple[str, bool]]] = {
 
 @dataclass(frozen=True)
 class CheckLine:
-    """What the check prints and how it exits."""
+    """What the check prints, how it exits, and the verdict (a key of CHECK_VERDICTS) the line starts with."""
 
     text: str
     code: int
+    verdict: str
+
+    def to_json(self, report: str) -> dict[str, object]:
+        """The document of ``check --json`` for the report at path ``report``: the same verdict, line and
+        exit code as the line printed."""
+        return {"schema": CHECK_SCHEMA, "report": report, "verdict": self.verdict, "exit_code": self.code,
+                "line": self.text}
 
 
 def fit(text: str, suffix: str = "") -> str:
@@ -76,14 +88,15 @@ def _summary(dev: DeviceReport) -> DeviceSummary:
     return dev.summary if dev.summary is not None else summarize(dev)
 
 
-def _failure(dev: DeviceReport, summary: DeviceSummary) -> str:
+def _failure(dev: DeviceReport, summary: DeviceSummary) -> tuple[str, str]:
+    """The verdict of a failed device and its line after "smem "."""
     rows = [v for v in dev.verdicts if v.verdict == "MISMATCH"] or [v for v in dev.verdicts if v.verdict == "differs"]
     # The summary names a regression in its reason only (core/status.py has no field for it).
     if summary.reason and summary.reason.startswith("regression: "):
-        return f"REGRESSION {device_id(dev)} {summary.reason.removeprefix('regression: ')}"
+        return "regression", f"REGRESSION {device_id(dev)} {summary.reason.removeprefix('regression: ')}"
     if rows:
-        return f"{rows[0].verdict.upper()} {device_id(dev)} {_short(rows[0])}"
-    return f"FAIL {device_id(dev)} {summary.reason or ''}"
+        return rows[0].verdict.lower(), f"{rows[0].verdict.upper()} {device_id(dev)} {_short(rows[0])}"
+    return "fail", f"FAIL {device_id(dev)} {summary.reason or ''}"
 
 
 def _incomplete(dev: DeviceReport, summary: DeviceSummary) -> str:
@@ -109,22 +122,23 @@ def report_line(report: Report) -> CheckLine:
     failed = [(d, s) for d, s in summaries if s.status == "fail"]
     if failed:
         more = f" (+{len(failed) - 1} GPUs)" if len(failed) > 1 else ""
-        return CheckLine(fit(f"smem {_failure(*failed[0])}", more), PROBLEM)
+        verdict, text = _failure(*failed[0])
+        return CheckLine(fit(f"smem {text}", more), PROBLEM, verdict)
     if report.result == "no_gpu" or not report.devices:
         # The report's error says "no usable GPU: ..." on its own; the line says NO GPU already.
         why = (report.error or "the report has no device").removeprefix("no usable GPU: ")
-        return CheckLine(fit(f"smem NO GPU: {why}"), UNKNOWN)
+        return CheckLine(fit(f"smem NO GPU: {why}"), UNKNOWN, "no_gpu")
     incomplete = [(d, s) for d, s in summaries if s.status == "incomplete"]
     if incomplete:
         dev, summary = incomplete[0]
-        return CheckLine(fit(f"smem INCOMPLETE {device_id(dev)}: {_incomplete(dev, summary)}"), UNKNOWN)
+        return CheckLine(fit(f"smem INCOMPLETE {device_id(dev)}: {_incomplete(dev, summary)}"), UNKNOWN, "incomplete")
     if report.result not in (None, "pass"):
         return _run_line(report)
     optins = [d.measured.optin_dynamic_ceiling_bytes for d in report.devices
               if d.measured is not None and d.measured.optin_dynamic_ceiling_bytes is not None]
     count = len(by_gpu(report))
     optin = f", opt-in {min(optins)} B" if optins else ""
-    return CheckLine(fit(f"smem ok: {count} GPU{'s' if count != 1 else ''}{optin}"), OK)
+    return CheckLine(fit(f"smem ok: {count} GPU{'s' if count != 1 else ''}{optin}"), OK, "ok")
 
 
 # Why a run whose devices all passed did not pass, by the report's result (its error, where it has one, says more).
@@ -140,16 +154,16 @@ def _run_line(report: Report) -> CheckLine:
            report.error or _RUN_RESULTS.get(report.result or "", f"the run's result is {report.result}"))
     code = f" (exit {report.exit_code})" if report.exit_code is not None else ""
     if report.result == "fail":
-        return CheckLine(fit(f"smem FAIL: {why}", code), PROBLEM)
-    return CheckLine(fit(f"smem INCOMPLETE: {why}", code), UNKNOWN)
+        return CheckLine(fit(f"smem FAIL: {why}", code), PROBLEM, "fail")
+    return CheckLine(fit(f"smem INCOMPLETE: {why}", code), UNKNOWN, "incomplete")
 
 
 def stale_line(age_s: float, max_age_s: float) -> CheckLine:
     """A report older than ``--max-age`` (or, with ``age_s`` below 0, dated that far ahead of this clock)."""
     when = f"{age_s:.0f} s old" if age_s >= 0 else f"dated {-age_s:.0f} s ahead of this clock"
-    return CheckLine(fit(f"smem STALE: report {when} (max {max_age_s:g} s)"), UNKNOWN)
+    return CheckLine(fit(f"smem STALE: report {when} (max {max_age_s:g} s)"), UNKNOWN, "stale")
 
 
 def unknown_line(why: str) -> CheckLine:
     """No report could be read: missing, unreadable, not a report."""
-    return CheckLine(fit(f"smem UNKNOWN: {why}"), UNKNOWN)
+    return CheckLine(fit(f"smem UNKNOWN: {why}"), UNKNOWN, "unknown")

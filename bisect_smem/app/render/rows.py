@@ -13,13 +13,14 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from bisect_smem.app.render.width import DEFAULT_WIDTH
 from bisect_smem.core.hardware import KIB
 from bisect_smem.core.levels import REFERENCE_STATIC_BYTES, REFERENCE_THREADS, split_search_name
 from bisect_smem.core.model import DeviceReport, Measured, Report
 from bisect_smem.core.rows import Family, NoteKind, RowParameters, Verdict
 from bisect_smem.core.text import printable
 
-WIDTH = 100
+WIDTH = DEFAULT_WIDTH  # a report's text where no narrower terminal asks for less
 HEADLINE_LINES = 12
 HEADLINE_INDENT = 21  # two spaces, then the labels' column
 VERDICT_ORDER = ("match", "differs", "MISMATCH", "ERROR", "info")
@@ -54,10 +55,12 @@ FOLDED_NAMES: dict[Family, Callable[[RowParameters], str]] = {
 
 @dataclass(frozen=True)
 class RenderOptions:
-    """How a report is shown: every row (``verbose``), and whether ``differs`` fails the run (``strict``)."""
+    """How a report is shown: every row (``verbose``), whether ``differs`` fails the run (``strict``), and
+    the most columns a line of text may take (``width``)."""
 
     verbose: bool = False
     strict: bool = False
+    width: int = WIDTH
 
 
 DEFAULT_OPTIONS = RenderOptions()
@@ -207,7 +210,7 @@ def sections(report: Report, options: RenderOptions) -> list[DeviceSection]:
         first, second = header_lines(dev)
         measured = bool(dev.verdicts)
         out.append(DeviceSection(
-            (first, second), tuple(headline(dev, options.strict)) if measured else (),
+            (first, second), tuple(headline(dev, options.strict, options.width)) if measured else (),
             tuple(shown_rows(dev, options.verbose)) if measured else (), device_summary(dev) if measured else None,
             printable(dev.error) if dev.error else None,
             tuple((printable(e.get("what")), printable(e.get("where"))) for e in dev.events)))
@@ -247,7 +250,7 @@ def _reason_group(v: Verdict) -> tuple[str, str]:
     return v.quantity, ""
 
 
-def _reasons(dev: DeviceReport, room: int) -> list[str]:
+def _reasons(dev: DeviceReport, room: int, width: int = WIDTH) -> list[str]:
     """One line per family of rows that are not ``match``/``info``: the why of the verdict."""
     grouped: dict[tuple[str, str], list[Verdict]] = {}
     for v in dev.verdicts:
@@ -260,11 +263,11 @@ def _reasons(dev: DeviceReport, room: int) -> list[str]:
         parts = [part for part in (_reason_group(v)[1] for v in rows) if part]
         first = (rows[0].notes[0].text if rows[0].notes else rows[0].note) if rows else ""
         why = f": {first}" if first else ""
-        room_for_parts = WIDTH - HEADLINE_INDENT - len(f"{verdict}: {family} ") - len(why)
+        room_for_parts = width - HEADLINE_INDENT - len(f"{verdict}: {family} ") - len(why)
         what = family
         if parts:
             what += " " + textwrap.shorten(", ".join(parts), max(room_for_parts, 12), placeholder=" ...")
-        lines.append(textwrap.shorten(f"{verdict}: {what}{why}", WIDTH - HEADLINE_INDENT, placeholder=" ..."))
+        lines.append(textwrap.shorten(f"{verdict}: {what}{why}", width - HEADLINE_INDENT, placeholder=" ..."))
     if len(lines) > room:
         lines = [*lines[:room - 1], f"... and {len(lines) - room + 1} more: see the table"]
     return lines
@@ -282,7 +285,7 @@ def _ceiling_size(m: Measured | None, search: str, nbytes: int | None) -> str:
     return _measured_size(nbytes)
 
 
-def headline(dev: DeviceReport, strict: bool = False) -> list[tuple[str, str]]:
+def headline(dev: DeviceReport, strict: bool = False, width: int = WIDTH) -> list[tuple[str, str]]:
     """The answer for one device, at most ``HEADLINE_LINES`` (label, text) pairs."""
     m = dev.measured
     counts = Counter(v.verdict for v in dev.verdicts)
@@ -302,7 +305,7 @@ def headline(dev: DeviceReport, strict: bool = False) -> list[tuple[str, str]]:
         ("largest cluster", _largest_cluster(dev)),
         ("verdict", f"{verdict}: {tally or 'no verdicts'} ({effect})"),
     ]
-    lines += [("", reason) for reason in _reasons(dev, HEADLINE_LINES - len(lines))]
+    lines += [("", reason) for reason in _reasons(dev, HEADLINE_LINES - len(lines), width)]
     return lines
 
 

@@ -1,5 +1,5 @@
 """The text a person reads in a terminal: the report (per device a header, the headline, a table that fits
-in WIDTH columns, and a summary line), and the profiles."""
+in the options' width, and a summary line)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from bisect_smem.app.render.rows import (
     closing_lines,
     sections,
 )
+from bisect_smem.app.render.width import table, wrapped
 from bisect_smem.core.model import Report
-from bisect_smem.core.profiles import ArchProfile
 from bisect_smem.core.text import dash, printable
 
 TABLE_HEADERS = ("quantity", "reported", "source", "measured", "verdict", "note")
@@ -30,7 +30,7 @@ def render(report: Report, options: RenderOptions = DEFAULT_OPTIONS) -> str:
         lines = list(section.header)
         if section.summary is not None:
             lines += [f"  {label:<{HEADLINE_INDENT - 2}}{text}" for label, text in section.headline]
-            lines.append(device_table(list(section.rows), WIDTH, options.verbose))
+            lines.append(device_table(list(section.rows), options.width, options.verbose))
             lines.append(section.summary)
         if section.error:
             lines.append(f"error: {section.error}")
@@ -38,7 +38,8 @@ def render(report: Report, options: RenderOptions = DEFAULT_OPTIONS) -> str:
         blocks.append("\n".join(lines))
     if len(report.devices) > 1:
         blocks.append("\n".join(closing_lines(report, options.strict)))
-    return "\n\n".join(blocks) + "\n"
+    # A line the layout above did not bound (a host's or device's name, an error) wraps within the width.
+    return wrapped("\n\n".join(blocks), options.width) + "\n"
 
 
 def table_cells(rows: list[Shown], headers: tuple[str, ...] = TABLE_HEADERS) -> list[tuple[str, ...]]:
@@ -69,16 +70,10 @@ def device_table(rows: list[Shown], width: int = WIDTH, verbose: bool = False) -
         text = tabulate(data, headers=headers, tablefmt="simple", disable_numparse=True,
                         maxcolwidths=[*used, note_width])
         excess = max(len(line) for line in text.splitlines()) - width
-        if excess <= 0 or note_width <= 12:
+        if excess <= 0:
             return text
+        if note_width <= 12:
+            # The columns' caps leave the note too little room: every column gives way, the widest first.
+            return table(data, headers, width)
         note_width = max(note_width - excess, 12)
 
-
-def profiles(rows: tuple[ArchProfile, ...]) -> str:
-    """The published table, one row per profile."""
-    cells = [(p.key, p.cc_string, ", ".join(p.aliases), p.example_parts, p.smem_per_sm_bytes,
-              p.max_smem_per_block_optin_bytes, dash(p.reserved_smem_per_block_bytes),
-              ", ".join(map(str, p.carveout_kib)) if p.carveout_kib else "-", "yes" if p.confirmed else "no")
-             for p in rows]
-    return tabulate(cells, headers=("profile", "cc", "aliases", "parts", "smem/SM B", "opt-in/block B",
-                                    "reserved B", "carveouts KiB", "confirmed"), disable_numparse=True) + "\n"
