@@ -63,8 +63,9 @@ class CutlassRule:
                                                                 "default epilogue's from --c-dtype and --d-dtype")
         parser.add_argument("--launcher", choices=launchers.LAUNCHERS,
                             help="the kernel as a library's launcher builds it: trtllm-moe, TensorRT-LLM's and "
-                                 "FlashInfer's MoE grouped GEMM (moe_gemm_tma_ws_launcher; sm_120 NVFP4, sm_90 bf16, "
-                                 "fp16, fp8; --dtype defaults to nvfp4, --d-dtype is the output type)")
+                                 "FlashInfer's MoE grouped GEMM (moe_gemm_tma_ws_launcher; sm_120 nvfp4, and "
+                                 "--dtype-a mxfp8 --dtype-b mxfp4 for MXFP8 activations with MXFP4 weights; sm_90 "
+                                 "bf16, fp16, fp32, e4m3; --dtype defaults to nvfp4, --d-dtype is the output type)")
         parser.add_argument("--fusion", choices=launchers.FUSIONS,
                             help="the launcher's epilogue fusion: none (default) or finalize (the FC2 epilogue: "
                                  "scatter, router scales, bias)")
@@ -84,8 +85,6 @@ class CutlassRule:
         if dtype is not None:
             operand(dtype, "--dtype")
         launchers.check(args.launcher, args.fusion or "none", args.swap_ab)
-        if args.cluster is not None and args.launcher is not None:
-            raise UsageError("--cluster: --launcher trtllm-moe's sm_120 kernel has cluster 1x1x1: drop --cluster")
         if args.launcher is not None:
             return self._launched(args, tiles, dtype, stages)
         dtype = dtype or "fp16"
@@ -97,16 +96,18 @@ class CutlassRule:
 
     def _launched(self, args: argparse.Namespace, tiles: Sequence[Tile], dtype: str | None,
                   stages: int | None) -> tuple[GemmKernel, ...]:
-        """The launcher's kernels: grouped, its schedule, C typed as D (the output type)."""
+        """The launcher's kernels: grouped, its schedule, C typed as D (the output type: --d-dtype, else the
+        activations' type, bf16 for fp8 and fp4), A the activations and B the weights (before swap_ab)."""
         fixed = [option for option, dest in OPTIONS if option in LAUNCHER_FIXES and getattr(args, dest)]
         if fixed:
             raise UsageError(f"{', '.join(fixed)}: --launcher {args.launcher} fixes {'it' if len(fixed) == 1 else 'them'}"
                              f" itself: drop {'it' if len(fixed) == 1 else 'them'}")
-        dtype = dtype or launchers.OPERANDS["sm120"][0]
-        out = args.d_dtype or "bf16"
-        return tuple(GemmKernel(t.m, t.n, t.k, args.dtype_a or dtype, args.dtype_b or dtype, out, out, "auto", True,
-                                stages, None, args.launcher, args.fusion or "none", args.swap_ab,
-                                args.cutlass_version or CUTLASS_VERSION) for t in tiles)
+        dtype = dtype or launchers.OPERANDS["sm120"][0][0]
+        act, weight = args.dtype_a or dtype, args.dtype_b or dtype
+        out = args.d_dtype or launchers.default_output(act)
+        return tuple(GemmKernel(t.m, t.n, t.k, act, weight, out, out, "auto", True, stages, None, args.launcher,
+                                args.fusion or "none", args.swap_ab, args.cutlass_version or CUTLASS_VERSION,
+                                parse_cluster(args.cluster)) for t in tiles)
 
     def evaluate(self, kernel: GemmKernel, request: FitRequest, target: Target) -> FitResult:
         """The build CUTLASS makes for the target's family, against its limits."""
