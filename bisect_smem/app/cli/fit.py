@@ -30,7 +30,7 @@ from bisect_smem.analysis.fit.tiles import Tile
 from bisect_smem.app.cli.argtypes import Once, parse_stages
 from bisect_smem.app.cli.commands import SUBCOMMANDS
 from bisect_smem.app.outputs import writer
-from bisect_smem.app.render.fit import render, render_explain, render_gemm
+from bisect_smem.app.render.fit import render, render_explain, render_gemm, render_listing
 from bisect_smem.app.run import fit_targets
 from bisect_smem.core.errors import BackendUnavailable, UsageError
 from bisect_smem.core.model import to_jsonable
@@ -49,6 +49,7 @@ class Kernels:
     rule: GemmRule
     items: tuple[Any, ...]
     stages: int | None
+    listing: Any = None  # without --tile: the rule's list of a launcher's kernels (items are then per target)
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,7 @@ def parse_query(args: argparse.Namespace) -> FitQuery:
         raise UsageError("--kernel names a kernel in --cubin or --ptx: add one of them or drop --kernel")
     if compiled and args.static is not None:
         raise UsageError("the static size comes from the compiled file: drop --static")
-    if not sources and not compiled:
+    if not sources and not compiled and not (kernels is not None and kernels.listing is not None):
         raise UsageError("fit needs a size: BYTES, --tile, --explain, or --cubin/--ptx with --kernel")
     text = args.bytes if args.bytes is not None else args.dynamic
     dynamic = parse_size(text, "dynamic size") if text is not None else None
@@ -122,6 +123,8 @@ def _wrong_library(rule: GemmRule, args: argparse.Namespace) -> None:
 def parse_kernels(args: argparse.Namespace, explained: Explained | None) -> Kernels | None:
     """The GEMM kernels from --tile and its options; the options without --tile are a usage error."""
     given = _given(args)
+    if not args.tile and explained is None and (listed := _listing(args)) is not None:
+        return listed
     if not args.tile:
         if given:
             raise UsageError(f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} only to "
@@ -138,6 +141,18 @@ def parse_kernels(args: argparse.Namespace, explained: Explained | None) -> Kern
     rule = RULES[args.rule or (explained.kind if explained is not None and explained.kind in RULES else DEFAULT_RULE)]
     _wrong_library(rule, args)
     return Kernels(rule, rule.kernels(args, tiles, args.dtype, stages), stages)
+
+
+def _listing(args: argparse.Namespace) -> Kernels | None:
+    """Without --tile: every kernel a library's launcher builds (CUTLASS's --launcher), where a rule lists
+    them; None where none does."""
+    stages = None if args.stages in (None, "auto") else args.stages
+    for rule in ([RULES[args.rule]] if args.rule else RULES.values()):
+        listing = rule.listing(args, args.dtype, stages)
+        if listing is not None:
+            _wrong_library(rule, args)
+            return Kernels(rule, (), stages, listing)
+    return None
 
 
 def parse_explain(text: str) -> Explained:
@@ -305,6 +320,8 @@ def evaluate_all(query: FitQuery, request: FitRequest, found: list[Target]) -> t
 
 def answer(query: FitQuery) -> tuple[str, int]:
     """Evaluate the kernel against every target: the text for stdout (the answer or JSON) and the exit code."""
+    if query.kernels is not None and query.kernels.listing is not None:
+        return listing_answer(query, query.kernels)
     request, source = kernel_request(query)
     json_path = writer.output_path(query.json, "the result")
     found, note = fit_targets.targets(query.profiles, query.target_files, query.simulate, query.local)
@@ -327,6 +344,32 @@ def answer(query: FitQuery) -> tuple[str, int]:
     if query.json == "-":
         return text, code
     return render_all(query, request, source, results, note, alternatives) + "\n", code
+
+
+def listing_answer(query: FitQuery, kernels: Kernels) -> tuple[str, int]:
+    """Every kernel a launcher builds, on every target: the table (or JSON) and the exit code (1 where one of
+    them does not fit or build)."""
+    request = FitRequest(0, query.static or 0, query.threads)
+    json_path = writer.output_path(query.json, "the result")
+    found, note = fit_targets.targets(query.profiles, query.target_files, query.simulate, query.local)
+    listed, none = [], {}
+    for t in found:
+        mine, why = kernels.rule.candidates(kernels.listing, t)
+        listed += [(kernels.rule.candidate_fields(k), kernels.rule.evaluate(k, request, t)) for k in mine]
+        if why:
+            none[t.short or t.name] = why
+    results = [r for _, r in listed]
+    data = {"schema": FIT_SCHEMA, "request": {**to_jsonable(request), "dynamic_bytes": None, "total_bytes": None},
+            "source": kernels.rule.describe_listing(kernels.listing), "note": note,
+            "results": [to_jsonable(r) for r in results], "gemm": None, "explain": None, "alternatives": []}
+    text = json.dumps(data, indent=2, sort_keys=True) + "\n"
+    if json_path is not None:
+        writer.write_atomic(json_path, text)
+    code = exit_code(results) if results else EXIT_DOES_NOT_FIT
+    if query.json == "-":
+        return text, code
+    body = render_listing(data["source"], listed, [t.short or t.name for t in found], none)
+    return "\n".join([body, *([note] if note else [])]) + "\n", code
 
 
 def _gemm_json(kernels: Kernels | None) -> dict[str, Any] | None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import product
 
+from bisect_smem.analysis.fit.cutlass.gemm import GemmKernel
 from bisect_smem.analysis.fit.cutlass.layout import EMPTY, Part
 from bisect_smem.analysis.fit.cutlass.types import operand
 from bisect_smem.core.errors import UsageError
@@ -143,17 +144,83 @@ def candidates(family: str, act: str | None = None, weight: str | None = None, o
                  and (swap_ab is None or c.swap_ab == swap_ab))
 
 
-def not_generated(family: str, found: Candidate) -> str | None:
-    """Why no FlashInfer build has this kernel (its generator does not emit it), or None where it does."""
-    if family not in CANDIDATES or found in CANDIDATES[family]:
+def kernel(found: Candidate, launcher: str, cutlass_version: str, stages: int | None = None) -> GemmKernel:
+    """The GemmKernel of a candidate: grouped, A the activations and B the weights, C typed as D."""
+    m, n, k = found.tile
+    return GemmKernel(m, n, k, found.act, found.weight, found.out, found.out, "auto", True, stages, None, launcher,
+                      found.fusion, found.swap_ab, cutlass_version, found.cluster)
+
+
+def candidate(g: GemmKernel) -> Candidate:
+    """The candidate a launcher's GemmKernel would be, generated or not."""
+    return Candidate(g.a, g.b, g.d, (g.m, g.n, g.k), g.cluster, g.fusion, g.swap_ab)
+
+
+def arch_name(family: str) -> str:
+    """``sm120`` -> ``sm_120``, as answers name an architecture."""
+    return f"sm_{family.removeprefix('sm')}"
+
+
+def not_generated(family: str, g: GemmKernel) -> str | None:
+    """Why no FlashInfer build has this launcher kernel (its generator does not emit it), or None where it
+    does (or the family has no list)."""
+    found = candidate(g)
+    if family not in CANDIDATES or found in CANDIDATES[family] or refuse(family, g.a, g.b):
         return None
     same = candidates(family, found.act, found.weight)
-    outs = sorted({c.out for c in same})
+    outs = list(dict.fromkeys(c.out for c in same))
+    where = f"FlashInfer's generator emits no such {arch_name(family)} kernel"
     if found.out not in outs:
-        return f"FlashInfer generates {family} kernels of these inputs with output {' and '.join(outs)} only"
+        return f"{where}: output {' or '.join(outs)} only (got {found.out})"
     tiles = list(dict.fromkeys("x".join(map(str, c.tile)) for c in same))
     if found.tile not in {c.tile for c in same}:
-        return f"FlashInfer generates no {'x'.join(map(str, found.tile))} tile here (its tiles: {', '.join(tiles)})"
+        return f"{where}: no tile {'x'.join(map(str, found.tile))} (its tiles: {', '.join(tiles)})"
     clusters = list(dict.fromkeys("x".join(map(str, c.cluster)) for c in same if c.tile == found.tile))
-    return (f"FlashInfer generates no cluster {'x'.join(map(str, found.cluster))} for this tile (its clusters: "
-            f"{', '.join(clusters)})")
+    return f"{where}: no cluster {'x'.join(map(str, found.cluster))} at this tile (its clusters: {', '.join(clusters)})"
+
+
+@dataclass(frozen=True)
+class Listing:
+    """Every kernel a launcher's generator emits, narrowed by what was given (None: any): the activation and
+    weight types (neither given: the family's first pair), the output type, fusion, swap_ab and cluster."""
+
+    launcher: str
+    cutlass_version: str
+    act: str | None = None
+    weight: str | None = None
+    out: str | None = None
+    fusion: str | None = None
+    swap_ab: bool | None = None
+    cluster: tuple[int, int, int] | None = None
+    stages: int | None = None
+
+    def pair(self, family: str) -> tuple[str, str]:
+        """The (activation, weight) types listed on ``family``."""
+        if self.act is None and self.weight is None:
+            return OPERANDS.get(family, (("nvfp4", "nvfp4"),))[0]
+        act = self.act or self.weight or ""
+        return act, self.weight or act
+
+    def kernels(self, family: str) -> tuple[GemmKernel, ...]:
+        """The generator's kernels on ``family`` that match, in its order."""
+        act, weight = self.pair(family)
+        return tuple(kernel(c, self.launcher, self.cutlass_version, self.stages)
+                     for c in candidates(family, act, weight, self.out, self.fusion, self.swap_ab)
+                     if self.cluster is None or c.cluster == self.cluster)
+
+    def why_none(self, family: str | None) -> str:
+        """Why ``family`` has none of these kernels: the launcher's own refusal, or what its generator emits."""
+        if family not in CANDIDATES:
+            return not_modelled(str(family)) if family else "no CUTLASS 3.x/4.x collective builder before sm_90"
+        act, weight = self.pair(family)
+        if reason := refuse(family, act, weight):
+            return reason
+        same = candidates(family, act, weight)
+        for name, given, emitted in (("output", self.out, [c.out for c in same]),
+                                     ("fusion", self.fusion, [c.fusion for c in same]),
+                                     ("cluster", self.cluster, [c.cluster for c in same])):
+            if given is not None and given not in emitted:
+                shown = dict.fromkeys("x".join(map(str, e)) if isinstance(e, tuple) else e for e in emitted)
+                return f"FlashInfer's generator emits {arch_name(family)} kernels of these types with {name} " \
+                       f"{' or '.join(shown)} only"
+        return "FlashInfer's generator emits no such kernel"
