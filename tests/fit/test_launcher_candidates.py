@@ -10,7 +10,7 @@ import json
 import pytest
 
 from bisect_smem.app.cli import main as cli
-from tests.paths import DATA
+from tests.paths import DATA, ROOT
 
 OPTIN = {"sm_120": 101376, "sm_90": 232448}
 TRUTH = {arch: json.loads((DATA / f"cutlass_truth_moe_candidates_{arch.replace('_', '')}_4.7.0.json").read_text())
@@ -117,3 +117,12 @@ def test_where_the_generator_emits_none_the_answer_says_why(args: list[str], why
 def test_launcher_options_without_a_launcher_still_need_a_tile(capsys: pytest.CaptureFixture[str]) -> None:
     code = cli.main(["fit", "--fusion", "finalize", "--arch", "12.0", "--no-local"])
     assert code == 2 and "only to --tile" in capsys.readouterr().err
+
+
+def test_the_list_in_the_docs_is_this_output(capsys: pytest.CaptureFixture[str]) -> None:
+    text = (ROOT / "docs" / "fit.md").read_text()
+    block = next(b for b in text.split("```console\n")[1:] if "--tile" not in b.split("\n", 1)[0])
+    command, *shown = block.split("```", 1)[0].splitlines()
+    assert command == "$ bisect-smem fit --launcher trtllm-moe --arch 12.0 --no-local"
+    code = cli.main(command.split()[2:])
+    assert code == 1 and capsys.readouterr().out.splitlines() == shown
