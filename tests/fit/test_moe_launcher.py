@@ -59,7 +59,7 @@ def test_the_model_equals_every_build(table: str, row: dict) -> None:
         row["stages"], row["mainloop_bytes"], row["epilogue_bytes"], row["shared_storage_bytes"])
 
 
-@pytest.mark.parametrize("arch", sorted({doc["rows"][0]["arch"] for doc in CANDIDATE_TABLES.values()}))
+@pytest.mark.parametrize("arch", sorted(FAMILIES))
 def test_every_generated_kernel_has_a_build_and_every_build_is_generated(arch: int) -> None:
     rows = [r for doc in CANDIDATE_TABLES.values() if doc["cutlass_version"] == "4.7.0" for r in doc["rows"]
             if r["arch"] == arch]
@@ -160,3 +160,23 @@ def test_the_launchers_own_operand_rules(arch: str, a: str, b: str, message: str
                      "--arch", arch, "--no-local"])
     out = capsys.readouterr().out
     assert code == 1 and out.startswith(f"{arch}: no stage count: {message}"), out
+
+
+@pytest.mark.parametrize(("dtype", "tile", "extra"), [
+    ("fp32", "128x128x32", []),
+    ("bf16", "256x128x64", ["--fusion", "finalize", "--swap-ab", "--cluster", "2x1x1"]),
+    ("e4m3", "128x256x128", ["--cluster", "2x2x1", "--d-dtype", "fp16"]),
+])
+def test_sm90_takes_fp32_and_the_autotuners_clusters(dtype: str, tile: str, extra: list[str],
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    doc = CANDIDATE_TABLES["cutlass_truth_moe_candidates_sm90_4.7.0.json"]
+    cluster = [int(c) for c in (extra[extra.index("--cluster") + 1] if "--cluster" in extra else "1x1x1").split("x")]
+    row = next(r for r in doc["rows"] if r["a"] == dtype and "x".join(map(str, r["tile"])) == tile
+               and r["cluster"] == cluster and r["fusion"] == ("finalize" if "finalize" in extra else "none")
+               and r["swap_ab"] == ("--swap-ab" in extra) and r["d"] == ("fp16" if "fp16" in extra else
+                                                                         launchers.default_output(dtype)))
+    code = cli.main(["fit", "--launcher", "trtllm-moe", "--dtype", dtype, "--tile", tile, *extra, "--arch", "sm_90",
+                     "--no-local"])
+    first = capsys.readouterr().out.splitlines()[0]
+    assert code == 0 and first.startswith(f"{row['stages']} stages fit on sm_90: {row['shared_storage_bytes']} of "
+                                          "232448 B"), first

@@ -163,7 +163,7 @@ class CutlassRule:
         """``tile 128x256x128, nvfp4, C bf16, D bf16, schedule auto, stages auto (...): CUTLASS 4.7.0's builders``."""
         k = kernels[0]
         tile = f"tile {k.m}x{k.n}x{k.k}, " if len(kernels) == 1 else ""
-        types = k.a if k.a == k.b else f"A {k.a}, B {k.b}"
+        types = k.a if k.a == k.b else (f"activations {k.a}, weights {k.b}" if k.launcher else f"A {k.a}, B {k.b}")
         count = "stages auto (StageCountAutoCarveout)" if stages is None else f"{stages} stages (StageCount)"
         epilogue = f"epilogue {k.epilogue_bytes} B (given)" if k.epilogue_bytes is not None else f"C {k.c}, D {k.d}"
         if k.cluster != (1, 1, 1):
