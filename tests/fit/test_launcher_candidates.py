@@ -10,6 +10,7 @@ import json
 import pytest
 
 from bisect_smem.app.cli import main as cli
+from tests.conftest import assert_valid
 from tests.paths import DATA, ROOT
 
 OPTIN = {"sm_120": 101376, "sm_90": 232448}
@@ -122,3 +123,24 @@ def test_the_list_in_the_docs_is_this_output(capsys: pytest.CaptureFixture[str])
     assert command == "$ bisect-smem fit --launcher trtllm-moe --arch 12.0 --no-local"
     code = cli.main(command.split()[2:])
     assert code == 1 and capsys.readouterr().out.splitlines() == shown
+
+
+@pytest.mark.parametrize(("arch", "args", "pair"), [("sm_120", [], "nvfp4"), ("sm_90", ["--dtype", "e4m3"], "e4m3"),
+                                                     ("sm_120", ["--fusion", "finalize", "--swap-ab"], "nvfp4")])
+def test_json_gives_every_kernel_as_its_own_result(arch: str, args: list[str], pair: str,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    code = cli.main(["fit", "--launcher", "trtllm-moe", "--arch", arch, *args, "--no-local",
+                     "--json", "-"])
+    data = json.loads(capsys.readouterr().out)
+    assert_valid(data, "fit")
+    fusion = "finalize" if "finalize" in args else None
+    builds = {("x".join(map(str, r["tile"])), r["fusion"], "on" if r["swap_ab"] else "off", r["d"],
+               "x".join(map(str, r["cluster"]))): r for r in TRUTH[arch]["rows"]
+              if r["a"] == pair and fusion in (None, r["fusion"]) and ("--swap-ab" not in args or r["swap_ab"])}
+    got = {(f["tile"], f["fusion"], f["swap_ab"], f["out"], f["cluster"]): r for r in data["results"]
+           for f in [r["listed_as"]]}
+    assert got.keys() == builds.keys() and code == (1 if any(r["verdict"] == "does not fit" for r in got.values())
+                                                     else 0)
+    for key, r in got.items():
+        assert (r["stages"], r["launch_bytes"]) == (builds[key]["stages"], builds[key]["shared_storage_bytes"])
+        assert r["over_bytes"] == builds[key]["shared_storage_bytes"] - OPTIN[arch]

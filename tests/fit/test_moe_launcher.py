@@ -180,3 +180,28 @@ def test_sm90_takes_fp32_and_the_autotuners_clusters(dtype: str, tile: str, extr
     first = capsys.readouterr().out.splitlines()[0]
     assert code == 0 and first.startswith(f"{row['stages']} stages fit on sm_90: {row['shared_storage_bytes']} of "
                                           "232448 B"), first
+
+
+@pytest.mark.parametrize(("args", "note"), [
+    (["--d-dtype", "fp32", "--tile", "128x64x128", "--arch", "sm_120"],
+     "sm_120: FlashInfer's generator emits no such sm_120 kernel: output fp16 or bf16 only (got fp32)"),
+    (["--tile", "128x128x64", "--arch", "sm_120"],
+     "sm_120: FlashInfer's generator emits no such sm_120 kernel: no tile 128x128x64 (its tiles: 128x32x128, "
+     "128x32x256, 128x64x128, 128x64x256, 128x128x128, 128x128x256, 256x128x128, 128x256x128)"),
+    (["--dtype", "bf16", "--tile", "128x64x64", "--cluster", "1x2x1", "--arch", "sm_90"],
+     "sm_90: FlashInfer's generator emits no such sm_90 kernel: no cluster 1x2x1 at this tile (its clusters: "
+     "1x1x1, 2x1x1)"),
+])
+def test_a_kernel_the_generator_does_not_emit_is_said_so(args: list[str], note: str,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    cli.main(["fit", "--launcher", "trtllm-moe", *args, "--no-local"])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1] == note, lines
+    cli.main(["fit", "--launcher", "trtllm-moe", *args, "--no-local", "--json", "-"])
+    assert json.loads(capsys.readouterr().out)["results"][0]["notes"] == [note.split(": ", 1)[1]]
+
+
+def test_a_generated_kernel_has_no_such_note(capsys: pytest.CaptureFixture[str]) -> None:
+    cli.main(["fit", "--launcher", "trtllm-moe", "--tile", "128x64x128", "--arch", "sm_120", "--no-local", "--json",
+              "-"])
+    assert json.loads(capsys.readouterr().out)["results"][0]["notes"] == []

@@ -159,9 +159,16 @@ def main() -> int:
     parser.add_argument("--only", nargs="*", default=(), help="keep the cases whose name holds all of these words")
     parser.add_argument("--merge", action="store_true", help="keep --out's rows that this run does not rebuild")
     parser.add_argument("--per-program", type=int, default=8, help="cases in one program (default 8)")
+    parser.add_argument("--output", choices=sorted(set(BITS) - set(BLOCK_SCALED)),
+                        help="build the candidates with this output type instead of theirs (kernels the generator "
+                             "does not emit, such as fp32 out on sm_120)")
     args = parser.parse_args()
     start = time.monotonic()
     todo = sm120_candidates() if args.arch == 120 else sm90_candidates()
+    if args.output:
+        todo = list({c["name"]: c for c in (_case(c["arch"], c["a"], c["b"], args.output, tuple(c["tile"]),
+                                                  tuple(c["cluster"]), c["fusion"], c["swap_ab"])
+                                            for c in todo)}.values())
     todo = [c for c in todo if not args.only or all(word in c["name"] for word in args.only)]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:

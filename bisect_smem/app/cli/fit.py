@@ -29,8 +29,9 @@ from bisect_smem.analysis.fit.targets import (
 from bisect_smem.analysis.fit.tiles import Tile
 from bisect_smem.app.cli.argtypes import Once, parse_stages
 from bisect_smem.app.cli.commands import SUBCOMMANDS
+from bisect_smem.app.cli.fit_listing import listing_answer
 from bisect_smem.app.outputs import writer
-from bisect_smem.app.render.fit import render, render_explain, render_gemm, render_listing
+from bisect_smem.app.render.fit import render, render_explain, render_gemm
 from bisect_smem.app.run import fit_targets
 from bisect_smem.core.errors import BackendUnavailable, UsageError
 from bisect_smem.core.model import to_jsonable
@@ -321,7 +322,8 @@ def evaluate_all(query: FitQuery, request: FitRequest, found: list[Target]) -> t
 def answer(query: FitQuery) -> tuple[str, int]:
     """Evaluate the kernel against every target: the text for stdout (the answer or JSON) and the exit code."""
     if query.kernels is not None and query.kernels.listing is not None:
-        return listing_answer(query, query.kernels)
+        text, results = listing_answer(query, query.kernels.rule, query.kernels.listing)
+        return text, exit_code(results) if results else EXIT_DOES_NOT_FIT
     request, source = kernel_request(query)
     json_path = writer.output_path(query.json, "the result")
     found, note = fit_targets.targets(query.profiles, query.target_files, query.simulate, query.local)
@@ -344,32 +346,6 @@ def answer(query: FitQuery) -> tuple[str, int]:
     if query.json == "-":
         return text, code
     return render_all(query, request, source, results, note, alternatives) + "\n", code
-
-
-def listing_answer(query: FitQuery, kernels: Kernels) -> tuple[str, int]:
-    """Every kernel a launcher builds, on every target: the table (or JSON) and the exit code (1 where one of
-    them does not fit or build)."""
-    request = FitRequest(0, query.static or 0, query.threads)
-    json_path = writer.output_path(query.json, "the result")
-    found, note = fit_targets.targets(query.profiles, query.target_files, query.simulate, query.local)
-    listed, none = [], {}
-    for t in found:
-        mine, why = kernels.rule.candidates(kernels.listing, t)
-        listed += [(kernels.rule.candidate_fields(k), kernels.rule.evaluate(k, request, t)) for k in mine]
-        if why:
-            none[t.short or t.name] = why
-    results = [r for _, r in listed]
-    data = {"schema": FIT_SCHEMA, "request": {**to_jsonable(request), "dynamic_bytes": None, "total_bytes": None},
-            "source": kernels.rule.describe_listing(kernels.listing), "note": note,
-            "results": [to_jsonable(r) for r in results], "gemm": None, "explain": None, "alternatives": []}
-    text = json.dumps(data, indent=2, sort_keys=True) + "\n"
-    if json_path is not None:
-        writer.write_atomic(json_path, text)
-    code = exit_code(results) if results else EXIT_DOES_NOT_FIT
-    if query.json == "-":
-        return text, code
-    body = render_listing(data["source"], listed, [t.short or t.name for t in found], none)
-    return "\n".join([body, *([note] if note else [])]) + "\n", code
 
 
 def _gemm_json(kernels: Kernels | None) -> dict[str, Any] | None:

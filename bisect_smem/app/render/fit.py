@@ -123,6 +123,7 @@ def render_gemm(source: str, results: list[FitResult], verbose: bool) -> str:
     tiles = list(dict.fromkeys(r.tile for r in results))
     if len(tiles) > 1:
         lines = [f"{r.tile}: {line}" for r, line in zip(results, lines, strict=True)]
+    lines += dict.fromkeys(f"{short_name(r)}: {note}" for r in results for note in r.notes)
     lines.append(f"kernel: {source}" if source else "kernel:")
     if verbose or len(results) > 1:
         w = words(results[0])
@@ -213,14 +214,13 @@ def _listed_cell(r: FitResult) -> str:
     return margin(r)
 
 
-def render_listing(source: str, listed: list[tuple[tuple[tuple[str, str], ...], FitResult]],
-                   targets: list[str], none: dict[str, str]) -> str:
+def render_listing(source: str, listed: list[FitResult], targets: list[str], none: dict[str, str]) -> str:
     """Every kernel a launcher builds, one table per target: the fields that tell them apart (those equal on
     every row in the line above it), the stages, what the launch asks for and the margin; rows that come to
     the same are merged. ``none``: why a target has none."""
     lines = []
     for target in targets:
-        mine = [(dict(labels), r) for labels, r in listed if short_name(r) == target]
+        mine = [(dict(r.listed_as or {}), r) for r in listed if short_name(r) == target]
         if not mine:
             lines.append(f"{target}: none: {none.get(target, 'no such kernel')}")
             continue
