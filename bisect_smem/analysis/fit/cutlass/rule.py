@@ -66,7 +66,8 @@ class CutlassRule:
                             help="the kernel as a library's launcher builds it: trtllm-moe, TensorRT-LLM's and "
                                  "FlashInfer's MoE grouped GEMM (moe_gemm_tma_ws_launcher; sm_120 nvfp4, and "
                                  "--dtype-a mxfp8 --dtype-b mxfp4 for MXFP8 activations with MXFP4 weights; sm_90 "
-                                 "bf16, fp16, fp32, e4m3; --dtype defaults to nvfp4, --d-dtype is the output type)")
+                                 "bf16, fp16, fp32, e4m3; --dtype defaults to nvfp4, --d-dtype is the output type); "
+                                 "without --tile, every kernel FlashInfer generates for the architecture")
         parser.add_argument("--fusion", choices=launchers.FUSIONS,
                             help="the launcher's epilogue fusion: none (default) or finalize (the FC2 epilogue: "
                                  "scatter, router scales, bias)")
