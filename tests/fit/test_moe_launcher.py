@@ -22,6 +22,10 @@ SM120_OPTIN = 101376
 
 
 CANDIDATE_TABLES = {name: doc for name, doc in TABLES.items() if "_candidates_" in name}
+# The sm_120 tables that hold the seed's kernel (NVFP4, bf16 out); the others hold kernels FlashInfer does not
+# generate (fp32 out).
+SEED_TABLES = sorted(name for name, doc in TABLES.items() if doc["rows"][0]["arch"] == 120
+                     and any(r["a"] == "nvfp4" and r["d"] == "bf16" for r in doc["rows"]))
 FAMILIES = {90: "sm90", 120: "sm120"}
 
 
@@ -42,7 +46,8 @@ def test_the_tables_cover_two_releases_and_the_seed() -> None:
     versions = {doc["cutlass_version"] for doc in TABLES.values()}
     assert len(versions) >= 2 and "4.7.0" in versions
     assert {row["arch"] for _, row in ROWS} == {90, 120}
-    for doc in (doc for doc in TABLES.values() if doc["rows"][0]["arch"] == 120):
+    assert len(SEED_TABLES) >= 4
+    for doc in (TABLES[name] for name in SEED_TABLES):
         seed = find(doc, "128x256x128", "finalize")
         assert (seed["stages"], seed["shared_storage_bytes"]) == (3, 102400)
 
@@ -69,7 +74,7 @@ def test_every_generated_kernel_has_a_build_and_every_build_is_generated(arch: i
     assert built == set(launchers.CANDIDATES[FAMILIES[arch]])
 
 
-@pytest.mark.parametrize("table", sorted(name for name, doc in TABLES.items() if doc["rows"][0]["arch"] == 120))
+@pytest.mark.parametrize("table", SEED_TABLES)
 @pytest.mark.parametrize("tile", ["128x256x128", "256x128x128"])
 def test_the_seeds_tiles_are_cutlass_own_overflow(tile: str, table: str, capsys: pytest.CaptureFixture[str]) -> None:
     version = TABLES[table]["cutlass_version"]
@@ -205,3 +210,16 @@ def test_a_generated_kernel_has_no_such_note(capsys: pytest.CaptureFixture[str])
     cli.main(["fit", "--launcher", "trtllm-moe", "--tile", "128x64x128", "--arch", "sm_120", "--no-local", "--json",
               "-"])
     assert json.loads(capsys.readouterr().out)["results"][0]["notes"] == []
+
+
+def test_fp32_out_on_sm120_is_counted_from_its_build_and_said_to_be_no_flashinfer_kernel(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    doc = TABLES["cutlass_truth_moe_sm120_fp32out_4.7.0.json"]
+    row = next(r for r in doc["rows"] if r["tile"] == [128, 64, 128] and r["fusion"] == "none" and not r["swap_ab"])
+    code = cli.main(["fit", "--launcher", "trtllm-moe", "--d-dtype", "fp32", "--tile", "128x64x128", "--arch", "sm_120",
+                     "--no-local"])
+    lines = capsys.readouterr().out.splitlines()
+    assert code == 0 and lines[0].startswith(f"{row['stages']} stages fit on sm_120: {row['shared_storage_bytes']} of")
+    assert "emits no such sm_120 kernel: output fp16 or bf16 only (got fp32)" in lines[1]
+    refused = next(r for r in doc["rows"] if not r["builds"])
+    assert refused["refusal"] == "Specialization requires Stages set to value 2 or more."
