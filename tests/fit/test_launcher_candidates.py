@@ -111,9 +111,16 @@ def test_where_the_generator_emits_none_the_answer_says_why(args: list[str], why
     assert code == 1 and lines[0] == why
 
 
-def test_launcher_options_without_a_launcher_still_need_a_tile(capsys: pytest.CaptureFixture[str]) -> None:
-    code = cli.main(["fit", "--fusion", "finalize", "--arch", "12.0", "--no-local"])
-    assert code == 2 and "only to --tile" in capsys.readouterr().err
+@pytest.mark.parametrize(("args", "message"), [
+    (["--fusion", "finalize"], "--fusion applies only to --tile MxNxK"),
+    (["--launcher", "trtllm-moe", "--rule", "triton"], "--launcher is CUTLASS's: drop it with --rule triton"),
+    (["--launcher", "trtllm-moe", "--schedule", "pingpong"], "--schedule: --launcher trtllm-moe fixes it itself"),
+    (["--launcher", "trtllm-moe", "--dtype", "bogus"], "unknown --dtype 'bogus'"),
+])
+def test_a_list_asked_wrongly_is_one_line(args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code = cli.main(["fit", *args, "--arch", "12.0", "--no-local"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and message in err, err
 
 
 def test_the_list_in_the_docs_is_this_output(capsys: pytest.CaptureFixture[str]) -> None:

@@ -127,6 +127,8 @@ def parse_kernels(args: argparse.Namespace, explained: Explained | None) -> Kern
     if not args.tile and explained is None and (listed := _listing(args)) is not None:
         return listed
     if not args.tile:
+        if args.rule:
+            _wrong_library(RULES[args.rule], args)
         if given:
             raise UsageError(f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} only to "
                              "--tile MxNxK: add --tile or drop them")
