@@ -195,14 +195,15 @@ def merge_labels(rows: list[tuple[dict[str, str], FitResult]]) -> list[tuple[dic
     """Rows that differ in one label only and come to the same outcome, as one row whose label reads
     ``fp16/bf16``; every label but the first (the one rows are sorted by) is merged, the last first."""
     names = list(rows[0][0]) if rows else []
+    merged = [({n: (v,) for n, v in labels.items()}, r) for labels, r in rows]
     for name in reversed(names[1:]):
-        groups: dict[tuple[Any, ...], tuple[list[str], FitResult, dict[str, str]]] = {}
-        for labels, r in rows:
+        groups: dict[tuple[Any, ...], tuple[list[str], FitResult, dict[str, tuple[str, ...]]]] = {}
+        for labels, r in merged:
             key = (tuple((n, v) for n, v in labels.items() if n != name), _outcome(r))
             values, _, _ = groups.setdefault(key, ([], r, labels))
-            values.extend(v for v in labels[name].split("/") if v not in values)
-        rows = [({**labels, name: "/".join(values)}, r) for values, r, labels in groups.values()]
-    return rows
+            values.extend(v for v in labels[name] if v not in values)
+        merged = [({**labels, name: tuple(values)}, r) for values, r, labels in groups.values()]
+    return [({n: "/".join(v) for n, v in labels.items()}, r) for labels, r in merged]
 
 
 def _listed_cell(r: FitResult) -> str:
