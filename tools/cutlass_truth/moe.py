@@ -1,13 +1,24 @@
-"""Compile the MoE grouped GEMM as TensorRT-LLM's and FlashInfer's moe_gemm_tma_ws_launcher.inl builds it
-for sm_120 (NVFP4 x NVFP4, ptr-array, KernelScheduleAuto, a TmaWarpSpecialized epilogue, cluster 1x1x1,
-C typed as D) or, with --arch 90, for sm_90 (bf16, the ptr-array cooperative schedules, no C), both with
-StageCountAutoCarveout<sizeof(epilogue SharedStorage)>, with epilogue fusion NONE and FINALIZE, each with
-and without swap_ab, and record what CUTLASS computes (as truth.py does).
+"""Compile the MoE grouped GEMM as TensorRT-LLM's and FlashInfer's moe_gemm_tma_ws_launcher.inl builds it, at
+the candidates FlashInfer's kernel generator emits (flashinfer/jit/gemm/cutlass/generate_kernels.py), and
+record what CUTLASS computes for each (as truth.py does):
 
-    python tools/cutlass_truth/moe.py --cutlass DIR --extensions DIR --out tests/data/cutlass_truth_moe_4.7.0.json
+- sm_120 (generate_sm120_grouped_gemm_operations): NVFP4 x NVFP4 and MXFP8 activations x MXFP4 weights (the
+  launcher's is_mx_fpx path), ptr-array, KernelScheduleAuto, a TmaWarpSpecialized epilogue with C typed as D,
+  cluster 1x1x1, fp16 and bf16 out;
+- sm_90 (generate_sm90_grouped_gemm_operations): f16, bf16, f32 and e4m3 (fp16 or bf16 out), the ptr-array
+  cooperative schedules (FP8FastAccum for e4m3), no C, clusters 1x1, 2x1, 1x2 and 2x2 where the generator
+  keeps them (is_gemm_op_valid);
+
+each with StageCountAutoCarveout<sizeof(epilogue SharedStorage)>, epilogue fusion NONE and FINALIZE, with and
+without swap_ab (A and B swapped, C and D column-major). A case CUTLASS refuses is recorded with
+``builds: false`` and its static_assert.
+
+    python tools/cutlass_truth/moe.py --cutlass DIR --extensions DIR --arch 120 --out tests/data/cutlass_truth_moe_4.7.0.json
 
 DIR is a folder holding CUTLASS's ``include/``; --extensions the ``cutlass_extensions/include`` folder of
-FlashInfer or TensorRT-LLM (the FINALIZE fusion's sm90_visitor_scatter.hpp). Never run by ``make test``.
+FlashInfer or TensorRT-LLM (the FINALIZE fusion's sm90_visitor_scatter.hpp). --only keeps the cases whose
+name holds every one of its words; --merge keeps the rows of an existing table that this run does not rebuild.
+Never run by ``make test``.
 """
 
 from __future__ import annotations
@@ -17,51 +28,101 @@ import json
 import sys
 import tempfile
 import time
+from itertools import product
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from truth import HEADER, build_and_run, cutlass_version, nvcc_version  # noqa: E402 - the shared probe program
+from truth import HEADER, build_and_run, cutlass_version, nvcc_version, refusal  # noqa: E402 - the shared probe
 
-TILES = ((128, 256, 128), (256, 128, 128), (128, 128, 128), (128, 128, 64), (128, 64, 128), (128, 32, 128))
-NVFP4 = "cutlass::nv_float4_t<cutlass::float_e2m1_t>"
 SCATTER = "#include \"cutlass_extensions/epilogue/fusion/sm90_visitor_scatter.hpp\"\n"
+# The launcher's element types (TllmToCutlassTypeAdapter) and their bits.
+CUTLASS_TYPES = {"nvfp4": "cutlass::float_e2m1_t", "mxfp4": "cutlass::float_e2m1_t", "mxfp8": "cutlass::float_e4m3_t",
+                 "e4m3": "cutlass::float_e4m3_t", "fp16": "cutlass::half_t", "bf16": "cutlass::bfloat16_t",
+                 "fp32": "float"}
+BITS = {"nvfp4": 4, "mxfp4": 4, "mxfp8": 8, "e4m3": 8, "fp16": 16, "bf16": 16, "fp32": 32}
+# sm_120's block-scaled mainloop types (ElementActBlockScaled, ElementWeightBlockScaled).
+BLOCK_SCALED = {"nvfp4": "cutlass::nv_float4_t<cutlass::float_e2m1_t>",
+                "mxfp8": "cutlass::mx_float8_t<cutlass::float_e4m3_t>",
+                "mxfp4": "cutlass::mx_float4_t<cutlass::float_e2m1_t>"}
 
 
-# What the launcher chooses per architecture: the operator class, the operand type and its alignment, C's
-# type in the epilogue (sm_120 types C as D; sm_90 has no C), C's alignment, and the two schedules.
-ARCHS = {
-    120: ("cutlass::arch::OpClassBlockScaledTensorOp", NVFP4, 32, "cutlass::bfloat16_t", 32,
-          "cutlass::epilogue::TmaWarpSpecialized", "cutlass::gemm::collective::KernelScheduleAuto"),
-    90: ("cutlass::arch::OpClassTensorOp", "cutlass::bfloat16_t", 8, "void", 8,
-         "cutlass::epilogue::PtrArrayTmaWarpSpecializedCooperative",
-         "cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperative"),
-}
-TILES_BY_ARCH = {120: TILES, 90: ((128, 128, 64), (128, 256, 64), (256, 128, 64), (128, 64, 64))}
+def sm120_candidates() -> list[dict]:
+    """generate_sm120_grouped_gemm_operations: e2m1 x e2m1 and (e4m3, e2m1) with is_mx_fpx; the mixed pair only
+    at 128xNx128; fp16 and bf16 out; cluster 1x1x1."""
+    tiles = ((128, 32, 128), (128, 32, 256), (128, 64, 128), (128, 64, 256), (128, 128, 128), (128, 128, 256),
+             (256, 128, 128), (128, 256, 128))
+    out = []
+    for (act, weight), fusion, tile, swap, d in product((("nvfp4", "nvfp4"), ("mxfp8", "mxfp4")), ("none", "finalize"),
+                                                       tiles, (True, False), ("fp16", "bf16")):
+        if act == "mxfp8" and tile not in ((128, 32, 128), (128, 64, 128), (128, 128, 128)):
+            continue
+        out.append(_case(120, act, weight, d, tile, (1, 1, 1), fusion, swap))
+    return out
 
 
-def program(index: int, arch: int, tile: tuple[int, int, int], fusion: str, swap_ab: bool) -> str:
+def sm90_candidates() -> list[dict]:
+    """generate_sm90_grouped_gemm_operations: M 128 at N 16 to 256 and 256x128, K 128 bytes; clusters 1 or 2
+    along M and N where is_gemm_op_valid keeps them; e4m3 out fp16 or bf16, the others their own type."""
+    out = []
+    shapes = [(128, n) for n in (16, 32, 64, 128, 256)] + [(256, 128)]
+    for dtype, fusion, (m, n), (cm, cn), swap in product(("fp16", "bf16", "fp32", "e4m3"), ("none", "finalize"), shapes,
+                                                         product((1, 2), (1, 2)), (True, False)):
+        if (cm == 2 and m < 128) or (cn == 2 and n < 128):
+            continue
+        for d in (("fp16", "bf16") if dtype == "e4m3" else (dtype,)):
+            out.append(_case(90, dtype, dtype, d, (m, n, 1024 // BITS[dtype]), (cm, cn, 1), fusion, swap))
+    return out
+
+
+def _case(arch: int, act: str, weight: str, d: str, tile: tuple[int, int, int], cluster: tuple[int, int, int],
+          fusion: str, swap_ab: bool) -> dict:
+    """One candidate as committed: fit's names for the activation (a) and weight (b) types, the output (d)."""
+    types = act if act == weight else f"{act}-{weight}"
+    name = (f"sm{arch}_moe_{types}_d{d}_{'x'.join(map(str, tile))}_cluster{'x'.join(map(str, cluster))}_{fusion}"
+            f"{'_swap_ab' if swap_ab else ''}")
+    return {"arch": arch, "launcher": "trtllm-moe", "a": act, "b": weight, "c": d if arch == 120 else "void", "d": d,
+            "tile": list(tile), "cluster": list(cluster), "fusion": fusion, "swap_ab": swap_ab, "name": name}
+
+
+def program(index: int, case: dict) -> str:
     """One case: the launcher's epilogue (default or FINALIZE), mainloop and GemmKernel, as it spells them."""
-    m, n, k = tile
-    opclass, operand, align_ab, element_c, align_c, epilogue_schedule, schedule = ARCHS[arch]
-    # With swap_ab the kernel computes D^T: C and D are the transposed (column-major) layouts.
-    layout = "cutlass::layout::ColumnMajor" if swap_ab else "cutlass::layout::RowMajor"
-    # AlignmentC is 128 bits of the input type; AlignmentD 128 bits of the output (bf16).
+    m, n, k = case["tile"]
+    cm, cn, ck = case["cluster"]
+    arch, act, weight, out = case["arch"], case["a"], case["b"], case["d"]
+    mx = act != weight  # IsWFP4AFP8: FP8 activations with FP4 weights
+    if arch == 120:
+        opclass, schedule = "cutlass::arch::OpClassBlockScaledTensorOp", "cutlass::gemm::collective::KernelScheduleAuto"
+        epilogue_schedule, element_c = "cutlass::epilogue::TmaWarpSpecialized", CUTLASS_TYPES[out]
+        main_act, main_weight = BLOCK_SCALED[act], BLOCK_SCALED[weight]
+    else:
+        opclass = "cutlass::arch::OpClassTensorOp"
+        schedule = ("cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperativeFP8FastAccum" if act == "e4m3" else
+                    "cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperative")
+        epilogue_schedule, element_c = "cutlass::epilogue::PtrArrayTmaWarpSpecializedCooperative", "void"
+        main_act, main_weight = CUTLASS_TYPES[act], CUTLASS_TYPES[weight]
+    align_act, align_weight = 128 // BITS[act], 128 if mx else 128 // BITS[weight]
+    # AlignmentC is 128 bits of the activation type (ElementType), AlignmentD 128 bits of the output.
+    align_c, align_d = 128 // BITS[act], 128 // BITS[out]
+    # With swap_ab the kernel computes D^T: A is the weight, and C and D are the transposed (column-major) layouts.
+    a, b, align_a, align_b = ((main_weight, main_act, align_weight, align_act) if case["swap_ab"] else
+                              (main_act, main_weight, align_act, align_weight))
+    layout = "cutlass::layout::ColumnMajor" if case["swap_ab"] else "cutlass::layout::RowMajor"
     head = (f"cutlass::arch::Sm{arch}, {opclass}, Tile, Cluster, cutlass::epilogue::collective::EpilogueTileAuto, "
             f"float, float, {element_c}, {layout}*, {align_c}")
-    if fusion == "finalize":
-        op = ("ScaledAccPerRowBiasPerColScaleScatter" if swap_ab else "ScaledAccPerColBiasPerRowScaleScatter")
-        epilogue = (f"{head}, void, {layout}*, 8, {epilogue_schedule}, cutlass::epilogue::fusion::"
-                    f"{op}<{layout}, cutlass::bfloat16_t, float, cutlass::bfloat16_t, float>")
+    if case["fusion"] == "finalize":
+        op = "ScaledAccPerRowBiasPerColScaleScatter" if case["swap_ab"] else "ScaledAccPerColBiasPerRowScaleScatter"
+        epilogue = (f"{head}, void, {layout}*, {align_d}, {epilogue_schedule}, cutlass::epilogue::fusion::"
+                    f"{op}<{layout}, {CUTLASS_TYPES[out]}, float, {CUTLASS_TYPES[out]}, float>")
     else:
-        epilogue = f"{head}, cutlass::bfloat16_t, {layout}*, 8, {epilogue_schedule}"
+        epilogue = f"{head}, {CUTLASS_TYPES[out]}, {layout}*, {align_d}, {epilogue_schedule}"
     return f"""
 namespace case{index} {{
 using Tile = Shape<_{m},_{n},_{k}>;
-using Cluster = Shape<_1,_1,_1>;
+using Cluster = Shape<_{cm},_{cn},_{ck}>;
 using Epi = typename cutlass::epilogue::collective::CollectiveBuilder<{epilogue}>::CollectiveOp;
 using Main = typename cutlass::gemm::collective::CollectiveBuilder<cutlass::arch::Sm{arch},
-    {opclass}, {operand}, cutlass::layout::RowMajor*, {align_ab},
-    {operand}, cutlass::layout::ColumnMajor*, {align_ab}, float, Tile, Cluster,
+    {opclass}, {a}, cutlass::layout::RowMajor*, {align_a},
+    {b}, cutlass::layout::ColumnMajor*, {align_b}, float, Tile, Cluster,
     cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename Epi::SharedStorage))>,
     {schedule}>::CollectiveOp;
 using Kernel = cutlass::gemm::kernel::GemmUniversal<
@@ -70,37 +131,56 @@ using Kernel = cutlass::gemm::kernel::GemmUniversal<
 """
 
 
-def cases(arch: int) -> list[dict]:
-    """Every tile of ``arch`` with fusion none and finalize, each with and without swap_ab."""
-    dtype = "nvfp4" if arch == 120 else "bf16"
-    return [{"arch": arch, "launcher": "trtllm-moe", "a": dtype, "b": dtype, "c": "bf16", "d": "bf16",
-             "tile": list(tile), "fusion": fusion, "swap_ab": swap,
-             "name": f"sm{arch}_moe_{'x'.join(map(str, tile))}_{fusion}{'_swap_ab' if swap else ''}"}
-            for tile in TILES_BY_ARCH[arch] for fusion in ("none", "finalize") for swap in (False, True)]
+def build(cases: list[dict], arch: int, includes: list[Path], workdir: Path, tag: str) -> list[dict]:
+    """Rows for ``cases`` compiled in one program; where it does not build, each half again, down to the case
+    that CUTLASS refuses (recorded with its static_assert)."""
+    header = HEADER.replace('#include "cutlass/gemm/kernel/gemm_universal.hpp"\n',
+                            '#include "cutlass/gemm/kernel/gemm_universal.hpp"\n' + SCATTER)
+    body = "".join(program(i, c) for i, c in enumerate(cases))
+    results, log = build_and_run(header, body, [c["name"] for c in cases], arch, includes, workdir, tag)
+    if not log:
+        measured = {r["name"]: r for r in results}
+        return [c | measured[c["name"]] | {"builds": True} for c in cases]
+    if len(cases) == 1:
+        print(f"{cases[0]['name']}: refused: {refusal(log)}", file=sys.stderr)
+        return [cases[0] | {"builds": False, "refusal": refusal(log)}]
+    half = len(cases) // 2
+    return build(cases[:half], arch, includes, workdir, tag + "a") + build(cases[half:], arch, includes, workdir,
+                                                                            tag + "b")
 
 
 def main() -> int:
-    """Compile every case in one program, run it, and write the table."""
+    """Compile the candidates of --arch in programs of --per-program cases, run them, and write the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cutlass", type=Path, required=True, help="folder holding CUTLASS's include/")
     parser.add_argument("--extensions", type=Path, required=True, help="cutlass_extensions/include")
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--arch", type=int, choices=sorted(ARCHS), default=120)
+    parser.add_argument("--arch", type=int, choices=(90, 120), default=120)
+    parser.add_argument("--only", nargs="*", default=(), help="keep the cases whose name holds all of these words")
+    parser.add_argument("--merge", action="store_true", help="keep --out's rows that this run does not rebuild")
+    parser.add_argument("--per-program", type=int, default=8, help="cases in one program (default 8)")
+    parser.add_argument("--output", choices=sorted(set(BITS) - set(BLOCK_SCALED)),
+                        help="build the candidates with this output type instead of theirs (kernels the generator "
+                             "does not emit, such as fp32 out on sm_120)")
     args = parser.parse_args()
-    start, todo = time.monotonic(), cases(args.arch)
-    body = "".join(program(i, args.arch, tuple(c["tile"]), c["fusion"], c["swap_ab"]) for i, c in enumerate(todo))
-    header = HEADER.replace('#include "cutlass/gemm/kernel/gemm_universal.hpp"\n',
-                            '#include "cutlass/gemm/kernel/gemm_universal.hpp"\n' + SCATTER)
+    start = time.monotonic()
+    todo = sm120_candidates() if args.arch == 120 else sm90_candidates()
+    if args.output:
+        todo = list({c["name"]: c for c in (_case(c["arch"], c["a"], c["b"], args.output, tuple(c["tile"]),
+                                                  tuple(c["cluster"]), c["fusion"], c["swap_ab"])
+                                            for c in todo)}.values())
+    todo = [c for c in todo if not args.only or all(word in c["name"] for word in args.only)]
+    rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        results, log = build_and_run(header, body, [c["name"] for c in todo], args.arch,
-                                     [args.cutlass / "include", args.extensions], Path(tmp), "moe")
-    if log:
-        print(log[-3000:], file=sys.stderr)
-        return 1
-    measured = {r["name"]: r for r in results}
-    rows = [c | measured[c["name"]] | {"builds": True} for c in todo]
+        for i in range(0, len(todo), args.per_program):
+            rows += build(todo[i:i + args.per_program], args.arch, [args.cutlass / "include", args.extensions],
+                          Path(tmp), f"moe{i}")
+            print(f"{len(rows)}/{len(todo)} in {time.monotonic() - start:.0f} s", file=sys.stderr)
+    if args.merge and args.out.exists():
+        rebuilt = {r["name"] for r in rows}
+        rows = [r for r in json.loads(args.out.read_text())["rows"] if r["name"] not in rebuilt] + rows
     doc = {"cutlass_version": cutlass_version(args.cutlass), "nvcc": nvcc_version(),
-           "made_by": "tools/cutlass_truth/moe.py", "rows": rows}
+           "made_by": "tools/cutlass_truth/moe.py", "rows": sorted(rows, key=lambda r: r["name"])}
     args.out.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     print(f"{len(rows)} rows in {time.monotonic() - start:.0f} s -> {args.out}", file=sys.stderr)
     return 0

@@ -35,6 +35,19 @@ class GemmRule(Protocol):
         """The kernels asked about, one per tile (``stages`` None: the library's automatic count); every
         bad value is a UsageError naming the option."""
 
+    def listing(self, args: argparse.Namespace, dtype: str | None, stages: int | None) -> Any | None:
+        """Without --tile: what to list of the kernels a library's own launcher builds (every bad value a
+        UsageError), or None where the options ask for no list."""
+
+    def describe_listing(self, listing: Any) -> str:
+        """What is listed, in a line, with the library's version."""
+
+    def candidates(self, listing: Any, target: Target) -> tuple[tuple[Any, ...], str | None]:
+        """The kernels ``listing`` names on ``target``'s architecture, and where there are none, why."""
+
+    def candidate_fields(self, kernel: Any) -> tuple[tuple[str, str], ...]:
+        """(name, value) pairs that tell one listed kernel from another, the first the one it is sorted by."""
+
     def evaluate(self, kernel: Any, request: FitRequest, target: Target) -> FitResult:
         """``kernel`` on ``target``: the stage count, every storage's bytes and parts, and the verdict.
         ``request`` holds the static bytes and threads the user gave beside the tile."""

@@ -240,6 +240,10 @@ class FitResult:
     fitting_bytes: int | None = None  # what those stages ask for
     labels: Labels | None = None
     details: dict[str, Any] | None = None  # the rule's own fields (labels.columns and labels.variants name some)
+    # Without --tile, where a rule lists every kernel a launcher builds: the fields that tell this one from
+    # the others (the rule's candidate_fields, in its order).
+    listed_as: dict[str, str] | None = None
+    notes: tuple[str, ...] = ()  # what the rule adds to the answer (a launcher kernel that no build of it has)
 
 
 def evaluate(request: FitRequest, target: Target) -> FitResult:

@@ -29,6 +29,7 @@ from bisect_smem.analysis.fit.targets import (
 from bisect_smem.analysis.fit.tiles import Tile
 from bisect_smem.app.cli.argtypes import Once, parse_stages
 from bisect_smem.app.cli.commands import SUBCOMMANDS
+from bisect_smem.app.cli.fit_listing import listing_answer
 from bisect_smem.app.outputs import writer
 from bisect_smem.app.render.fit import render, render_explain, render_gemm
 from bisect_smem.app.run import fit_targets
@@ -49,6 +50,7 @@ class Kernels:
     rule: GemmRule
     items: tuple[Any, ...]
     stages: int | None
+    listing: Any = None  # without --tile: the rule's list of a launcher's kernels (items are then per target)
 
 
 @dataclass(frozen=True)
@@ -87,7 +89,7 @@ def parse_query(args: argparse.Namespace) -> FitQuery:
         raise UsageError("--kernel names a kernel in --cubin or --ptx: add one of them or drop --kernel")
     if compiled and args.static is not None:
         raise UsageError("the static size comes from the compiled file: drop --static")
-    if not sources and not compiled:
+    if not sources and not compiled and not (kernels is not None and kernels.listing is not None):
         raise UsageError("fit needs a size: BYTES, --tile, --explain, or --cubin/--ptx with --kernel")
     text = args.bytes if args.bytes is not None else args.dynamic
     dynamic = parse_size(text, "dynamic size") if text is not None else None
@@ -122,7 +124,11 @@ def _wrong_library(rule: GemmRule, args: argparse.Namespace) -> None:
 def parse_kernels(args: argparse.Namespace, explained: Explained | None) -> Kernels | None:
     """The GEMM kernels from --tile and its options; the options without --tile are a usage error."""
     given = _given(args)
+    if not args.tile and explained is None and (listed := _listing(args)) is not None:
+        return listed
     if not args.tile:
+        if args.rule:
+            _wrong_library(RULES[args.rule], args)
         if given:
             raise UsageError(f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} only to "
                              "--tile MxNxK: add --tile or drop them")
@@ -138,6 +144,18 @@ def parse_kernels(args: argparse.Namespace, explained: Explained | None) -> Kern
     rule = RULES[args.rule or (explained.kind if explained is not None and explained.kind in RULES else DEFAULT_RULE)]
     _wrong_library(rule, args)
     return Kernels(rule, rule.kernels(args, tiles, args.dtype, stages), stages)
+
+
+def _listing(args: argparse.Namespace) -> Kernels | None:
+    """Without --tile: every kernel a library's launcher builds (CUTLASS's --launcher), where a rule lists
+    them; None where none does."""
+    stages = None if args.stages in (None, "auto") else args.stages
+    for rule in ([RULES[args.rule]] if args.rule else RULES.values()):
+        listing = rule.listing(args, args.dtype, stages)
+        if listing is not None:
+            _wrong_library(rule, args)
+            return Kernels(rule, (), stages, listing)
+    return None
 
 
 def parse_explain(text: str) -> Explained:
@@ -305,6 +323,9 @@ def evaluate_all(query: FitQuery, request: FitRequest, found: list[Target]) -> t
 
 def answer(query: FitQuery) -> tuple[str, int]:
     """Evaluate the kernel against every target: the text for stdout (the answer or JSON) and the exit code."""
+    if query.kernels is not None and query.kernels.listing is not None:
+        text, results = listing_answer(query, query.kernels.rule, query.kernels.listing)
+        return text, exit_code(results) if results else EXIT_DOES_NOT_FIT
     request, source = kernel_request(query)
     json_path = writer.output_path(query.json, "the result")
     found, note = fit_targets.targets(query.profiles, query.target_files, query.simulate, query.local)

@@ -4,6 +4,7 @@ and for a GEMM kernel where every byte goes. Text only; cli.py prints it."""
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from tabulate import tabulate
 
@@ -122,6 +123,7 @@ def render_gemm(source: str, results: list[FitResult], verbose: bool) -> str:
     tiles = list(dict.fromkeys(r.tile for r in results))
     if len(tiles) > 1:
         lines = [f"{r.tile}: {line}" for r, line in zip(results, lines, strict=True)]
+    lines += dict.fromkeys(f"{short_name(r)}: {note}" for r in results for note in r.notes)
     lines.append(f"kernel: {source}" if source else "kernel:")
     if verbose or len(results) > 1:
         w = words(results[0])
@@ -181,4 +183,66 @@ def render_explain(request: FitRequest, explained: Explained, results: list[FitR
     lines.append(tabulate(rows, headers=headers, disable_numparse=True))
     if request.static_bytes:
         lines.append(f"with {request.static_bytes} B static")
+    return "\n".join(lines)
+
+
+def _outcome(r: FitResult) -> tuple[Any, ...]:
+    """What a listed kernel comes to on its target: rows equal in this are merged."""
+    return r.stages, r.launch_bytes, r.verdict, r.over_bytes, r.build_reason
+
+
+def merge_labels(rows: list[tuple[dict[str, str], FitResult]]) -> list[tuple[dict[str, str], FitResult]]:
+    """Rows that differ in one label only and come to the same outcome, as one row whose label reads
+    ``fp16/bf16``; every label but the first (the one rows are sorted by) is merged, the last first."""
+    names = list(rows[0][0]) if rows else []
+    merged = [({n: (v,) for n, v in labels.items()}, r) for labels, r in rows]
+    for name in reversed(names[1:]):
+        groups: dict[tuple[Any, ...], tuple[list[str], FitResult, dict[str, tuple[str, ...]]]] = {}
+        for labels, r in merged:
+            key = (tuple((n, v) for n, v in labels.items() if n != name), _outcome(r))
+            values, _, _ = groups.setdefault(key, ([], r, labels))
+            values.extend(v for v in labels[name] if v not in values)
+        merged = [({**labels, name: tuple(values)}, r) for values, r, labels in groups.values()]
+    return [({n: "/".join(v) for n, v in labels.items()}, r) for labels, r in merged]
+
+
+def _listed_cell(r: FitResult) -> str:
+    """A listed kernel's margin, or why it has none."""
+    if r.verdict == DOES_NOT_BUILD:
+        return f"does not build: {r.build_reason}"
+    if r.verdict == UNKNOWN:
+        return r.build_reason or "limit unknown"
+    return margin(r)
+
+
+def render_listing(source: str, listed: list[FitResult], targets: list[str], none: dict[str, str]) -> str:
+    """Every kernel a launcher builds, one table per target: the fields that tell them apart (those equal on
+    every row in the line above it), the stages, what the launch asks for and the margin; rows that come to
+    the same are merged. ``none``: why a target has none."""
+    lines = []
+    for target in targets:
+        mine = [(dict(r.listed_as or {}), r) for r in listed if short_name(r) == target]
+        if not mine:
+            lines.append(f"{target}: none: {none.get(target, 'no such kernel')}")
+            continue
+        first = mine[0][1]
+        rows = merge_labels(mine)
+        fixed = [n for n in rows[0][0] if len({labels[n] for labels, _ in rows}) == 1]
+        lines.append(f"{target}: {len(mine)} kernels ({', '.join(f'{n} {rows[0][0][n]}' for n in fixed)})")
+        w = words(first)
+        over = [r for _, r in mine if r.verdict == DOES_NOT_FIT]
+        if over:
+            # The library's words for its automatic count overflowing: "It compiles and fails ..." of each.
+            said = w.overflow.rstrip(".")
+            why = f", each: {said[:1].lower()}{said[1:]}" if said and all(r.auto_rule_overflows for r in over) else ""
+            lines.append(f"{len(over)} over the opt-in limit of {first.optin_limit_bytes} B{why}")
+        if refused := sum(r.verdict == DOES_NOT_BUILD for _, r in mine):
+            lines.append(f"{refused} do not build")
+        shown_names = [n for n in rows[0][0] if n not in fixed]
+        table = [(*(labels[n] for n in shown_names), dash(r.stages), dash(r.launch_bytes), _listed_cell(r))
+                 for labels, r in rows]
+        lines.append(tabulate(table, headers=(*shown_names, w.stages, f"{w.launch} B", "margin B"),
+                              colalign=(*("left" for _ in shown_names), "right", "right", "left"),
+                              disable_numparse=True))
+    lines.append(f"kernels: {source}")
     return "\n".join(lines)

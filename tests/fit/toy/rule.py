@@ -57,6 +57,18 @@ class ToyRule:
                        stage_rule=f"toy {self.version}", launch_bytes=total, builds=True,
                        parts=[["tiles", total]], details={"copies": 2 * kernel.depth})
 
+    def listing(self, args: argparse.Namespace, dtype: str | None, stages: int | None) -> None:
+        return None
+
+    def describe_listing(self, listing: Any) -> str:
+        return ""
+
+    def candidates(self, listing: Any, target: Target) -> tuple[tuple[ToyKernel, ...], str | None]:
+        return (), "the toy library has no launcher"
+
+    def candidate_fields(self, kernel: ToyKernel) -> tuple[tuple[str, str], ...]:
+        return (("tile", f"{kernel.m}x{kernel.n}x{kernel.k}"), ("depth", str(kernel.depth)))
+
     def describe(self, kernels: Sequence[ToyKernel], stages: int | None) -> str:
         return f"depth {kernels[0].depth}: Toy {self.version}"
 

@@ -58,7 +58,9 @@ def evaluate_cutlass(kernel: GemmKernel, static_bytes: int, threads: int, target
              "mainloop_bytes": built.mainloop_bytes, "epilogue_bytes": built.epilogue_bytes,
              "launch_bytes": built.shared_storage_bytes, "parts": [list(p) for p in built.parts],
              "auto_rule_overflows": (built.overflows(CAPACITY[family]) if family and kernel.stages is None
-                                     and built.modelled else None), "details": details}
+                                     and built.modelled else None), "details": details,
+             "notes": tuple(n for n in [launchers.not_generated(family, kernel)] if n) if family and kernel.launcher
+             else ()}
     total = built.shared_storage_bytes
     if total is None:
         result = evaluate(FitRequest(0, static_bytes, threads), target)

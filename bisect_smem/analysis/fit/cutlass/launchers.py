@@ -1,8 +1,11 @@
 """Kernels as a library's own launcher builds them with CUTLASS: the type and schedule choices are the
 launcher's, the bytes CUTLASS's. ``trtllm-moe`` is TensorRT-LLM's and FlashInfer's MoE grouped GEMM
-(moe_gemm_tma_ws_launcher.inl): ptr-array, cluster 1x1x1 and ``StageCountAutoCarveout<sizeof(epilogue
-SharedStorage)>``; on sm_120 ``KernelScheduleAuto`` with a ``TmaWarpSpecialized`` epilogue and C typed as
-D, on sm_90 the ptr-array cooperative schedules and no C.
+(moe_gemm_tma_ws_launcher.inl): ptr-array and ``StageCountAutoCarveout<sizeof(epilogue SharedStorage)>``;
+on sm_120 ``KernelScheduleAuto`` with a ``TmaWarpSpecialized`` epilogue, C typed as D and cluster 1x1x1,
+on sm_90 the ptr-array cooperative schedules, no C, and the clusters the autotuner offers.
+The kernels that exist are those FlashInfer's generator emits (flashinfer/jit/gemm/cutlass/
+generate_kernels.py, generate_sm120_grouped_gemm_operations and generate_sm90_grouped_gemm_operations):
+CANDIDATES lists them, and a kernel outside the list is answered with a note that no build has it.
 Its FINALIZE fusion (the FC2 epilogue: scatter, router scales, bias, from cutlass_extensions'
 sm90_visitor_scatter.hpp) has a void D whose buffer is the output type, and keeps one row-broadcast
 vector per CTA tile in shared memory: the bias per column (output type), or with swap_ab the router
@@ -10,16 +13,74 @@ scales per column (fp32)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from itertools import product
+
+from bisect_smem.analysis.fit.cutlass.gemm import GemmKernel
 from bisect_smem.analysis.fit.cutlass.layout import EMPTY, Part
+from bisect_smem.analysis.fit.cutlass.types import operand
 from bisect_smem.core.errors import UsageError
 
 LAUNCHERS = ("trtllm-moe",)
 FUSIONS = ("none", "finalize")
 ROUTER_SCALE_BITS = 32  # ElementRouterScales = float
-# The operands the launcher's kernels take: sm_120's grouped GEMM only NVFP4 (get_candidate_configs_sm120:
-# "SM120 group GEMM only supports nvfp4"); sm_90's bf16, fp16 and fp8 (e4m3), one type for A and B.
-OPERANDS = {"sm120": ("nvfp4",), "sm90": ("bf16", "fp16", "e4m3")}
+# The launcher's (activation, weight) pairs per family: sm_120 NVFP4 x NVFP4 and, through its is_mx_fpx path,
+# MXFP8 activations with MXFP4 weights (isValidSM120MOESpecialisation; the one mixed pair its static_assert
+# exempts, IsWFP4AFP8); sm_90 one type for both, f16, bf16, f32 or e4m3.
+OPERANDS = {"sm120": (("nvfp4", "nvfp4"), ("mxfp8", "mxfp4")),
+            "sm90": (("bf16", "bf16"), ("fp16", "fp16"), ("fp32", "fp32"), ("e4m3", "e4m3"))}
 MODELLED_FAMILIES = tuple(OPERANDS)
+MIXED = "TMA warp specialized MOE implementation does not support mixed input types"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One kernel the generator emits: activation and weight types, the output type, the CTA tile and the
+    cluster (CTAs along M, N, K), the epilogue fusion and swap_ab."""
+
+    act: str
+    weight: str
+    out: str
+    tile: tuple[int, int, int]
+    cluster: tuple[int, int, int]
+    fusion: str
+    swap_ab: bool
+
+
+def _k_tile(act: str) -> int:
+    """The generator's and the dispatch's K: 128 bytes of the activation type (KtileBytes)."""
+    return 1024 // operand(act).bits
+
+
+def _sm120() -> tuple[Candidate, ...]:
+    """generate_sm120_grouped_gemm_operations: eight tiles (K 64 or 128 B of fp4), the mixed pair only at
+    128xNx128; fp16 and bf16 out; cluster 1x1x1."""
+    tiles = ((128, 32, 128), (128, 32, 256), (128, 64, 128), (128, 64, 256), (128, 128, 128), (128, 128, 256),
+             (256, 128, 128), (128, 256, 128))
+    mixed_tiles = ((128, 32, 128), (128, 64, 128), (128, 128, 128))
+    return tuple(Candidate(act, weight, out, tile, (1, 1, 1), fusion, swap)
+                 for (act, weight), fusion, tile, swap, out in product(OPERANDS["sm120"], FUSIONS, tiles, (False, True),
+                                                                      ("fp16", "bf16"))
+                 if act == weight or tile in mixed_tiles)
+
+
+def _sm90() -> tuple[Candidate, ...]:
+    """generate_sm90_grouped_gemm_operations: M 128 at N 16 to 256, and 256x128, K 128 B; clusters 1 or 2
+    along M and N, 2 along N only where the tile's N is at least 128 (is_gemm_op_valid); e4m3 out fp16 or
+    bf16, the others their own type."""
+    shapes = [(128, n) for n in (16, 32, 64, 128, 256)] + [(256, 128)]
+    found = []
+    for (act, _), fusion, (m, n), (cm, cn), swap in product(OPERANDS["sm90"], FUSIONS, shapes,
+                                                            ((1, 1), (2, 1), (1, 2), (2, 2)), (False, True)):
+        if (cm == 2 and m < 128) or (cn == 2 and n < 128):
+            continue
+        for out in (("fp16", "bf16") if act == "e4m3" else (act,)):
+            found.append(Candidate(act, act, out, (m, n, _k_tile(act)), (cm, cn, 1), fusion, swap))
+    return tuple(found)
+
+
+CANDIDATES = {"sm120": _sm120(), "sm90": _sm90()}
+
 
 def check(launcher: str | None, fusion: str, swap_ab: bool) -> None:
     """--fusion finalize and --swap-ab are a launcher's choices: without --launcher they are a UsageError."""
@@ -29,6 +90,12 @@ def check(launcher: str | None, fusion: str, swap_ab: bool) -> None:
         raise UsageError(f"unknown --launcher {launcher!r}; valid: {', '.join(LAUNCHERS)}")
     if fusion not in FUSIONS:
         raise UsageError(f"unknown --fusion {fusion!r}; valid: {', '.join(FUSIONS)}")
+
+
+def default_output(act: str) -> str:
+    """The output type a launcher kernel has unless told: its own type, or bf16 for fp8 and fp4 inputs
+    (the generator's otypes: fp16 and bf16 only for those)."""
+    return act if operand(act).bits >= 16 else "bf16"
 
 
 def fusion_storage(fusion: str, swap_ab: bool, n: int, out_bits: int) -> Part:
@@ -48,13 +115,112 @@ def not_modelled(family: str) -> str | None:
             "modelled (no committed build of it)")
 
 
+def _pairs(family: str) -> str:
+    return ", ".join(a if a == w else f"{a} x {w}" for a, w in OPERANDS[family])
+
+
 def refuse(family: str, a: str, b: str) -> str | None:
     """Why the MoE launcher has no ``family`` kernel for these operands, in its own words where it has them."""
-    if a != b:
-        return "TMA warp specialized MOE implementation does not support mixed input types"
-    if family == "sm90" and a not in OPERANDS[family]:
-        return "FP4 is only supported by SM100" if a.endswith("fp4") else \
-            f"the MoE launcher's sm_90 kernels take {', '.join(OPERANDS[family])} (got {a})"
-    if family == "sm120" and a not in OPERANDS[family]:
-        return f"the MoE launcher's sm_120 grouped GEMM takes nvfp4 only ('SM120 group GEMM only supports nvfp4'; got {a})"
-    return None
+    if (a, b) in OPERANDS[family]:
+        return None
+    fp8_act_fp4_weight = operand(a).kind == "f8" and operand(b).kind == "f4"
+    if a != b and not fp8_act_fp4_weight:
+        return MIXED
+    if family == "sm90":
+        if operand(a).kind == "f4":
+            return "FP4 is only supported by SM100"
+        if fp8_act_fp4_weight or operand(a).block_scaled:
+            return "Block scaled is only implemented for SM100"
+        return f"the MoE launcher's sm_90 kernels take {_pairs(family)} (got {a if a == b else f'{a} x {b}'})"
+    return f"the MoE launcher's sm_120 grouped GEMM takes {_pairs(family)} (got {a if a == b else f'{a} x {b}'})"
+
+
+def candidates(family: str, act: str | None = None, weight: str | None = None, out: str | None = None,
+               fusion: str | None = None, swap_ab: bool | None = None) -> tuple[Candidate, ...]:
+    """The generator's kernels for ``family``, narrowed to those given (None: any)."""
+    return tuple(c for c in CANDIDATES.get(family, ())
+                 if (act is None or c.act == act) and (weight is None or c.weight == weight)
+                 and (out is None or c.out == out) and (fusion is None or c.fusion == fusion)
+                 and (swap_ab is None or c.swap_ab == swap_ab))
+
+
+def kernel(found: Candidate, launcher: str, cutlass_version: str, stages: int | None = None) -> GemmKernel:
+    """The GemmKernel of a candidate: grouped, A the activations and B the weights, C typed as D."""
+    m, n, k = found.tile
+    return GemmKernel(m, n, k, found.act, found.weight, found.out, found.out, "auto", True, stages, None, launcher,
+                      found.fusion, found.swap_ab, cutlass_version, found.cluster)
+
+
+def candidate(g: GemmKernel) -> Candidate:
+    """The candidate a launcher's GemmKernel would be, generated or not."""
+    return Candidate(g.a, g.b, g.d, (g.m, g.n, g.k), g.cluster, g.fusion, g.swap_ab)
+
+
+def arch_name(family: str) -> str:
+    """``sm120`` -> ``sm_120``, as answers name an architecture."""
+    return f"sm_{family.removeprefix('sm')}"
+
+
+def not_generated(family: str, g: GemmKernel) -> str | None:
+    """Why no FlashInfer build has this launcher kernel (its generator does not emit it), or None where it
+    does (or the family has no list)."""
+    found = candidate(g)
+    if family not in CANDIDATES or found in CANDIDATES[family] or refuse(family, g.a, g.b):
+        return None
+    same = candidates(family, found.act, found.weight)
+    outs = list(dict.fromkeys(c.out for c in same))
+    where = f"FlashInfer's generator emits no such {arch_name(family)} kernel"
+    if found.out not in outs:
+        return f"{where}: output {' or '.join(outs)} only (got {found.out})"
+    tiles = list(dict.fromkeys("x".join(map(str, c.tile)) for c in same))
+    if found.tile not in {c.tile for c in same}:
+        return f"{where}: no tile {'x'.join(map(str, found.tile))} (its tiles: {', '.join(tiles)})"
+    clusters = list(dict.fromkeys("x".join(map(str, c.cluster)) for c in same if c.tile == found.tile))
+    return f"{where}: no cluster {'x'.join(map(str, found.cluster))} at this tile (its clusters: {', '.join(clusters)})"
+
+
+@dataclass(frozen=True)
+class Listing:
+    """Every kernel a launcher's generator emits, narrowed by what was given (None: any): the activation and
+    weight types (neither given: the family's first pair), the output type, fusion, swap_ab and cluster."""
+
+    launcher: str
+    cutlass_version: str
+    act: str | None = None
+    weight: str | None = None
+    out: str | None = None
+    fusion: str | None = None
+    swap_ab: bool | None = None
+    cluster: tuple[int, int, int] | None = None
+    stages: int | None = None
+
+    def pair(self, family: str) -> tuple[str, str]:
+        """The (activation, weight) types listed on ``family``."""
+        if self.act is None and self.weight is None:
+            return OPERANDS.get(family, (("nvfp4", "nvfp4"),))[0]
+        act = self.act or self.weight or ""
+        return act, self.weight or act
+
+    def kernels(self, family: str) -> tuple[GemmKernel, ...]:
+        """The generator's kernels on ``family`` that match, in its order."""
+        act, weight = self.pair(family)
+        return tuple(kernel(c, self.launcher, self.cutlass_version, self.stages)
+                     for c in candidates(family, act, weight, self.out, self.fusion, self.swap_ab)
+                     if self.cluster is None or c.cluster == self.cluster)
+
+    def why_none(self, family: str | None) -> str:
+        """Why ``family`` has none of these kernels: the launcher's own refusal, or what its generator emits."""
+        if family not in CANDIDATES:
+            return not_modelled(str(family)) if family else "no CUTLASS 3.x/4.x collective builder before sm_90"
+        act, weight = self.pair(family)
+        if reason := refuse(family, act, weight):
+            return reason
+        same = candidates(family, act, weight)
+        for name, given, emitted in (("output", self.out, [c.out for c in same]),
+                                     ("fusion", self.fusion, [c.fusion for c in same]),
+                                     ("cluster", self.cluster, [c.cluster for c in same])):
+            if given is not None and given not in emitted:
+                shown = dict.fromkeys("x".join(map(str, e)) if isinstance(e, tuple) else e for e in emitted)
+                return f"FlashInfer's generator emits {arch_name(family)} kernels of these types with {name} " \
+                       f"{' or '.join(shown)} only"
+        return "FlashInfer's generator emits no such kernel"

@@ -12,11 +12,12 @@ from typing import Any
 from bisect_smem.analysis.fit.cutlass import CUTLASS_VERSION, CUTLASS_VERSIONS, LIBRARY, launchers, names
 from bisect_smem.analysis.fit.cutlass.evaluate import LABELS, evaluate_cutlass
 from bisect_smem.analysis.fit.cutlass.gemm import SCHEDULES, GemmKernel
-from bisect_smem.analysis.fit.cutlass.types import operand
+from bisect_smem.analysis.fit.cutlass.types import operand, output_bits
 from bisect_smem.analysis.fit.explain import Explained
 from bisect_smem.analysis.fit.targets import FitRequest, FitResult, Target, check_bound
 from bisect_smem.analysis.fit.tiles import Tile
 from bisect_smem.core.errors import UsageError
+from bisect_smem.core.hardware import gemm_family
 from bisect_smem.core.sizes import parse_size
 
 # (option, its argparse dest): the options only a CUTLASS kernel takes.
@@ -63,8 +64,10 @@ class CutlassRule:
                                                                 "default epilogue's from --c-dtype and --d-dtype")
         parser.add_argument("--launcher", choices=launchers.LAUNCHERS,
                             help="the kernel as a library's launcher builds it: trtllm-moe, TensorRT-LLM's and "
-                                 "FlashInfer's MoE grouped GEMM (moe_gemm_tma_ws_launcher; sm_120 NVFP4, sm_90 bf16, "
-                                 "fp16, fp8; --dtype defaults to nvfp4, --d-dtype is the output type)")
+                                 "FlashInfer's MoE grouped GEMM (moe_gemm_tma_ws_launcher; sm_120 nvfp4, and "
+                                 "--dtype-a mxfp8 --dtype-b mxfp4 for MXFP8 activations with MXFP4 weights; sm_90 "
+                                 "bf16, fp16, fp32, e4m3; --dtype defaults to nvfp4, --d-dtype is the output type); "
+                                 "without --tile, every kernel FlashInfer generates for the architecture")
         parser.add_argument("--fusion", choices=launchers.FUSIONS,
                             help="the launcher's epilogue fusion: none (default) or finalize (the FC2 epilogue: "
                                  "scatter, router scales, bias)")
@@ -84,8 +87,6 @@ class CutlassRule:
         if dtype is not None:
             operand(dtype, "--dtype")
         launchers.check(args.launcher, args.fusion or "none", args.swap_ab)
-        if args.cluster is not None and args.launcher is not None:
-            raise UsageError("--cluster: --launcher trtllm-moe's sm_120 kernel has cluster 1x1x1: drop --cluster")
         if args.launcher is not None:
             return self._launched(args, tiles, dtype, stages)
         dtype = dtype or "fp16"
@@ -97,16 +98,63 @@ class CutlassRule:
 
     def _launched(self, args: argparse.Namespace, tiles: Sequence[Tile], dtype: str | None,
                   stages: int | None) -> tuple[GemmKernel, ...]:
-        """The launcher's kernels: grouped, its schedule, C typed as D (the output type)."""
+        """The launcher's kernels: grouped, its schedule, C typed as D (the output type: --d-dtype, else the
+        activations' type, bf16 for fp8 and fp4), A the activations and B the weights (before swap_ab)."""
         fixed = [option for option, dest in OPTIONS if option in LAUNCHER_FIXES and getattr(args, dest)]
         if fixed:
             raise UsageError(f"{', '.join(fixed)}: --launcher {args.launcher} fixes {'it' if len(fixed) == 1 else 'them'}"
                              f" itself: drop {'it' if len(fixed) == 1 else 'them'}")
-        dtype = dtype or launchers.OPERANDS["sm120"][0]
-        out = args.d_dtype or "bf16"
-        return tuple(GemmKernel(t.m, t.n, t.k, args.dtype_a or dtype, args.dtype_b or dtype, out, out, "auto", True,
-                                stages, None, args.launcher, args.fusion or "none", args.swap_ab,
-                                args.cutlass_version or CUTLASS_VERSION) for t in tiles)
+        dtype = dtype or launchers.OPERANDS["sm120"][0][0]
+        act, weight = args.dtype_a or dtype, args.dtype_b or dtype
+        out = args.d_dtype or launchers.default_output(act)
+        return tuple(GemmKernel(t.m, t.n, t.k, act, weight, out, out, "auto", True, stages, None, args.launcher,
+                                args.fusion or "none", args.swap_ab, args.cutlass_version or CUTLASS_VERSION,
+                                parse_cluster(args.cluster)) for t in tiles)
+
+    def listing(self, args: argparse.Namespace, dtype: str | None, stages: int | None) -> launchers.Listing | None:
+        """Without --tile, --launcher lists every kernel its generator emits, narrowed by --dtype (or --dtype-a
+        and --dtype-b), --d-dtype, --fusion, --swap-ab and --cluster; None without --launcher."""
+        if args.launcher is None:
+            return None
+        launchers.check(args.launcher, args.fusion or "none", args.swap_ab)
+        fixed = [option for option, dest in OPTIONS if option in LAUNCHER_FIXES and getattr(args, dest)]
+        if fixed:
+            raise UsageError(f"{', '.join(fixed)}: --launcher {args.launcher} fixes {'it' if len(fixed) == 1 else 'them'}"
+                             f" itself: drop {'it' if len(fixed) == 1 else 'them'}")
+        for name, option in ((dtype, "--dtype"), (args.dtype_a, "--dtype-a"), (args.dtype_b, "--dtype-b")):
+            if name is not None:
+                operand(name, option)
+        act, weight = args.dtype_a or dtype, args.dtype_b or dtype
+        out = args.d_dtype
+        if out is not None:
+            output_bits(out, "--d-dtype")
+        return launchers.Listing(args.launcher, args.cutlass_version or CUTLASS_VERSION,
+                                 operand(act).name if act else None, operand(weight).name if weight else None, out,
+                                 args.fusion, True if args.swap_ab else None,
+                                 parse_cluster(args.cluster) if args.cluster else None, stages)
+
+    def describe_listing(self, listing: launchers.Listing) -> str:
+        """``trtllm-moe, every kernel FlashInfer generates; stages auto: CUTLASS 4.7.0's builders``."""
+        given = [f"{name} {value}" for name, value in (("output", listing.out), ("fusion", listing.fusion),
+                                                      ("swap_ab", "on" if listing.swap_ab else None),
+                                                      ("cluster", listing.cluster and "x".join(map(str, listing.cluster))))
+                 if value]
+        count = "stages auto" if listing.stages is None else f"{listing.stages} stages"
+        return (f"{listing.launcher}, every kernel FlashInfer generates{', ' + ', '.join(given) if given else ''}"
+                f"; {count}: CUTLASS {listing.cutlass_version}'s builders")
+
+    def candidates(self, listing: launchers.Listing, target: Target) -> tuple[tuple[GemmKernel, ...], str | None]:
+        """The listed kernels on the target's architecture, and where there are none, why."""
+        family = gemm_family(target.compute_capability)
+        found = listing.kernels(family) if family else ()
+        return found, None if found else listing.why_none(family)
+
+    def candidate_fields(self, kernel: GemmKernel) -> tuple[tuple[str, str], ...]:
+        """What tells one listed kernel from another: types, tile, cluster, fusion, swap_ab."""
+        types = kernel.a if kernel.a == kernel.b else f"{kernel.a} x {kernel.b}"
+        return (("tile", f"{kernel.m}x{kernel.n}x{kernel.k}"), ("fusion", kernel.fusion),
+                ("swap_ab", "on" if kernel.swap_ab else "off"), ("cluster", "x".join(map(str, kernel.cluster))),
+                ("types", types), ("out", kernel.d))
 
     def evaluate(self, kernel: GemmKernel, request: FitRequest, target: Target) -> FitResult:
         """The build CUTLASS makes for the target's family, against its limits."""
@@ -116,7 +164,7 @@ class CutlassRule:
         """``tile 128x256x128, nvfp4, C bf16, D bf16, schedule auto, stages auto (...): CUTLASS 4.7.0's builders``."""
         k = kernels[0]
         tile = f"tile {k.m}x{k.n}x{k.k}, " if len(kernels) == 1 else ""
-        types = k.a if k.a == k.b else f"A {k.a}, B {k.b}"
+        types = k.a if k.a == k.b else (f"activations {k.a}, weights {k.b}" if k.launcher else f"A {k.a}, B {k.b}")
         count = "stages auto (StageCountAutoCarveout)" if stages is None else f"{stages} stages (StageCount)"
         epilogue = f"epilogue {k.epilogue_bytes} B (given)" if k.epilogue_bytes is not None else f"C {k.c}, D {k.d}"
         if k.cluster != (1, 1, 1):

@@ -63,6 +63,22 @@ class TritonRule:
         return tuple(TritonKernel(t.m, t.n, t.k, kind, stages, warps, args.b_layout, args.loads or "pointer")
                      for t in tiles)
 
+    def listing(self, args: argparse.Namespace, dtype: str | None, stages: int | None) -> None:
+        """Triton has no launcher whose kernels could be listed: None."""
+        return None
+
+    def describe_listing(self, listing: Any) -> str:
+        """No list: nothing to describe."""
+        return ""
+
+    def candidates(self, listing: Any, target: Target) -> tuple[tuple[TritonKernel, ...], str | None]:
+        """No list: none."""
+        return (), "Triton has no launcher whose kernels are listed"
+
+    def candidate_fields(self, kernel: TritonKernel) -> tuple[tuple[str, str], ...]:
+        """The tile, type and num_warps."""
+        return (("tile", f"{kernel.m}x{kernel.n}x{kernel.k}"), ("dtype", kernel.dtype), ("warps", str(kernel.warps)))
+
     def evaluate(self, kernel: TritonKernel, request: FitRequest, target: Target) -> FitResult:
         """metadata.shared on the target; the block is num_warps x 32 threads, all of it dynamic."""
         return evaluate_triton(kernel, target)
