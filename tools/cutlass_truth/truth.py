@@ -11,7 +11,7 @@ device-side static_asserts count; each such case is a program of its own, record
 
     python tools/cutlass_truth/truth.py --cutlass DIR --out tests/data/cutlass_truth.json
     python tools/cutlass_truth/truth.py --cutlass DIR --set rules --out tests/data/cutlass_truth_rules_4.7.0.json
-    python tools/cutlass_truth/truth.py --cutlass DIR --set releases --out tests/data/cutlass_releases/VERSION.json
+    python tools/cutlass_truth/truth.py --cutlass DIR --set releases --out tests/data/cutlass_truth_release_VERSION.json
 
 DIR is a CUTLASS checkout or any folder holding CUTLASS's ``include/`` (the ``nvidia-cutlass`` package's
 ``cutlass_library/source``, for one). Never run by ``make test``; its output is committed test data.
