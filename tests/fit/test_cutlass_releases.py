@@ -14,6 +14,14 @@ import pytest
 
 from bisect_smem.analysis.fit.cutlass import (
     CUTLASS_VERSIONS,
+    RULES,
+    SM100_2SM_EPILOGUE_N,
+    SM120_DENSE_PTR_ARRAY,
+    SM120_MX_PTR_ARRAY,
+    SM120_N_FROM_8,
+    SM120_RESERVES,
+    SM120_SFB_128,
+    rules_release,
     sm90,
     sm100,
     sm120,
@@ -73,14 +81,77 @@ def test_dense_grouped_sm120_is_refused_before_4_6() -> None:
     assert not built.builds and built.reason == "PtrArray kernel is not supported for this collective builder."
 
 
+RELEASES = {doc["cutlass_version"]: doc for doc in (json.loads(p.read_text())
+                                                    for p in sorted(DATA.glob("cutlass_truth_release_*.json")))}
+RELEASE_ROWS = [(version, row) for version, doc in RELEASES.items() for row in doc["rows"]]
+# The case of the release set that shows each rule.
+SHOWN_BY = {SM120_RESERVES: "sm120_mxfp4_128x128x128_auto_cbf16_dbf16_grouped",
+            SM120_MX_PTR_ARRAY: "sm120_mxfp8_128x128x128_cooperative_cbf16_dbf16_grouped",
+            SM120_SFB_128: "sm120_nvfp4_128x64x128_auto_cbf16_dbf16",
+            SM100_2SM_EPILOGUE_N: "sm100_bf16_128x160x64_2sm_cbf16_dbf16_cluster2x1x1",
+            SM120_DENSE_PTR_ARRAY: "sm120_e4m3_128x128x128_cooperative_cbf16_dbf16_grouped",
+            SM120_N_FROM_8: "sm120_nvfp4_128x16x128_auto_cbf16_dbf16"}
+
+
+def outcome(row: dict) -> tuple:
+    """What a build of a case came to: refused and why, or its stages and bytes."""
+    return (row["builds"], row.get("refusal"), row.get("stages"), row.get("shared_storage_bytes"))
+
+
+def outcomes(version: str) -> dict[str, tuple]:
+    return {row["name"]: outcome(row) for row in RELEASES[version]["rows"]}
+
+
+def test_every_placed_release_is_compiled_on_one_case_set() -> None:
+    assert tuple(RELEASES) == CUTLASS_VERSIONS
+    assert len({tuple(sorted(outcomes(v))) for v in RELEASES}) == 1
+    assert set(SHOWN_BY) == set(RULES) and all(name in outcomes("4.7.0") for name in SHOWN_BY.values())
+
+
+@pytest.mark.parametrize(("version", "row"), RELEASE_ROWS, ids=[f"{v}:{r['name']}" for v, r in RELEASE_ROWS])
+def test_each_release_is_counted_by_the_rules_it_has(version: str, row: dict) -> None:
+    built = FAMILIES[row["arch"]](kernel(row, version))
+    if not row["builds"]:
+        assert (built.builds, built.reason) == (False, row["refusal"])
+        return
+    assert built.builds or built.device_only
+    assert (built.stages, built.mainloop_bytes, built.epilogue_bytes, built.shared_storage_bytes) == (
+        row["stages"], row["mainloop_bytes"], row["epilogue_bytes"], row["shared_storage_bytes"])
+
+
+def test_releases_counted_by_one_rule_set_build_alike() -> None:
+    for version in RELEASES:
+        assert outcomes(version) == outcomes(rules_release(version)), version
+    # 4.6.x builds equal 4.7.0's.
+    assert outcomes("4.6.0") == outcomes("4.6.2") == outcomes("4.7.0")
+
+
+@pytest.mark.parametrize("rule", RULES, ids=[r.first + ":" + r.what[:40] for r in RULES])
+def test_each_rule_changes_a_build_where_it_first_appears(rule) -> None:
+    before = CUTLASS_VERSIONS[CUTLASS_VERSIONS.index(rule.first) - 1]
+    name = SHOWN_BY[rule]
+    assert outcomes(before)[name] != outcomes(rule.first)[name]
+
+
+def test_tensorrt_llms_pin_is_none_of_its_neighbours() -> None:
+    # 4.4.2 reserves the kernel's storage as 4.5.0 does, but rounds SFB's N down as 4.4.1 did.
+    reserve, rounding = SHOWN_BY[SM120_RESERVES], SHOWN_BY[SM120_SFB_128]
+    assert outcomes("4.4.2")[reserve] == outcomes("4.5.0")[reserve] != outcomes("4.4.1")[reserve]
+    assert outcomes("4.4.2")[rounding] == outcomes("4.4.1")[rounding] != outcomes("4.5.0")[rounding]
+
+
 def test_a_release_counted_by_an_earlier_ones_rules_says_so(capsys: pytest.CaptureFixture[str]) -> None:
     code = cli.main(["fit", "--tile", "128x128x128", "--dtype", "e4m3", "--grouped", "--schedule", "cooperative",
                      "--cutlass-version", "4.6.2", "--arch", "sm_120", "--no-local"])
     out = capsys.readouterr().out
-    built = sm120.build(GemmKernel(128, 128, 128, "e4m3", "e4m3", grouped=True, schedule="cooperative",
-                                   cutlass_version="4.6.2"))
-    assert code == 0 and out.startswith(f"{built.stages} stages fit on sm_120: {built.shared_storage_bytes} of ")
+    real = RELEASES["4.6.2"]["rows"]
+    row = next(r for r in real if r["name"] == "sm120_e4m3_128x128x128_cooperative_cbf16_dbf16_grouped")
+    assert code == 0 and out.startswith(f"{row['stages']} stages fit on sm_120: {row['shared_storage_bytes']} of ")
     assert "CUTLASS 4.6.2's builders (4.6.0's rules)" in out
+    code = cli.main(["fit", "--tile", "128x128x128", "--dtype", "e4m3", "--grouped", "--schedule", "cooperative",
+                     "--cutlass-version", "4.6.2", "--arch", "sm_120", "--no-local", "--json", "-"])
+    result = json.loads(capsys.readouterr().out)["results"][0]
+    assert code == 0 and (result["version"], result["stage_rule"]) == ("4.6.2", "cutlass 4.6.0 sm120")
 
 
 def test_a_release_the_model_cannot_place_is_refused_with_the_list(capsys: pytest.CaptureFixture[str]) -> None:
