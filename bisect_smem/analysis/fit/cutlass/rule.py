@@ -9,7 +9,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from bisect_smem.analysis.fit.cutlass import CUTLASS_VERSION, CUTLASS_VERSIONS, LIBRARY, launchers, names
+from bisect_smem.analysis.fit.cutlass import CUTLASS_VERSION, CUTLASS_VERSIONS, LIBRARY, builders_of, launchers, names
 from bisect_smem.analysis.fit.cutlass.evaluate import LABELS, evaluate_cutlass
 from bisect_smem.analysis.fit.cutlass.gemm import SCHEDULES, GemmKernel
 from bisect_smem.analysis.fit.cutlass.types import operand, output_bits
@@ -74,8 +74,10 @@ class CutlassRule:
         parser.add_argument("--swap-ab", action="store_true", help="the launcher's swap_ab kernel (D transposed)")
         parser.add_argument("--cluster", metavar="MxNxK", help="the cluster shape (default 1x1x1); on sm_100, "
                             "--schedule auto takes the 2-SM kernel where the cluster is even along M, as CUTLASS does")
-        parser.add_argument("--cutlass-version", choices=CUTLASS_VERSIONS,
-                            help=f"the CUTLASS release whose builders count the kernel (default {CUTLASS_VERSION})")
+        parser.add_argument("--cutlass-version", metavar="X.Y.Z",
+                            help=f"the CUTLASS release whose builders count the kernel: {CUTLASS_VERSIONS[0]} "
+                                 f"through {CUTLASS_VERSIONS[-1]} (default {CUTLASS_VERSION}); a release is counted "
+                                 "by the rules it has, and the answer names the release whose rules it used")
 
     def given(self, args: argparse.Namespace) -> list[str]:
         """CUTLASS's options that were given."""
@@ -171,9 +173,9 @@ class CutlassRule:
             types += f", cluster {'x'.join(map(str, k.cluster))}"
         if k.launcher is not None:
             return (f"{tile}{types}, output {k.d}, fusion {k.fusion}{', swap_ab' if k.swap_ab else ''}, {count}: "
-                    f"{k.launcher} launcher (moe_gemm_tma_ws_launcher) with CUTLASS {k.cutlass_version}'s builders")
+                    f"{k.launcher} launcher (moe_gemm_tma_ws_launcher) with {builders_of(k.cutlass_version)}")
         return (f"{tile}{types}, {epilogue}, schedule {k.schedule}{', grouped' if k.grouped else ''}, {count}: "
-                f"CUTLASS {k.cutlass_version}'s builders")
+                f"{builders_of(k.cutlass_version)}")
 
     def json_fields(self, kernels: Sequence[GemmKernel], stages: int | None) -> dict[str, Any]:
         """The types, schedule, grouped, the given epilogue bytes and the CUTLASS version."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from bisect_smem.analysis.fit.cutlass import SM100_2SM_EPILOGUE_N, has
 from bisect_smem.analysis.fit.cutlass import epilogue as epi
 from bisect_smem.analysis.fit.cutlass.gemm import MIN_STAGES, Build, GemmKernel, auto_stage_count
 from bisect_smem.analysis.fit.cutlass.layout import Part, aligned16, array, barriers, struct
@@ -54,33 +55,68 @@ def uses_two_sms(g: GemmKernel) -> bool:
 
 
 def tile_ms(two_sm: bool, block_scaled: bool) -> tuple[int, ...]:
-    """The MMA tile M the builder's trivial tiled MMA takes: 1-SM 64 or 128; 2-SM 128 or 256, but only 256
-    for the block-scaled 2-SM MMA (sm100_make_blockscaled_2sm_trivial_tiled_mma)."""
-    if not two_sm:
-        return 64, 128
-    return (256,) if block_scaled else (128, 256)
+    """The MMA tile M the builder's trivial tiled MMA takes: dense 1-SM 64 or 128, 2-SM 128 or 256;
+    block-scaled 1-SM 128, 2-SM 256 (sm100_make_blockscaled_{1,2}sm_trivial_tiled_mma)."""
+    if block_scaled:
+        return (256,) if two_sm else (128,)
+    return (128, 256) if two_sm else (64, 128)
+
+
+def tile_n_takes(n: int, block_scaled: bool) -> bool:
+    """Does the trivial tiled MMA take tile N: dense a multiple of 8 up to 256, block-scaled 64, 128, 192, 256."""
+    return n in (64, 128, 192, 256) if block_scaled else n % 8 == 0 and n <= 256
+
+
+def mma_k(g: GemmKernel) -> int:
+    """One UMMA's K: 32 bytes of the operand as the MMA reads it (64 packed fp4 elements in the MXF4/NVF4
+    MMA; 32 of any type under 8 bits in the F8F6F4 one)."""
+    return int(32 // alloc_bytes(g, g.op_a.bits))
 
 
 def refuse(g: GemmKernel) -> str | None:
-    """Why sm_100 has no collective modelled here for this kernel, or None."""
+    """Why sm_100's builders refuse this kernel (in their words), or None."""
     if g.schedule in ("cooperative", "pingpong"):
         return f"--schedule {g.schedule} is sm_90's and sm_120's; sm_100 has auto, 1sm, 2sm"
     if g.op_a.block_scaled != g.op_b.block_scaled or (g.block_scaled and g.op_a.scale_vector != g.op_b.scale_vector):
         return "A and B must both be block-scaled with one scale-factor vector size"
     two_sm = uses_two_sms(g)
-    # The epilogue is built first: its schedule against the cluster, then the MMA's M.
+    # The epilogue is built first: its schedule against the cluster, its tile, then the mainloop.
     if two_sm and g.cluster[0] % 2:
-        return "schedule + cluster mismatch"
+        return CLUSTER_MISMATCH
+    if two_sm and has(g.cutlass_version, SM100_2SM_EPILOGUE_N) and max(g.c_bits, g.d_bits) == 16 and g.n > 128 \
+            and g.n % 64:
+        return TWO_SM_EPILOGUE_N
+    if g.op_a.bits == g.op_b.bits == 16 and g.a != g.b:
+        # The builder takes A and B of one 16-bit type (its non-F8F6F4 inputs must match).
+        return "Unsupported data type for ElementA"
     if g.m not in tile_ms(two_sm, g.block_scaled):
         return "Invalid TileShape_M."
+    if not tile_n_takes(g.n, g.block_scaled):
+        return "Invalid TileShape_N."
+    if g.k % mma_k(g):
+        return "Static cluster shape used: TileShape should be evenly divided by TiledMma"
     return None
+
+
+CLUSTER_MISMATCH = "schedule + cluster mismatch"
+TWO_SM_EPILOGUE_N = ("SM100 2SM TMA epilogue: 16-bit element types (f16/bf16) with CtaN > 128 require CtaN to be "
+                     "divisible by 64. CtaN=160 and CtaN=224 are unsupported. Use a CtaN that is a multiple of 64 "
+                     "(e.g. 128, 192, 256) or use a 32-bit output type (f32).")
+
+
+def _hint(g: GemmKernel, reason: str) -> str | None:
+    """What builds where the 2-SM schedule was asked for without a cluster even along M."""
+    if reason != CLUSTER_MISMATCH:
+        return None
+    m, n, k = g.cluster
+    return f"the 2-SM kernel needs a cluster even along M: --cluster {m + 1}x{n}x{k}"
 
 
 def build(g: GemmKernel) -> Build:
     """sm_100's CollectiveBuilder with KernelTmaWarpSpecialized1Sm/2Sm (or the block-scaled ones)."""
     reason = refuse(g)
     if reason:
-        return Build("sm100", False, reason)
+        return Build("sm100", False, reason, hint=_hint(g, reason))
     two_sm = uses_two_sms(g)
     cta_m, cta_n = (g.m // 2, g.n // 2) if two_sm else (g.m, g.n)
     a = int(alloc_bytes(g, g.op_a.bits) * cta_m * g.k)
@@ -111,8 +147,19 @@ def build(g: GemmKernel) -> Build:
     built = Build("sm100", stages >= MIN_STAGES, None, stages, stage, capacity, carveout, mainloop.size,
                   ep.shared.size, own, kernel.size, parts(named, kernel.size))
     if stages < MIN_STAGES:
-        return replace(built, reason="Smem usage is too high: the collective needs 2 stages or more.")
+        return replace(built, reason=too_few_stages(g, stages))
+    if kernel.size > CAPACITY_BYTES:
+        # The kernel's device code asserts it (a fixed StageCount<N> can ask for more than the builder would).
+        return replace(built, builds=False, reason="SMEM usage exceeded capacity.", device_only=True)
     return built
+
+
+def too_few_stages(g: GemmKernel, stages: int) -> str:
+    """CUTLASS's words for fewer than 2 stages: the builder's for none, the mainloop's for one."""
+    if stages == 0:
+        return ("Smem usage is too high. Can't create any SMEM buffers for A, B, SFA, and SFB." if g.block_scaled
+                else "Smem usage is too high. Can't create any SMEM buffers for A, and B.")
+    return "Specialization requires Stages set to value 1 or more."
 
 
 def carveout_of(g: GemmKernel, acc: int) -> int:

@@ -61,6 +61,9 @@ def refuse(g: GemmKernel) -> str | None:
             return f"sm_90 has no {op.name} MMA (fp4 and fp6 tensor cores from sm_100 on)"
     if (g.op_a.bits == 16) != (g.op_b.bits == 16) or (g.op_a.kind == "tf32") != (g.op_b.kind == "tf32"):
         return "operands of different widths take CUTLASS's mixed-input collective, which is not modelled"
+    if g.op_a.bits == 16 and g.a != g.b:
+        # fp16 x bf16: GMMA takes two 16-bit operands of one type.
+        return "No eligible GMMA operator for request configuration."
     if g.schedule in ("1sm", "2sm"):
         return f"--schedule {g.schedule} is sm_100's; sm_90 has auto, cooperative, pingpong"
     if g.m % 64:
@@ -71,6 +74,17 @@ def refuse(g: GemmKernel) -> str | None:
     if g.grouped and g.schedule == "auto":
         # EpilogueScheduleAuto is the non-TMA epilogue, which takes no ptr-array (grouped) strides.
         return "StrideCD must be rank-3: [M, N, L]"
+    return None
+
+
+COOPERATIVE_M = 128  # the cooperative kernels' two math warp groups split the tile's M
+
+
+def device_refusal(g: GemmKernel, cooperative: bool) -> str | None:
+    """What the kernel's device code asserts once the host build passes (the kernel's operator(), compiled
+    only for the device): a cooperative kernel (sm_90's and sm_120's, grouped or not) needs tile M >= 128."""
+    if cooperative and g.m < COOPERATIVE_M:
+        return "Cooperative kernel requires Tile Size to be greater than or equal to 128 along the M-dimension."
     return None
 
 
@@ -105,4 +119,6 @@ def build(g: GemmKernel) -> Build:
                   ep.shared.size, own, kernel.size, parts(named, kernel.size))
     if stages < MIN_STAGES:
         return replace(built, reason="Specialization requires Stages set to value 2 or more.")
+    if reason := device_refusal(g, not pingpong):
+        return replace(built, builds=False, reason=reason, device_only=True)
     return built
