@@ -143,12 +143,33 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def cupti_floor(folder: str) -> dict[str, str] | None:
+    """The environment of a process under CUPTI alone: the collector built with BSM_CUPTI_FLOOR subscribes and
+    enables every callback it uses, and returns at once from each, so what a launch costs beyond this is the
+    collector's own work. None where no C compiler or libcupti is found."""
+    from bisect_smem.devices.collector import build, libcupti
+
+    cc, found = build.compiler(), libcupti.find()
+    if cc is None or found is None:
+        return None
+    library = os.path.join(folder, "floor.so")
+    subprocess.run([cc, *build.FLAGS, "-DBSM_CUPTI_FLOOR", "-o", library, str(build.SOURCE_DIR / "collector.c"),
+                    *build.LIBS], check=True)
+    return {**os.environ, "CUDA_INJECTION64_PATH": library, "BISECT_SMEM_TRACE_DIR": folder,
+            "BISECT_SMEM_CUPTI_LIBRARY": found.path}
+
+
 def run_case(case: str, launches: int, repeats: int) -> float:
-    """Prints each collector's µs per launch in ``case``; returns what the C collector adds."""
+    """Prints each collector's µs per launch in ``case``, and CUPTI's own floor; returns what the C collector
+    adds."""
     me = [sys.executable, os.path.abspath(__file__), "--loop", case, "--launches", str(launches)]
-    runs: dict[str, list[float]] = {"untraced": [], **{name: [] for name in COLLECTORS}}
+    runs: dict[str, list[float]] = {"untraced": [], "CUPTI alone": [], **{name: [] for name in COLLECTORS}}
+    floor_dir = tempfile.mkdtemp(prefix="bisect-smem-floor-")
+    floor = cupti_floor(floor_dir)
     for _ in range(repeats):
         runs["untraced"].append(timed(me, dict(os.environ)))
+        if floor is not None:
+            runs["CUPTI alone"].append(timed(me, floor))
         for name, choice in COLLECTORS.items():
             with tempfile.TemporaryDirectory() as out:
                 runs[name].append(timed([sys.executable, "-m", "bisect_smem", "trace", "--no-measure", "--out",
@@ -156,10 +177,14 @@ def run_case(case: str, launches: int, repeats: int) -> float:
                                         {**os.environ, "BISECT_SMEM_COLLECTOR": choice}))
     print(f"{case}:")
     for name, times in runs.items():
-        print(f"  {name + ':':18} {min(times):.3f} us/launch (runs: {', '.join(f'{t:.3f}' for t in times)})")
+        if times:
+            print(f"  {name + ':':18} {min(times):.3f} us/launch (runs: {', '.join(f'{t:.3f}' for t in times)})")
     added = min(runs["C collector"]) - min(runs["untraced"])
     print(f"  added by trace: {added:.3f} us per launch with the C collector (target <= {TARGET_US} us), "
           f"{min(runs['ctypes collector']) - min(runs['untraced']):.3f} us with the ctypes one")
+    if runs["CUPTI alone"]:
+        print(f"  of which CUPTI's callbacks alone: {min(runs['CUPTI alone']) - min(runs['untraced']):.3f} us; the "
+              f"collector's own work: {min(runs['C collector']) - min(runs['CUPTI alone']):.3f} us")
     return added
 
 

@@ -107,6 +107,10 @@ class InstantiateParams(ctypes.Structure):  # CUDA_GRAPH_INSTANTIATE_PARAMS
     _fields_ = [("flags", ctypes.c_uint64), ("hUploadStream", P), ("hErrNode_out", P), ("result_out", Int)]
 
 
+class BeginCapture(ctypes.Structure):  # cuStreamBeginCapture_v2_params (and cuStreamEndCapture's first field)
+    _fields_ = [("hStream", P), ("mode", Int)]
+
+
 class GraphLaunch(ctypes.Structure):  # cuGraphLaunch_params, cuGraphUpload_params
     _fields_ = [("hGraph", P), ("hStream", P)]
 
@@ -154,6 +158,7 @@ CU_FUNC_SET_ATTRIBUTE, CU_KERNEL_SET_ATTRIBUTE, CU_LAUNCH_KERNEL, CU_LAUNCH_KERN
 CU_GRAPH_ADD_KERNEL_NODE_V2, CUDA_FUNC_SET_ATTRIBUTE, CUDA_LAUNCH_KERNEL = 689, 273, 211
 CU_GRAPH_INSTANTIATE_WITH_FLAGS, CU_GRAPH_INSTANTIATE_WITH_PARAMS, CU_GRAPH_UPLOAD, CU_GRAPH_LAUNCH = 643, 656, 580, 514
 CU_GRAPH_LAUNCH_PTSZ = 515
+CU_STREAM_BEGIN_CAPTURE_V2, CU_STREAM_END_CAPTURE = 539, 497
 CU_GRAPH_EXEC_DESTROY, CU_GRAPH_EXEC_KERNEL_NODE_SET_PARAMS_V2, CU_GRAPH_KERNEL_NODE_SET_PARAMS_V2 = 516, 692, 691
 CU_GRAPH_ADD_NODE, CUDA_GRAPH_KERNEL_NODE_SET_PARAMS, CU_GRAPH_EXEC_UPDATE_V2 = 712, 288, 696
 CU_MODULE_GET_FUNCTION, CU_LIBRARY_GET_KERNEL, CU_KERNEL_GET_FUNCTION, CUDA_GET_FUNC_BY_SYMBOL = 23, 681, 683, 336
@@ -321,8 +326,11 @@ def play_graphs(call: Call, driver: ctypes.CDLL, kernels: dict[str, ctypes.Struc
 
     # Capture: the launch is seen (captured) and the driver holds it as a kernel node of the captured graph,
     # beside a memcpy node and a child graph with a CUkernel's node.
+    call(DRIVER, CU_STREAM_BEGIN_CAPTURE_V2, "cuStreamBeginCapture_v2", BeginCapture(ctypes.addressof(capturing)),
+         0, 29)
     call(DRIVER, CU_LAUNCH_KERNEL, "cuLaunchKernel",
          LaunchKernel(attention, 16, 1, 1, 128, 1, 1, 100000, ctypes.addressof(capturing)), 0, 30)
+    call(DRIVER, CU_STREAM_END_CAPTURE, "cuStreamEndCapture", BeginCapture(ctypes.addressof(capturing)), 0, 30)
     child, _ = graph((NODE_KERNEL, KernelNodeParams(None, 1, 1, 1, 384, 1, 1, 4096, None, None, cutlass), None))
     captured, (node, _, _) = graph((NODE_KERNEL, KernelNodeParams(attention, 16, 1, 1, 128, 1, 1, 100000), None),
                                    (NODE_MEMCPY, None, None), (NODE_GRAPH, None, child))
@@ -455,7 +463,15 @@ def main() -> int:
     call(DRIVER, CU_LAUNCH_KERNEL, "cuLaunchKernel", LaunchKernel(plain, 4, 1, 1, 128, 1, 1, 300000, None), 1, 16)
     attrs = (LaunchAttribute * 2)(LaunchAttribute(1), LaunchAttribute(4, b"", 2, 1, 1))
     config = LaunchConfig(8, 1, 1, 256, 1, 1, 200000, ctypes.addressof(capturing), attrs, 2)
+    # Into a stream under capture: the collector asks the driver only while a capture is open.
+    call(DRIVER, CU_STREAM_BEGIN_CAPTURE_V2, "cuStreamBeginCapture_v2", BeginCapture(ctypes.addressof(capturing)),
+         0, 17)
     call(DRIVER, CU_LAUNCH_KERNEL_EX, "cuLaunchKernelEx", LaunchKernelEx(ctypes.pointer(config), clustered), 0, 17)
+    call(DRIVER, CU_STREAM_END_CAPTURE, "cuStreamEndCapture", BeginCapture(ctypes.addressof(capturing)), 0, 17)
+    if scenario == "capture-closed":  # the same launch once its capture ended: the stream says it still captures,
+        # but with no capture open the collector does not ask (a driver call per launch saved), so not captured
+        call(DRIVER, CU_LAUNCH_KERNEL_EX, "cuLaunchKernelEx", LaunchKernelEx(ctypes.pointer(config), clustered), 0,
+             90)
     # cudaLaunchKernel and the cuLaunchKernel it makes: one record, named after the runtime call.
     call(RUNTIME, CUDA_LAUNCH_KERNEL, "cudaLaunchKernel",
          RuntimeLaunch(host_stub, Dim3(2, 1, 1), Dim3(64, 1, 1), None, 2048, None), 0, 18, b"kernel(float*)")

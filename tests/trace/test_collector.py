@@ -69,6 +69,17 @@ def test_launch_ex_cluster_static_bytes_and_capture(trace: Trace) -> None:
     assert ex.captured and not ex.graph_node and ex.kernel == "_Z9clusteredv"
 
 
+def test_the_driver_is_asked_about_capture_only_while_a_capture_is_open(fakes: Path, collector: Path,
+                                                                        tmp_path: Path) -> None:
+    # The fake stream keeps saying "capturing" after cuStreamEndCapture: a launch after the end is recorded
+    # as not captured only because the collector no longer asks the driver (a call per launch saved).
+    done = play(fakes, collector, tmp_path / "t", "capture-closed")
+    assert done.returncode == 0, done.stderr
+    ex = sorted((lnch.captured, lnch.count) for lnch in read_trace(tmp_path / "t").launches
+                if lnch.api == "cuLaunchKernelEx")
+    assert ex == [(False, 1), (True, 1)]
+
+
 def test_a_runtime_launch_is_named_after_the_call_the_program_made(trace: Trace) -> None:
     (rt,) = [lnch for lnch in trace.launches if lnch.api == "cudaLaunchKernel"]
     assert (rt.kernel, rt.dynamic_bytes, rt.static_bytes, rt.block) == ("_Z6kernelPf", 2048, 0, (64, 1, 1))

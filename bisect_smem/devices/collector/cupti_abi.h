@@ -38,6 +38,7 @@ typedef void (*bsm_callback_fn)(void *userdata, int domain, uint32_t cbid, const
 
 /* cupti_result.h */
 enum { BSM_CUPTI_SUCCESS = 0, BSM_CUPTI_MULTIPLE_SUBSCRIBERS = 39 };
+enum { BSM_STREAM_CAPTURE_INVALIDATED = 901 }; /* cuda.h's CUDA_ERROR_STREAM_CAPTURE_INVALIDATED */
 
 /* cupti_driver_cbid.h */
 enum {
@@ -76,6 +77,15 @@ enum {
     BSM_CB_cuModuleGetFunction = 23,
     BSM_CB_cuLibraryGetKernel = 681,
     BSM_CB_cuKernelGetFunction = 683,
+    /* stream capture begun and ended: a launch asks the driver whether its stream captures only while one is */
+    BSM_CB_cuStreamBeginCapture = 495,
+    BSM_CB_cuStreamBeginCapture_ptsz = 496,
+    BSM_CB_cuStreamEndCapture = 497,
+    BSM_CB_cuStreamEndCapture_ptsz = 498,
+    BSM_CB_cuStreamBeginCapture_v2 = 539,
+    BSM_CB_cuStreamBeginCapture_v2_ptsz = 540,
+    BSM_CB_cuStreamBeginCaptureToGraph = 720,
+    BSM_CB_cuStreamBeginCaptureToGraph_ptsz = 721,
 };
 /* cupti_runtime_cbid.h */
 enum {

@@ -86,9 +86,9 @@ def _config(c: Compiled) -> str:
 
 def recognize(kernel: str, requested_bytes: int, target: Target | None) -> tuple[str, ...] | None:
     """What Triton's cache says of a traced request by ``kernel``: its config and what its launch asks for,
-    against what the process asked and the target's opt-in limit; why that is not known where a kernel
-    that asked for the device's ceiling (as Triton's launcher does) has no entry; None for a name that is
-    no Triton kernel's."""
+    against what the process asked and the target's opt-in limit, or why its config is not known; None for a
+    name the cache does not hold (a plain name asking for the device's ceiling is as likely cuDNN's or a CuPy
+    kernel's as Triton's)."""
     if not PLAIN_NAME.match(kernel):
         return None
     folder = cache_folder()
@@ -97,11 +97,7 @@ def recognize(kernel: str, requested_bytes: int, target: Target | None) -> tuple
         target.compute_capability[0] * 10 + target.compute_capability[1]
     ceiling = target is not None and requested_bytes == target.optin_limit_bytes
     if not entries:
-        if not ceiling:
-            return None  # an unmangled name that asked no ceiling: nothing says it is Triton's
-        return (f"fit (triton): {kernel} asked for the device's ceiling, as Triton's launcher does; its num_warps, "
-                f"num_stages and metadata.shared are not known: Triton's cache {folder} has no kernel of that name "
-                "(give the cache the command used: TRITON_CACHE_DIR)",)
+        return None  # nothing says it is Triton's
     here = [c for c in entries if arch is None or c.arch in (arch, None)]
     if not here:
         built_for = ", ".join(sorted({f"sm_{c.arch}" for c in entries}))
