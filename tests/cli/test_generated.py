@@ -59,6 +59,36 @@ def test_the_man_page_names_every_subcommand_and_the_exit_codes() -> None:
     assert "no usable GPU or backend" in page
 
 
+def _man_sections() -> dict[str, str]:
+    """The man page as man formats it (man -l, at 100 columns), by section heading."""
+    consumer_tool("man", "`make test` installs man-db as root")
+    done = subprocess.run(["man", "-l", str(MAN)], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "MANWIDTH": "100", "MAN_KEEP_FORMATTING": "", "MANPAGER": "cat"})
+    assert done.returncode == 0, done.stderr
+    parts = re.split(r"^([A-Z][A-Z ]+)$", done.stdout, flags=re.MULTILINE)
+    return dict(zip(parts[1::2], parts[2::2], strict=True))
+
+
+def test_the_man_page_has_exit_status_environment_files_and_see_also() -> None:
+    sections = _man_sections()
+    assert {"EXIT STATUS", "ENVIRONMENT", "FILES", "SEE ALSO"} <= set(sections) and "COMMENTS" not in sections
+    # each code is a row of its own: the code alone at the start of its line, its meaning beside it
+    for code, meaning in (("0", "no limit or source disagrees"), ("3", "no usable GPU or backend"),
+                          ("4", "a measurement could not be completed"), ("128+N", "ended by signal N")):
+        words = r"\s+".join(map(re.escape, meaning.split()))  # man justifies the lines: any run of spaces
+        assert re.search(rf"^ +{re.escape(code)} +{words}", sections["EXIT STATUS"], re.MULTILINE), code
+    assert "/var/lib/bisect-smem/report.json" in sections["FILES"]
+    assert "nvidia-smi(1)" in sections["SEE ALSO"]
+
+
+def test_the_man_page_names_every_variable_the_tool_reads() -> None:
+    source = "".join(p.read_text(errors="replace") for p in (ROOT / "bisect_smem").rglob("*")
+                     if p.suffix in (".py", ".c", ".h") and p.is_file())
+    read = set(re.findall(r"BISECT_SMEM_[A-Z0-9_]+", source)) | {"XDG_CACHE_HOME", "CUDA_INJECTION64_PATH"}
+    listed = set(re.findall(r"^ {7}([A-Z][A-Z0-9_]+)", _man_sections()["ENVIRONMENT"], re.MULTILINE))
+    assert read <= listed, read - listed
+
+
 def test_bash_completes_files_folders_and_the_tools_tables(tmp_path: Path) -> None:
     (tmp_path / "report.json").write_text("{}")
     (tmp_path / "reports").mkdir()
