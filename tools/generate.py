@@ -34,7 +34,7 @@ def _completion(shell: str) -> Callable[[], str]:
 
         from bisect_smem.app.cli.main import build_parser
 
-        script = shtab.complete(completion_tags.tag(build_parser()), shell=shell)
+        script = shtab.complete(completion_tags.tag(build_parser()), shell=shell, preamble=completion_tags.preamble(shell))
         # bashdefault alone falls back to bash's own completions, never to file names: where no choice or
         # option matches (--simulate r<TAB>, a file after --tile), -o default offers the files.
         return script.replace("complete -o bashdefault -F", "complete -o bashdefault -o default -F")

@@ -106,6 +106,19 @@ def test_bash_completes_files_folders_and_the_tools_tables(tmp_path: Path) -> No
     assert _complete("completion", "") == ["bash", "zsh"]
 
 
+def test_bash_completes_the_traced_command_and_reports_for_simulate(tmp_path: Path) -> None:
+    (tmp_path / "report.json").write_text("{}")
+    (tmp_path / "reports").mkdir()
+    (tmp_path / "notes.txt").write_text("")
+    assert _complete("trace", "--", "ech") == ["echo"]
+    assert _complete("trace", "--out", "x", "--strict", "--", "ech") == ["echo"]
+    # the traced command's own arguments: files, where bash-completion is not loaded to ask the command's own
+    assert set(_complete("trace", "--", "echo", "re", cwd=tmp_path)) == {"report.json", "reports"}
+    assert set(_complete("--simulate", "", cwd=tmp_path)) >= {"h200", "report.json", "reports"}
+    assert "notes.txt" not in _complete("--simulate", "", cwd=tmp_path)
+    assert _complete("fit", "1", "--simulate", "h20", cwd=tmp_path) == ["h200"]
+
+
 def test_bash_falls_back_to_files_where_nothing_else_matches() -> None:
     # -o default: the shell's own file completion where the script offers nothing (a report for --simulate)
     assert "complete -o bashdefault -o default -F _shtab_bisect_smem bisect-smem" in BASH.read_text()
@@ -123,7 +136,11 @@ def test_zsh_specs_complete_files_folders_and_choices() -> None:
     for option in ("--compare", "--save-baseline"):
         assert _zsh_spec(option).endswith(':_files -/"'), option
     assert _zsh_spec("--backend").endswith(":(cupy numba sim all)\"")
-    assert " h200 " in _zsh_spec("--simulate") and " nvfp4 " in _zsh_spec("--dtype")
+    assert " nvfp4 " in _zsh_spec("--dtype")
+    # --simulate takes a profile or a saved report: a function offers both
+    assert _zsh_spec("--simulate").endswith(':_bisect_smem_profile_or_report"')
+    assert re.search(r"_alternative 'profiles:profile:\([^)]* h200 [^)]*\)' 'reports:report:_files -g \"\*\.json\"'",
+                     ZSH.read_text())
 
 
 # zsh completes only inside its line editor, so a zsh is started on a pseudo-terminal (zsh/zpty) with the
@@ -160,6 +177,18 @@ def test_zsh_offers_choices_and_files_in_a_real_line_editor(tmp_path: Path) -> N
     for line in ("bisect-smem --json re", "bisect-smem merge re", "bisect-smem check re"):
         assert _zsh_candidates(line, tmp_path) == {"report.json", "reports"}, line
     assert "reports" in _zsh_candidates("bisect-smem --compare re", tmp_path)
+
+
+def test_zsh_completes_the_traced_command_and_reports_for_simulate(tmp_path: Path) -> None:
+    consumer_tool("zsh", "`make test` installs it as root")
+    (tmp_path / "report.json").write_text("{}")
+    (tmp_path / "reports").mkdir()
+    assert "echo" in _zsh_candidates("bisect-smem trace -- ech", tmp_path)
+    assert "echo" in _zsh_candidates("bisect-smem trace --strict -- ech", tmp_path)
+    assert _zsh_candidates("bisect-smem trace -- ls re", tmp_path) == {"report.json", "reports"}
+    for line in ("bisect-smem --simulate re", "bisect-smem fit 1 --simulate re", "bisect-smem trace --simulate re"):
+        assert _zsh_candidates(line, tmp_path) == {"report.json", "reports"}, line
+    assert _zsh_candidates("bisect-smem --simulate h20", tmp_path) == {"h200"}
 
 
 def test_the_man_page_has_a_name_whatis_reads() -> None:
