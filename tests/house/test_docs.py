@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import re
 import sys
 from pathlib import Path
 
@@ -63,6 +64,36 @@ def test_a_console_block_cut_short_keeps_its_first_lines(tmp_path: Path) -> None
     page.write_text("```console\n$ bisect-smem profiles\nold\n...\n```\n")
     lines = doc_commands.regenerate(page, ROOT).splitlines()
     assert lines[2].startswith("profile") and lines[3] == "..."
+
+
+def _table_rows(text: str) -> list[str]:
+    """The lines of ``text``'s tables, outside fenced blocks."""
+    rows, fenced = [], False
+    for line in text.splitlines():
+        fenced = fenced != line.startswith("```")
+        if not fenced and line.startswith("|"):
+            rows.append(line)
+    return rows
+
+
+def test_no_table_cell_holds_a_pipe_in_code() -> None:
+    # GitHub splits a table row at a pipe inside a code span unless it is escaped (\|); the docs site's
+    # Markdown keeps the code span whole and prints the backslash. Either way one of them shows it wrong.
+    for page in doc_commands.pages(ROOT):
+        for row in _table_rows(page.read_text(encoding="utf-8")):
+            spans = re.findall(r"`([^`]*)`", row)
+            assert not [s for s in spans if "|" in s], f"{page.relative_to(ROOT)}: {row}"
+
+
+def test_the_site_prints_no_backslash_before_a_pipe_in_code() -> None:
+    import markdown
+    import yaml
+
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text())
+    extensions = [e if isinstance(e, str) else next(iter(e)) for e in config["markdown_extensions"]]
+    for page in (ROOT / config["docs_dir"]).rglob("*.md"):
+        html = markdown.markdown(page.read_text(encoding="utf-8"), extensions=extensions)
+        assert not re.findall(r"<code>[^<]*\\\|[^<]*</code>", html), page.relative_to(ROOT)
 
 
 def test_the_readme_is_a_front_page() -> None:
