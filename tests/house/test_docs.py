@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import re
 import sys
 from pathlib import Path
@@ -94,6 +95,16 @@ def test_the_site_prints_no_backslash_before_a_pipe_in_code() -> None:
     for page in (ROOT / config["docs_dir"]).rglob("*.md"):
         html = markdown.markdown(page.read_text(encoding="utf-8"), extensions=extensions)
         assert not re.findall(r"<code>[^<]*\\\|[^<]*</code>", html), page.relative_to(ROOT)
+
+
+def test_outputs_lists_every_published_schema() -> None:
+    from bisect_smem.app.outputs.schema_files import KINDS, published
+
+    page = (ROOT / "docs" / "outputs.md").read_text(encoding="utf-8")
+    listed = {m[0]: m[1] for m in re.findall(r"^\| `(\w+)` \| `(urn:[^`]+)` \|", page, re.MULTILINE)}
+    assert set(listed) == set(KINDS)
+    for kind in KINDS:
+        assert listed[kind] == json.loads(published(kind))["$id"], kind
 
 
 def test_the_readme_is_a_front_page() -> None:

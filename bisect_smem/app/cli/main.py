@@ -28,6 +28,16 @@ from bisect_smem.core.text import printable_lines
 EXIT_CODES_HELP = manual.exit_codes_help()
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's: a text of one paragraph is filled to the terminal, one already set in rows (the exit codes)
+    is kept as it is."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "\n" in text.strip():
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse that reports bad usage in one line and exit code 2, as every other bad input."""
 
@@ -63,7 +73,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         prog="bisect-smem",
         description="Measure how much shared memory a CUDA kernel can really get on each GPU, and check it "
                     "against what the driver, the runtime, NVML and the published table report.",
-        epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=EXIT_CODES_HELP, formatter_class=_HelpFormatter)
     parser.add_argument("--version", action="version", version=f"bisect-smem {__version__}")
     measure_options.add_arguments(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_SubcommandParser)

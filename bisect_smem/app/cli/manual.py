@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import textwrap
 
-HELP_COLUMNS = 100  # the help's own rows are wrapped here, as argparse wraps at most this wide
+HELP_COLUMNS = 79  # the exit codes' rows in --help: they fit an 80-column terminal
 Rows = tuple[tuple[str, str], ...]
 
 EXIT_STATUS: Rows = (

@@ -1,4 +1,4 @@
-"""The ``schema`` subcommand: print the published JSON Schema of a report, a fit result or a baseline."""
+"""The ``schema`` subcommand: print a published JSON Schema (one of schema_files.KINDS)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from bisect_smem.core.errors import ExitCode
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    """``bisect-smem schema [report|fit|baseline]``."""
+    """``bisect-smem schema [KIND]``."""
     schema = sub.add_parser("schema", help=SUBCOMMANDS["schema"],
                             epilog="exit codes: 0 printed; 2 bad usage")
     schema.add_argument("kind", nargs="?", default="report", choices=KINDS,
