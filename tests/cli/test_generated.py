@@ -211,3 +211,21 @@ def test_the_wheel_ships_the_completions_and_the_man_page() -> None:
 
     tool = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     assert PACKAGE in tool["packages"] and set(FILES.values()) <= set(tool["package-data"][PACKAGE])
+
+
+def test_man_finds_the_page_where_pip_puts_it_beside_the_command(tmp_path: Path) -> None:
+    # pip installs the wheel's data files under the environment's prefix (a venv, or ~/.local with --user);
+    # man-db searches PREFIX/share/man for every PREFIX/bin on PATH: no MANPATH needed.
+    import tomllib
+
+    consumer_tool("man", "`make test` installs man-db as root")
+    data_files = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["data-files"]
+    folder = next(f for f, files in data_files.items() if str(MAN.relative_to(ROOT)) in files)
+    assert folder == "share/man/man1"
+    (tmp_path / "bin").mkdir()
+    (tmp_path / folder).mkdir(parents=True)
+    (tmp_path / folder / MAN.name).write_text(MAN.read_text())
+    env = {k: v for k, v in os.environ.items() if k != "MANPATH"}
+    done = subprocess.run(["man", "-w", "bisect-smem"], capture_output=True, text=True, timeout=30,
+                          env={**env, "PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin", "HOME": str(tmp_path)})
+    assert done.returncode == 0 and done.stdout.strip() == str(tmp_path / folder / MAN.name), done.stderr

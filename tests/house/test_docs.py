@@ -7,7 +7,9 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -105,6 +107,37 @@ def test_outputs_lists_every_published_schema() -> None:
     assert set(listed) == set(KINDS)
     for kind in KINDS:
         assert listed[kind] == json.loads(published(kind))["$id"], kind
+
+
+def _install_page() -> str:
+    return (ROOT / "docs" / "install.md").read_text(encoding="utf-8")
+
+
+def test_install_says_how_to_install_before_a_release() -> None:
+    # No release is on a package index: a name pip would look up there finds nothing.
+    for page in doc_commands.pages(ROOT):
+        assert not re.search(r"pip install '?bisect-smem\[", page.read_text(encoding="utf-8")), page
+    shown = "\n".join(line for b in doc_commands.blocks(_install_page()) if b.language == "sh" for line in b.lines)
+    assert "pip install '.[cuda13]'" in shown and "make wheel" in shown
+
+
+def test_the_completion_and_man_lines_work_on_a_fresh_home(tmp_path: Path) -> None:
+    lines = [line.split("#")[0] for b in doc_commands.blocks(_install_page()) if b.language == "sh"
+             for line in b.lines if "bisect-smem completion" in line or "bisect-smem man" in line]
+    assert len(lines) == 3
+    home, tools = tmp_path / "home", tmp_path / "bin"
+    home.mkdir()
+    tools.mkdir()
+    (tools / "bisect-smem").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m bisect_smem "$@"\n')
+    (tools / "bisect-smem").chmod(0o755)
+    env = {**os.environ, "HOME": str(home), "PATH": f"{tools}:{os.environ['PATH']}", "PYTHONPATH": str(ROOT)}
+    for line in lines:
+        done = subprocess.run(["bash", "-ec", line], capture_output=True, text=True, timeout=60, env=env)
+        assert done.returncode == 0, (line, done.stderr)
+    share = ROOT / "bisect_smem" / "share"
+    for made, shipped in ((".local/share/bash-completion/completions/bisect-smem", "bisect-smem.bash"),
+                          (".zfunc/_bisect-smem", "_bisect-smem"), (".local/share/man/man1/bisect-smem.1", "bisect-smem.1")):
+        assert (home / made).read_text() == (share / shipped).read_text(), made
 
 
 def test_the_readme_is_a_front_page() -> None:

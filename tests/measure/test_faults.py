@@ -186,7 +186,7 @@ def test_a_driver_older_than_cupy_is_exit_3(monkeypatch: pytest.MonkeyPatch,
     assert cli.main([]) == 3
     err = capsys.readouterr().err.strip()
     assert err == ("error: no usable GPU: the driver supports CUDA 12.4, but CuPy was built for CUDA 13: update the "
-                   "driver or install bisect-smem[cuda12]; try --simulate h200 to run on a simulated device")
+                   "driver or install the cuda12 extra (cupy-cuda12x); try --simulate h200 to run on a simulated device")
 
 
 def test_workers_start_for_the_likely_devices(monkeypatch: pytest.MonkeyPatch) -> None:
