@@ -144,19 +144,20 @@ def test_zsh_specs_complete_files_folders_and_choices() -> None:
 
 
 # zsh completes only inside its line editor, so a zsh is started on a pseudo-terminal (zsh/zpty) with the
-# shipped function on its fpath, the line is typed with a TAB, and compadd prints what it is given.
+# shipped function on its fpath, the line is typed with a TAB, and compadd prints what it is given. The TAB
+# is followed by a key whose widget prints <<END>>: zle runs it only once the completion is done, so the
+# output is read up to it, however long a loaded machine takes (no sleep). READY2 is the output of the last
+# line typed before (its echo reads READY$((1+1))): the echoes of the lines before it are all read by then.
 ZSH_CAPTURE = r"""
 zmodload zsh/zpty
 zpty z zsh -f -i
 zpty -w z "fpath=($FUNCS \$fpath); autoload -Uz compinit; compinit -u -D"
 zpty -w z 'PROMPT=; compadd () { if [[ ${@[1,(i)(-|--)]} == *-(O|A|D)\ * ]]; then builtin compadd "$@"; return $?; fi; typeset -a __hits; builtin compadd -A __hits "$@"; local h; for h in $__hits; do print -r -- "<<$h>>"; done; }'
-zpty -w z "bindkey '^I' complete-word; print '<<READY>>'"
-zpty -r z line '*<<READY>>*'
-zpty -w -n z "$1"$'\t'
-out=""
-while zpty -r -t z chunk; do out+=$chunk; done
-sleep 1
-while zpty -r -t z chunk; do out+=$chunk; done
+zpty -w z "_mark_end() { zle -I; print '<<''END>>' }; zle -N _mark_end; bindkey '^Xe' _mark_end"
+zpty -w z "bindkey '^I' complete-word; print \"<<READY\$((1+1))>>\""
+zpty -r z line '*<<READY2>>*'
+zpty -w -n z "$1"$'\t'$'\x18'e
+zpty -r z out '*<<END>>*'
 print -r -- "$out"
 zpty -d z
 """
@@ -165,7 +166,7 @@ zpty -d z
 def _zsh_candidates(line: str, cwd: Path) -> set[str]:
     done = subprocess.run(["zsh", "-f", "-c", ZSH_CAPTURE, "capture", line], capture_output=True, text=True,
                           timeout=60, cwd=cwd, env={**os.environ, "FUNCS": str(ZSH.parent)})
-    return set(re.findall(r"<<([^<>]*)>>", done.stdout)) - {"READY"}
+    return set(re.findall(r"<<([^<>]*)>>", done.stdout)) - {"READY2", "END"}
 
 
 def test_zsh_offers_choices_and_files_in_a_real_line_editor(tmp_path: Path) -> None:
