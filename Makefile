@@ -10,12 +10,14 @@ RUN_EXTRA := $(if $(filter 12,$(CUDA_MAJOR)),cuda12,$(if $(filter 13 14,$(CUDA_M
 
 FLEET_PACKAGES := slurmctld slurmd slurm-client munge
 # Consumers' own tools the tests run: promtool (Debian's prometheus package), shellcheck, zsh, whose
-# completion system the completion test asks for candidates, and man-db, whose lexgrog reads the man page's
+# completion system the completion test asks for candidates, bash-completion, through which bash completes the
+# command after `trace --` as that command's own completion would, and man-db, whose lexgrog reads the man page's
 # NAME as whatis and apropos do; qemu-user and the C library of the other wheel platform, on which the wheel
 # test runs that platform's collector.
 QEMU_MACHINE := $(if $(filter aarch64,$(shell uname -m)),x86_64,aarch64)
 CROSS_LIBC := $(if $(filter aarch64,$(QEMU_MACHINE)),libc6-arm64-cross,libc6-amd64-cross)
-TOOL_PACKAGES := prometheus shellcheck zsh man-db qemu-user $(CROSS_LIBC)
+BASH_COMPLETION := /usr/share/bash-completion/bash_completion
+TOOL_PACKAGES := prometheus shellcheck zsh bash-completion man-db qemu-user $(CROSS_LIBC)
 
 .PHONY: run test demo bench lint clean fleet-deps tool-deps generated docs wheel wheel-tools cuda12-headers
 
@@ -62,12 +64,12 @@ fleet-deps:
 # promtool, shellcheck, zsh, lexgrog and qemu for the tests that run them; as root with apt, install them, else
 # those tests skip (on CI they fail). The prometheus package's service is not started (tools/apt-install-stopped.sh).
 tool-deps:
-	@if ! command -v promtool >/dev/null 2>&1 || ! command -v shellcheck >/dev/null 2>&1 || ! command -v zsh >/dev/null 2>&1 || ! command -v lexgrog >/dev/null 2>&1 || ! command -v qemu-$(QEMU_MACHINE) >/dev/null 2>&1 || [ ! -d /usr/$(QEMU_MACHINE)-linux-gnu/lib ]; then \
+	@if ! command -v promtool >/dev/null 2>&1 || ! command -v shellcheck >/dev/null 2>&1 || ! command -v zsh >/dev/null 2>&1 || ! command -v lexgrog >/dev/null 2>&1 || [ ! -f $(BASH_COMPLETION) ] || ! command -v qemu-$(QEMU_MACHINE) >/dev/null 2>&1 || [ ! -d /usr/$(QEMU_MACHINE)-linux-gnu/lib ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "installing $(TOOL_PACKAGES) for the promtool, shellcheck, zsh, man page and wheel tests"; \
 	    sh tools/apt-install-stopped.sh --no-install-recommends $(TOOL_PACKAGES); \
 	  else \
-	    echo "note: promtool, shellcheck, zsh, lexgrog or qemu-$(QEMU_MACHINE) is missing and this is not root with apt: their tests will skip"; \
+	    echo "note: promtool, shellcheck, zsh, bash-completion, lexgrog or qemu-$(QEMU_MACHINE) is missing and this is not root with apt: their tests will skip"; \
 	  fi; \
 	fi
 

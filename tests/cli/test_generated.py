@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import consumer_tool
 from tests.paths import ROOT
 
@@ -117,6 +119,26 @@ def test_bash_completes_the_traced_command_and_reports_for_simulate(tmp_path: Pa
     assert set(_complete("--simulate", "", cwd=tmp_path)) >= {"h200", "report.json", "reports"}
     assert "notes.txt" not in _complete("--simulate", "", cwd=tmp_path)
     assert _complete("fit", "1", "--simulate", "h20", cwd=tmp_path) == ["h200"]
+
+
+BASH_COMPLETION = Path("/usr/share/bash-completion/bash_completion")
+
+
+def test_with_bash_completion_the_traced_command_completes_as_its_own(tmp_path: Path) -> None:
+    if not BASH_COMPLETION.is_file():
+        if os.environ.get("CI"):
+            pytest.fail("bash-completion must be installed on CI: `make test` installs it as root")
+        pytest.skip("bash-completion is not installed (`make test` installs it as root)")
+    (tmp_path / "report.json").write_text("{}")
+    script = (f'source "{BASH_COMPLETION}"; source "{BASH}"; '
+              'comp() { COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); COMP_LINE="$*"; '
+              'COMP_POINT=${#COMP_LINE}; COMPREPLY=(); _shtab_bisect_smem; printf "%s\\n" "${COMPREPLY[@]}"; '
+              'echo "<<end>>"; }; '
+              'comp bisect-smem trace -- ls --col; comp bisect-smem trace -- bisect-smem sch')
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    ls_options, nested, _ = done.stdout.split("<<end>>\n")
+    assert "--color" in ls_options.split(), done.stdout  # ls's own options, from bash-completion's rules
+    assert nested.split() == ["schema"]  # a command with a completion of its own: this one, again
 
 
 def test_bash_falls_back_to_files_where_nothing_else_matches() -> None:
