@@ -62,6 +62,7 @@ def test_make_installs_every_package_through_it() -> None:
 def test_the_first_screen_says_what_make_test_installs() -> None:
     first_screen = "\n".join((ROOT / "README.md").read_text(encoding="utf-8").splitlines()[:40])
     packages = re.search(r"^FLEET_PACKAGES := (.*)$", (ROOT / "Makefile").read_text(), re.MULTILINE).group(1)
-    for shown in (*packages.split(), "promtool", "shellcheck", "zsh", "man-db", "qemu-user", "not started",
+    for shown in (*packages.split(), "promtool", "shellcheck", "zsh", "bash-completion", "man-db", "qemu-user",
+                  "not started",
                   "minutes", "2 GB"):
         assert shown in first_screen, shown
