@@ -10,12 +10,14 @@ RUN_EXTRA := $(if $(filter 12,$(CUDA_MAJOR)),cuda12,$(if $(filter 13 14,$(CUDA_M
 
 FLEET_PACKAGES := slurmctld slurmd slurm-client munge
 # Consumers' own tools the tests run: promtool (Debian's prometheus package), shellcheck, zsh, whose
-# completion system the completion test asks for candidates, and man-db, whose lexgrog reads the man page's
+# completion system the completion test asks for candidates, bash-completion, through which bash completes the
+# command after `trace --` as that command's own completion would, and man-db, whose lexgrog reads the man page's
 # NAME as whatis and apropos do; qemu-user and the C library of the other wheel platform, on which the wheel
 # test runs that platform's collector.
 QEMU_MACHINE := $(if $(filter aarch64,$(shell uname -m)),x86_64,aarch64)
 CROSS_LIBC := $(if $(filter aarch64,$(QEMU_MACHINE)),libc6-arm64-cross,libc6-amd64-cross)
-TOOL_PACKAGES := prometheus shellcheck zsh tmux man-db qemu-user $(CROSS_LIBC)
+BASH_COMPLETION := /usr/share/bash-completion/bash_completion
+TOOL_PACKAGES := prometheus shellcheck zsh tmux bash-completion man-db qemu-user $(CROSS_LIBC)
 
 .PHONY: run test demo bench lint clean fleet-deps tool-deps generated docs wheel wheel-tools cuda12-headers
 
@@ -23,16 +25,21 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
+# setuptools ends an editable install with a boxed note, "Editable installation ... Please be careful with folders
+# in your working directory with the same name as your package": here that folder is the package itself, so
+# that one note (and no other warning) is silenced.
+QUIET_EDITABLE := PYTHONWARNINGS="ignore:Editable installation"
+
 # An editable install leaves bisect_smem's own modules without bytecode, and where PYTHONDONTWRITEBYTECODE
 # is set (many container images) every run would compile them from source; they are compiled once here,
 # as pip compiles a wheel's modules when it installs one.
 $(VENV)/.run-installed: pyproject.toml | $(PY)
-	$(PY) -m pip install -q -e ".$(if $(RUN_EXTRA),[$(RUN_EXTRA)],)"
+	$(QUIET_EDITABLE) $(PY) -m pip install -q -e ".$(if $(RUN_EXTRA),[$(RUN_EXTRA)],)"
 	$(PY) -m compileall -q bisect_smem
 	touch $@
 
 $(VENV)/.test-installed: pyproject.toml | $(PY)
-	$(PY) -m pip install -q -e ".[test,plot]"
+	$(QUIET_EDITABLE) $(PY) -m pip install -q -e ".[test,plot]"
 	$(PY) -m compileall -q bisect_smem
 	touch $@
 
@@ -42,27 +49,27 @@ run: $(VENV)/.run-installed
 demo: $(VENV)/.run-installed
 	@$(PY) -m bisect_smem --simulate h200 --simulate rtx-pro-6000 $(ARGS)
 
-# The fleet test runs a one-node Slurm cluster; as root with apt, install it, else the test skips.
+# The fleet test runs a one-node Slurm cluster; as root with apt, install it, else the test skips. The packages'
+# services are not started (tools/apt-install-stopped.sh): the test starts its own cluster and ends it.
 fleet-deps:
 	@if ! command -v sbatch >/dev/null 2>&1 || ! command -v munged >/dev/null 2>&1; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing $(FLEET_PACKAGES) for the Slurm fleet test"; \
-	    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(FLEET_PACKAGES) >/dev/null; \
+	    echo "installing $(FLEET_PACKAGES) for the Slurm fleet test (their services are not started)"; \
+	    sh tools/apt-install-stopped.sh $(FLEET_PACKAGES); \
 	  else \
 	    echo "note: Slurm is not installed and this is not root with apt: the fleet test will skip"; \
 	  fi; \
 	fi
 
 # promtool, shellcheck, zsh, tmux, lexgrog and qemu for the tests that run them; as root with apt, install them, else
-# those tests skip (on CI they fail). The prometheus package's service is not started (no init here).
+# those tests skip (on CI they fail). The prometheus package's service is not started (tools/apt-install-stopped.sh).
 tool-deps:
-	@if ! command -v promtool >/dev/null 2>&1 || ! command -v shellcheck >/dev/null 2>&1 || ! command -v zsh >/dev/null 2>&1 || ! command -v tmux >/dev/null 2>&1 || ! command -v lexgrog >/dev/null 2>&1 || ! command -v qemu-$(QEMU_MACHINE) >/dev/null 2>&1 || [ ! -d /usr/$(QEMU_MACHINE)-linux-gnu/lib ]; then \
+	@if ! command -v promtool >/dev/null 2>&1 || ! command -v shellcheck >/dev/null 2>&1 || ! command -v zsh >/dev/null 2>&1 || ! command -v tmux >/dev/null 2>&1 || ! command -v lexgrog >/dev/null 2>&1 || [ ! -f $(BASH_COMPLETION) ] || ! command -v qemu-$(QEMU_MACHINE) >/dev/null 2>&1 || [ ! -d /usr/$(QEMU_MACHINE)-linux-gnu/lib ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "installing $(TOOL_PACKAGES) for the promtool, shellcheck, zsh, tmux, man page and wheel tests"; \
-	    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-	      $(TOOL_PACKAGES) >/dev/null; \
+	    sh tools/apt-install-stopped.sh --no-install-recommends $(TOOL_PACKAGES); \
 	  else \
-	    echo "note: promtool, shellcheck, zsh, tmux, lexgrog or qemu-$(QEMU_MACHINE) is missing and this is not root with apt: their tests will skip"; \
+	    echo "note: promtool, shellcheck, zsh, tmux, bash-completion, lexgrog or qemu-$(QEMU_MACHINE) is missing and this is not root with apt: their tests will skip"; \
 	  fi; \
 	fi
 

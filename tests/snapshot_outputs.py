@@ -64,7 +64,7 @@ def _cases(work: Path) -> list[tuple[str, list[str]]]:
         cases.append((f"fault {spec}/verbose", ["--simulate", spec, "--level", level, "--verbose"]))
     cases.append(("two devices", ["--simulate", "h200", "--simulate", "rtx-pro-6000"]))
     cases.append(("two devices/markdown", ["--simulate", "h200", "--simulate", "t4", "--format", "markdown"]))
-    cases.append(("sticky", ["--simulate", "h200,sticky=200000", "--probe-timeout", "5"]))
+    cases.append(("sticky", ["--simulate", "h200,sticky=200000", "--probe-timeout", "600"]))
     cases.append(("inline sticky", ["--simulate", "h200,sticky=200000", "--inline"]))
     cases += _file_cases(work)
     cases += _bad_input_cases()

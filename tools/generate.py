@@ -34,7 +34,7 @@ def _completion(shell: str) -> Callable[[], str]:
 
         from bisect_smem.app.cli.main import build_parser
 
-        script = shtab.complete(completion_tags.tag(build_parser()), shell=shell)
+        script = shtab.complete(completion_tags.tag(build_parser()), shell=shell, preamble=completion_tags.preamble(shell))
         # bashdefault alone falls back to bash's own completions, never to file names: where no choice or
         # option matches (--simulate r<TAB>, a file after --tile), -o default offers the files.
         return script.replace("complete -o bashdefault -F", "complete -o bashdefault -o default -F")
@@ -45,14 +45,33 @@ def _man_page() -> str:
     from argparse_manpage.manpage import Manpage
 
     from bisect_smem import __version__
+    from bisect_smem.app.cli import manual
     from bisect_smem.app.cli.main import build_parser
 
+    parser = build_parser()
+    parser.epilog = None  # the exit codes are the page's EXIT STATUS section, not argparse-manpage's COMMENTS
     # NAME is "bisect-smem - <summary>" (the package's one summary), which lexgrog, whatis and apropos read.
-    page = Manpage(build_parser(), _data={"description": _summary()})
+    page = Manpage(parser, _data={"description": _summary()})
     page.source = f"bisect-smem {__version__}"
     page.manual = "bisect-smem manual"
     page.date = f"version {__version__}"  # not today's date, so the page changes only when the parser does
+    page.add_section("EXIT STATUS", ">", _roff_rows(manual.EXIT_STATUS) + f".PP\n{_roff(manual.EXIT_STATUS_NOTE)}")
+    page.add_section("ENVIRONMENT", ">", _roff_rows(manual.environment()))
+    page.add_section("FILES", ">", _roff_rows(manual.FILES))
+    see_also = ",\n".join(f"\\fB{_roff(name)}\\fR({section})" for name, section in manual.SEE_ALSO)
+    page.add_section("SEE ALSO", ">", f"{see_also}\n.PP\n{_roff(manual.SEE_ALSO_NOTE)}")
     return str(page)
+
+
+def _roff(text: str) -> str:
+    """``text`` as roff prints it literally: backslashes and hyphens escaped, no line starting a request."""
+    escaped = text.replace("\\", "\\e").replace("-", "\\-")
+    return "\\&" + escaped if escaped[:1] in (".", "'") else escaped
+
+
+def _roff_rows(rows: tuple[tuple[str, str], ...]) -> str:
+    """A tagged paragraph per row: the term in bold, its meaning indented below it."""
+    return "".join(f".TP\n\\fB{_roff(term)}\\fR\n{_roff(meaning)}\n" for term, meaning in rows)
 
 
 def _summary() -> str:

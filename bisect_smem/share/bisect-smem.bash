@@ -24,17 +24,21 @@ _shtab_bisect_smem_merge___json_COMPGEN=_shtab_compgen_files
 _shtab_bisect_smem_fit___cubin_COMPGEN=_shtab_compgen_files
 _shtab_bisect_smem_fit___ptx_COMPGEN=_shtab_compgen_files
 _shtab_bisect_smem_fit___target_COMPGEN=_shtab_compgen_files
+_shtab_bisect_smem_fit___simulate_COMPGEN=_shtab_bisect_smem_compgen_profile_or_json_files
 _shtab_bisect_smem_fit___json_COMPGEN=_shtab_compgen_files
 _shtab_bisect_smem_fit___trace_COMPGEN=_shtab_compgen_dirs
+_shtab_bisect_smem_trace_pos_0_COMPGEN=_shtab_bisect_smem_compgen_command
 _shtab_bisect_smem_trace___out_COMPGEN=_shtab_compgen_dirs
 _shtab_bisect_smem_trace___from_COMPGEN=_shtab_compgen_dirs
 _shtab_bisect_smem_trace___report_COMPGEN=_shtab_compgen_files
 _shtab_bisect_smem_trace___target_COMPGEN=_shtab_compgen_files
+_shtab_bisect_smem_trace___simulate_COMPGEN=_shtab_bisect_smem_compgen_profile_or_json_files
 _shtab_bisect_smem_trace___json_COMPGEN=_shtab_compgen_files
 _shtab_bisect_smem_check_pos_0_COMPGEN=_shtab_compgen_files
 _shtab_bisect_smem_check___json_COMPGEN=_shtab_compgen_files
 _shtab_bisect_smem_export_pos_1_COMPGEN=_shtab_compgen_files
 _shtab_bisect_smem_export___output_COMPGEN=_shtab_compgen_files
+_shtab_bisect_smem___simulate_COMPGEN=_shtab_bisect_smem_compgen_profile_or_json_files
 _shtab_bisect_smem___json_COMPGEN=_shtab_compgen_files
 _shtab_bisect_smem___plot_COMPGEN=_shtab_compgen_files
 _shtab_bisect_smem___save_baseline_COMPGEN=_shtab_compgen_dirs
@@ -55,14 +59,11 @@ _shtab_bisect_smem_fit___warps_choices=(1 2 4 8 16)
 _shtab_bisect_smem_fit___loads_choices=(pointer descriptor)
 _shtab_bisect_smem_fit___b_layout_choices=(k n)
 _shtab_bisect_smem_fit___arch_choices=(sm_70 7.0 v100 volta sm_75 7.5 t4 turing sm_80 8.0 a100 ampere sm_86 8.6 a10 a40 rtx-3090 sm_87 8.7 orin sm_89 8.9 l4 l40s ada sm_90 9.0 h100 h200 gh200 hopper sm_100 10.0 b200 gb200 blackwell sm_103 10.3 b300 sm_110 11.0 thor sm_120 12.0 rtx-pro-6000 rtx-5090 sm_121 12.1 gb10 dgx-spark)
-_shtab_bisect_smem_fit___simulate_choices=(sm_70 7.0 v100 volta sm_75 7.5 t4 turing sm_80 8.0 a100 ampere sm_86 8.6 a10 a40 rtx-3090 sm_87 8.7 orin sm_89 8.9 l4 l40s ada sm_90 9.0 h100 h200 gh200 hopper sm_100 10.0 b200 gb200 blackwell sm_103 10.3 b300 sm_110 11.0 thor sm_120 12.0 rtx-pro-6000 rtx-5090 sm_121 12.1 gb10 dgx-spark)
 _shtab_bisect_smem_trace___arch_choices=(sm_70 7.0 v100 volta sm_75 7.5 t4 turing sm_80 8.0 a100 ampere sm_86 8.6 a10 a40 rtx-3090 sm_87 8.7 orin sm_89 8.9 l4 l40s ada sm_90 9.0 h100 h200 gh200 hopper sm_100 10.0 b200 gb200 blackwell sm_103 10.3 b300 sm_110 11.0 thor sm_120 12.0 rtx-pro-6000 rtx-5090 sm_121 12.1 gb10 dgx-spark)
-_shtab_bisect_smem_trace___simulate_choices=(sm_70 7.0 v100 volta sm_75 7.5 t4 turing sm_80 8.0 a100 ampere sm_86 8.6 a10 a40 rtx-3090 sm_87 8.7 orin sm_89 8.9 l4 l40s ada sm_90 9.0 h100 h200 gh200 hopper sm_100 10.0 b200 gb200 blackwell sm_103 10.3 b300 sm_110 11.0 thor sm_120 12.0 rtx-pro-6000 rtx-5090 sm_121 12.1 gb10 dgx-spark)
 _shtab_bisect_smem_export_pos_0_choices=(prom nfd)
 _shtab_bisect_smem_schema_pos_0_choices=(report fit baseline trace profiles merge check)
 _shtab_bisect_smem_completion_pos_0_choices=(bash zsh)
 _shtab_bisect_smem_pos_0_choices=(profiles merge fit trace check export schema completion man)
-_shtab_bisect_smem___simulate_choices=(sm_70 7.0 v100 volta sm_75 7.5 t4 turing sm_80 8.0 a100 ampere sm_86 8.6 a10 a40 rtx-3090 sm_87 8.7 orin sm_89 8.9 l4 l40s ada sm_90 9.0 h100 h200 gh200 hopper sm_100 10.0 b200 gb200 blackwell sm_103 10.3 b300 sm_110 11.0 thor sm_120 12.0 rtx-pro-6000 rtx-5090 sm_121 12.1 gb10 dgx-spark)
 _shtab_bisect_smem___backend_choices=(cupy numba sim all)
 _shtab_bisect_smem___format_choices=(text markdown json)
 _shtab_bisect_smem___level_choices=(quick standard full)
@@ -105,6 +106,26 @@ _shtab_bisect_smem___allow_missing_nargs=0
 _shtab_bisect_smem___inline_nargs=0
 _shtab_bisect_smem___quiet_nargs=0
 
+
+# Custom Preamble
+
+_shtab_bisect_smem_compgen_command() {
+  local start=1
+  while (( start < COMP_CWORD )) && [[ ${COMP_WORDS[start]} != -- ]]; do (( start++ )); done
+  if (( start == COMP_CWORD || start + 1 == COMP_CWORD )); then compgen -c -- "$1" | sort -u
+  elif declare -F _command_offset >/dev/null; then
+    _command_offset $(( start + 1 )) 2>/dev/null; printf '%s\n' "${COMPREPLY[@]}"
+  else compgen -f -- "$1"
+  fi
+}
+
+_shtab_bisect_smem_compgen_profile_or_json_files() {
+  compgen -W "sm_70 7.0 v100 volta sm_75 7.5 t4 turing sm_80 8.0 a100 ampere sm_86 8.6 a10 a40 rtx-3090 sm_87 8.7 orin sm_89 8.9 l4 l40s ada sm_90 9.0 h100 h200 gh200 hopper sm_100 10.0 b200 gb200 blackwell sm_103 10.3 b300 sm_110 11.0 thor sm_120 12.0 rtx-pro-6000 rtx-5090 sm_121 12.1 gb10 dgx-spark" -- "$1"
+  compgen -d -- "$1"
+  compgen -f -X '!*.json' -- "$1"
+}
+
+# End Custom Preamble
 
 # $1=COMP_WORDS[1]
 _shtab_compgen_files() {

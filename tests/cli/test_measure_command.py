@@ -233,16 +233,14 @@ def test_gave_up_with_no_restarts_says_so(capsys: pytest.CaptureFixture[str], tm
 
 
 def test_simulated_runs_honour_a_given_probe_timeout(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    import time
-
     out = tmp_path / "r.json"
-    start = time.monotonic()
     code = main(["--simulate", "h200,hang=100000", "--probe-timeout", "1", "--max-restarts", "2",
                  "--json", str(out), "--quiet"])
     capsys.readouterr()
     dev = json.loads(out.read_text())["devices"][0]
-    assert code == 4 and time.monotonic() - start < 60
-    assert any(e["what"] == "timeout" for e in dev["events"])
+    # the timeout given, not the default 5 s, ended the probes (a time bound would measure the machine's load)
+    assert code == 4 and dev["events"] and all(e["what"] == "timeout" for e in dev["events"])
+    assert all("did not finish within 1 s" in e["detail"] for e in dev["events"])
 
 
 def test_help_lists_the_simulate_keys(capsys: pytest.CaptureFixture[str]) -> None:

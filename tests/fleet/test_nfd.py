@@ -74,6 +74,29 @@ def test_an_incomplete_run_is_verdict_incomplete(tmp_path: Path) -> None:
     assert parse(features.read_text())[1]["verdict"] == "incomplete"
 
 
+def test_a_node_without_a_gpu_is_verdict_no_gpu_as_its_json_says(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    report = json.loads(H200_REPORT.read_text())
+    report.update(devices=[], result="no_gpu", exit_code=3, error="no usable GPU: no NVIDIA driver found")
+    (tmp_path / "r.json").write_text(json.dumps(report))
+    assert cli.main(["export", "nfd", str(tmp_path / "r.json")]) == 0
+    labels = parse(capsys.readouterr().out)[1]
+    assert labels["verdict"] == "no_gpu" and labels["gpu.count"] == "0" and "smem.optin-bytes" not in labels
+
+
+def test_every_label_and_verdict_is_documented(tmp_path: Path) -> None:
+    from bisect_smem.app.render.nfd import labels
+    from bisect_smem.core.status import RESULTS
+
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "outputs.md").read_text()
+    table = docs[docs.index("| label | value |"):]
+    table = table[:table.index("\n\n")]
+    documented = dict(re.findall(r"^\| `([^`]+)` \| (.*) \|$", table, re.MULTILINE))
+    assert set(labels(load_report(H200_REPORT))) <= set(documented)
+    for result in RESULTS.values():
+        assert f"`{result}`" in documented["verdict"], result
+
+
 def test_the_real_h200_values_are_slugged(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["export", "nfd", str(H200_REPORT)]) == 0
     _, labels = parse(capsys.readouterr().out)

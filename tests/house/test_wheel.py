@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from bisect_smem.devices.collector import build
+from tests.conftest import consumer_tool
 from tests.paths import ROOT
 from tests.trace.fakes import build_fakes, need_cc
 
@@ -85,6 +86,14 @@ def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     shutil.copytree(Path(tabulate.__file__).parent, site / "tabulate")
     shutil.copy(pynvml.__file__, site)
     return venv
+
+
+def test_man_finds_the_page_of_the_installed_wheel(installed: Path) -> None:
+    consumer_tool("man", "`make test` installs man-db as root")
+    env = {k: v for k, v in os.environ.items() if k != "MANPATH"}
+    done = subprocess.run(["man", "-w", "bisect-smem"], capture_output=True, text=True, timeout=30,
+                          env={**env, "PATH": f"{installed / 'bin'}:/usr/bin:/bin"})
+    assert done.stdout.strip() == str(installed / "share" / "man" / "man1" / "bisect-smem.1"), done.stderr
 
 
 @pytest.mark.parametrize("machine", build.PREBUILT_MACHINES)

@@ -44,7 +44,9 @@ def assert_no_wrong_match(dev: dict) -> None:
 
 def test_an_injected_sticky_fault_resumes_with_exact_results(tmp_path: Path,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
-    code, report = run(["--simulate", "h200", "--inject-fault", "static_split:0:128"], tmp_path, capsys)
+    # No probe of a loaded machine meets a 600 s timeout: the one fault is the injected one.
+    code, report = run(["--simulate", "h200", "--inject-fault", "static_split:0:128", "--probe-timeout", "600"],
+                       tmp_path, capsys)
     (dev,) = report["devices"]
     assert code == 0, dev["error"]
     (event,) = dev["events"]
@@ -55,10 +57,11 @@ def test_an_injected_sticky_fault_resumes_with_exact_results(tmp_path: Path,
 
 
 def test_a_sticky_region_is_reported_and_bounded(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    start = time.monotonic()
-    code, report = run(["--simulate", "h200,sticky=200000", "--max-restarts", "3"], tmp_path, capsys)
+    # Bounded by its restarts (the events and the error count them), not by a time a loaded machine may pass.
+    code, report = run(["--simulate", "h200,sticky=200000", "--max-restarts", "3", "--probe-timeout", "600"],
+                       tmp_path, capsys)
     (dev,) = report["devices"]
-    assert code == 4 and time.monotonic() - start < 60
+    assert code == 4
     assert len(dev["events"]) == 4 and all(e["what"] == "sticky fault" for e in dev["events"])
     assert "gave up after 3 restarts" in dev["error"]
     assert dev["measured"]["default_dynamic_ceiling_bytes"] == 49152  # measured before the fault region
@@ -67,18 +70,20 @@ def test_a_sticky_region_is_reported_and_bounded(tmp_path: Path, capsys: pytest.
 
 
 def test_a_hang_is_a_timeout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    start = time.monotonic()
     code, report = run(["--simulate", "h200,hang=200000", "--probe-timeout", "0.5", "--max-restarts", "1"],
                        tmp_path, capsys)
     (dev,) = report["devices"]
-    assert code == 4 and time.monotonic() - start < 30
+    assert code == 4
+    # the given timeout, not the default 5 s, ended them (whichever step met it on a loaded machine)
     assert [e["what"] for e in dev["events"]] == ["timeout", "timeout"]
-    assert "did not finish within 0.5 s" in dev["events"][0]["detail"]
+    assert all("did not finish within 0.5 s" in e["detail"] for e in dev["events"])
     assert_no_wrong_match(dev)
 
 
 def test_a_failing_device_does_not_sink_the_others(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, report = run(["--simulate", "h200,hang=200000", "--simulate", "a100", "--probe-timeout", "0.5",
+    # A sticky fault fails its device at once; the probe timeout, which applies to every device, is long
+    # enough that the healthy one never meets it on a loaded machine.
+    code, report = run(["--simulate", "h200,sticky=200000", "--simulate", "a100", "--probe-timeout", "600",
                         "--max-restarts", "0"], tmp_path, capsys)
     bad, good = report["devices"]
     assert code == 4
@@ -186,7 +191,7 @@ def test_a_driver_older_than_cupy_is_exit_3(monkeypatch: pytest.MonkeyPatch,
     assert cli.main([]) == 3
     err = capsys.readouterr().err.strip()
     assert err == ("error: no usable GPU: the driver supports CUDA 12.4, but CuPy was built for CUDA 13: update the "
-                   "driver or install bisect-smem[cuda12]; try --simulate h200 to run on a simulated device")
+                   "driver or install the cuda12 extra (cupy-cuda12x); try --simulate h200 to run on a simulated device")
 
 
 def test_workers_start_for_the_likely_devices(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -167,7 +167,7 @@ def test_missing_numba_names_the_extra(monkeypatch: pytest.MonkeyPatch, capsys: 
                         lambda name, *a: None if name.startswith("numba") else real(name, *a))
     assert cli.main(["--backend", "numba"]) == 3
     err = capsys.readouterr().err
-    assert "the numba backend needs numba" in err and "pip install 'bisect-smem[numba]'" in err
+    assert "the numba backend needs numba" in err and "pip install numba-cuda (the numba extra)" in err
 
 
 def _sim_report(spec: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]):

@@ -122,5 +122,5 @@ def test_plot_without_matplotlib_says_which_extra(tmp_path: Path, capsys: pytest
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a))
     assert cli.main(["--simulate", "a100", "--plot", str(tmp_path / "p.png")]) == 2
     err = capsys.readouterr().err
-    assert err.strip() == "error: --plot needs matplotlib: pip install 'bisect-smem[plot]'"
+    assert err.strip() == "error: --plot needs matplotlib: pip install matplotlib (the plot extra)"
     assert not (tmp_path / "p.png").exists()

@@ -11,16 +11,17 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
+# Each line fits beside its name in an 80-column --help (24 columns of name): 54 characters at most.
 SUBCOMMANDS: dict[str, str] = {
     "profiles": "list the published per-architecture profiles",
-    "merge": "one table from many hosts' JSON reports; exit 1 when any deviates",
-    "fit": "would a kernel's shared memory fit? per architecture and local device",
-    "trace": "run a command and explain every shared-memory request its CUDA processes make",
-    "check": "one line (<= 80 bytes) from the last report, for node-health agents",
-    "export": "a saved report as Prometheus metrics (prom) or an NFD feature file (nfd)",
-    "schema": "print the JSON Schema (draft 2020-12) of a report, fit result, baseline or trace summary",
-    "completion": "print the shell completion for bash or zsh (to install where the shell looks)",
-    "man": "print the man page (roff), to install as man1/bisect-smem.1",
+    "merge": "one table from many hosts' JSON reports",
+    "fit": "would a kernel's shared memory fit? per architecture",
+    "trace": "run a command, explain its shared-memory requests",
+    "check": "one line from the last report, for node-health agents",
+    "export": "a report as Prometheus metrics or NFD labels",
+    "schema": "print the JSON Schema of an output (report, fit, ...)",
+    "completion": "print the shell completion for bash or zsh",
+    "man": "print the man page (roff)",
 }
 
 # Modules that stand in for a subcommand's own (tests register one here); else the module of that name.

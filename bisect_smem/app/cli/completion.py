@@ -15,8 +15,10 @@ SHELLS = ("bash", "zsh")
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """``bisect-smem completion bash|zsh``."""
     completion = sub.add_parser("completion", help=HELP, epilog=(
-        "bash: bisect-smem completion bash > ~/.local/share/bash-completion/completions/bisect-smem; "
-        "zsh: bisect-smem completion zsh > DIR/_bisect-smem, DIR on $fpath. exit codes: 0 printed; 2 bad usage"))
+        "bash: mkdir -p ~/.local/share/bash-completion/completions && bisect-smem completion bash > "
+        "~/.local/share/bash-completion/completions/bisect-smem; zsh: mkdir -p ~/.zfunc && bisect-smem completion "
+        "zsh > ~/.zfunc/_bisect-smem, with fpath=(~/.zfunc $fpath) before compinit. "
+        "exit codes: 0 printed; 2 bad usage"))
     completion.add_argument("shell", choices=SHELLS, help="the shell to complete for")
 
 

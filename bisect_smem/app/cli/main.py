@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bisect_smem import __version__
-from bisect_smem.app.cli import commands, interrupts, measure_options
+from bisect_smem.app.cli import commands, interrupts, manual, measure_options
 from bisect_smem.app.outputs import stderr, writer
 from bisect_smem.app.outputs.delivery import NotAllDelivered
 from bisect_smem.app.run import head_start
@@ -25,17 +25,17 @@ from bisect_smem.core import input as reader
 from bisect_smem.core.errors import BisectSmemError, ExitCode, UsageError
 from bisect_smem.core.text import printable_lines
 
-EXIT_CODES_HELP = """exit codes:
-  0  no limit or source disagrees (rows that differ from a prediction or hint allowed, unless --strict)
-  1  a mismatch or regression was found (or, with --strict, a row that differs)
-  2  bad usage or bad input, or a file or stream that cannot be written (a full disk, a closed or
-     broken stdout)
-  3  no usable GPU or backend
-  4  a measurement could not be completed
-  128+N  ended by signal N (130 Ctrl-C, 129 SIGHUP, 143 SIGTERM): every process it started ended; the
-         line names the files written before it
-The files asked for are written before stdout: a failing stdout costs none of them.
-"""
+EXIT_CODES_HELP = manual.exit_codes_help()
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's: a text of one paragraph is filled to the terminal, one already set in rows (the exit codes)
+    is kept as it is."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "\n" in text.strip():
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -73,7 +73,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         prog="bisect-smem",
         description="Measure how much shared memory a CUDA kernel can really get on each GPU, and check it "
                     "against what the driver, the runtime, NVML and the published table report.",
-        epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=EXIT_CODES_HELP, formatter_class=_HelpFormatter)
     parser.add_argument("--version", action="version", version=f"bisect-smem {__version__}")
     measure_options.add_arguments(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_SubcommandParser)

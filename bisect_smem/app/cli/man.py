@@ -13,8 +13,10 @@ HELP = SUBCOMMANDS["man"]
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """``bisect-smem man``."""
-    sub.add_parser("man", help=HELP, epilog="bisect-smem man > ~/.local/share/man/man1/bisect-smem.1; "
-                   "exit codes: 0 printed; 2 bad usage")
+    sub.add_parser("man", help=HELP, epilog=(
+        "pip installs the page beside the command (PREFIX/share/man/man1), where man finds it. For one user: "
+        "mkdir -p ~/.local/share/man/man1 && bisect-smem man > ~/.local/share/man/man1/bisect-smem.1. "
+        "exit codes: 0 printed; 2 bad usage"))
 
 
 def run(args: argparse.Namespace) -> tuple[str, int]:

@@ -44,9 +44,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--compare", action=Once, metavar="DIR", help="compare with the saved baseline for each GPU model; exit 1 on any regression")
     add("--allow-missing", action="store_true", help="with --compare: a missing baseline is reported, not an error")
     add("--level", choices=LEVELS, default=DEFAULT_LEVEL,
-        help="quick: the limits only (default, attribute and opt-in ceilings, reserved, granularity); standard: "
-             "every measurement; full: standard plus the shared memory itself (every SM and byte, every granule, "
-             f"leftovers between processes); default {DEFAULT_LEVEL}")
+        help=f"how much to measure (default {DEFAULT_LEVEL}): quick, the limits only (the default and opt-in "
+             "ceilings, reserved bytes, granularity); standard, every measurement; full, standard plus the shared "
+             "memory itself (every SM and byte, every granule, leftovers between processes)")
     add("--confirm", type=int_in(1, MAX_CONFIRM), default=DEFAULT_CONFIRM, metavar="N",
         help=f"times the ceiling and ceiling+1 are each seen, 1..{MAX_CONFIRM} (default {DEFAULT_CONFIRM})")
     add("--device-timeout", type=positive_float, default=None, metavar="S",

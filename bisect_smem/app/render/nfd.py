@@ -58,13 +58,15 @@ def _minimum(values: Iterable[int | None]) -> int | None:
 
 
 def verdict(report: Report) -> str:
-    """``fail`` when any device failed, else ``incomplete`` when any was not measured completely (or there
-    is none), else ``pass``."""
+    """The report's ``result`` (the word its JSON says: ``pass``, ``fail``, ``incomplete``, ``no_gpu``,
+    ``bad_input``), except that a device that failed makes it ``fail``, and a device measured incompletely, or
+    none measured, keeps a passing or unstated result from reading ``pass``."""
     statuses = [(d.summary or summarize(d)).status for d in report.devices]
     if "fail" in statuses or report.result == "fail":
         return "fail"
-    complete = statuses and "incomplete" not in statuses and report.result in (None, "pass")
-    return "pass" if complete else "incomplete"
+    if report.result not in (None, "pass"):
+        return report.result
+    return "pass" if statuses and "incomplete" not in statuses else "incomplete"
 
 
 def _measured(devices: tuple[DeviceReport, ...], quantity: Quantity) -> int | None:

@@ -23,7 +23,7 @@ IMAGE_FORMATS = {".png": "png", ".svg": "svg"}
 def check_plot_path(path: Path) -> None:
     """Raise UsageError before any measuring if the plot cannot be made or written."""
     if importlib.util.find_spec("matplotlib") is None:
-        raise UsageError("--plot needs matplotlib: pip install 'bisect-smem[plot]'")
+        raise UsageError("--plot needs matplotlib: pip install matplotlib (the plot extra)")
     if path.suffix.lower() not in IMAGE_FORMATS:
         raise UsageError(f"--plot writes {', '.join(IMAGE_FORMATS)} files (got {path.name!r})")
 

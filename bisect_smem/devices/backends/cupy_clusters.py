@@ -45,7 +45,7 @@ class CupyClusters(Clusters):
         if not libcuda().attribute(DriverAttribute.CLUSTER_LAUNCH, self.index):
             return "the driver reports no cluster launch (attribute 120 is 0)"
         if not driver_calls.bindings_installed():
-            return "cluster launches need cuda-bindings: pip install 'bisect-smem[cuda13]' (or [cuda12])"
+            return "cluster launches need cuda-bindings: pip install cuda-bindings (the cuda13 or cuda12 extra)"
         return None
 
     def _cluster_function(self, name: str, nonportable: bool, dynamic_bytes: int) -> Any:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from bisect_smem.core.errors import BackendUnavailable
 
-INSTALL_HINT = "install CuPy for your driver: pip install 'bisect-smem[cuda13]' (or [cuda12])"
+INSTALL_HINT = "install CuPy for your driver: pip install cupy-cuda13x (cupy-cuda12x for CUDA 12), or the cuda13 extra"
 
 
 def cupy_cuda_major(search_path: Sequence[str] | None = None) -> int | None:
@@ -36,4 +36,4 @@ def check_driver_for_cupy(driver_version: int, cupy_major: int | None) -> None:
     if driver_version // 1000 < cupy_major:
         raise BackendUnavailable(
             f"the driver supports CUDA {driver_version // 1000}.{driver_version % 1000 // 10}, but CuPy was built "
-            f"for CUDA {cupy_major}: update the driver or install bisect-smem[cuda{driver_version // 1000}]")
+            f"for CUDA {cupy_major}: update the driver or install the cuda{driver_version // 1000} extra (cupy-cuda{driver_version // 1000}x)")

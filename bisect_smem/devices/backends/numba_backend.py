@@ -30,7 +30,7 @@ from bisect_smem.devices.backends.numba_residency import NumbaResidency
 from bisect_smem.devices.kernel_abi import RESULT_WORDS
 from bisect_smem.devices.probes import Launch, LaunchOutcome, Outcome, ProbeKernel, classify_cuda_error
 
-INSTALL_HINT = "install numba-cuda: pip install 'bisect-smem[numba]'"
+INSTALL_HINT = "install numba-cuda: pip install numba-cuda (the numba extra)"
 _RUNTIME_NAMES = {  # numba device attribute -> cudaDeviceProp name used by the report
     "MAX_SHARED_MEMORY_PER_BLOCK": "sharedMemPerBlock", "MULTIPROCESSOR_COUNT": "multiProcessorCount",
     "MAX_THREADS_PER_MULTI_PROCESSOR": "maxThreadsPerMultiProcessor",
