@@ -96,6 +96,11 @@ def has_aggr_register(cc: tuple[int, int]) -> bool:
     return tuple(cc) >= AGGR_REGISTER_FROM_CC
 
 
+def has_tma(cc: tuple[int, int]) -> bool:
+    """cc 9.0+: the Tensor Memory Accelerator, which Triton's tensor descriptors load through."""
+    return tuple(cc) >= (9, 0)
+
+
 def has_clusters(cc: tuple[int, int]) -> bool:
     """cc 9.0+: thread block clusters, with distributed shared memory between their blocks."""
     return tuple(cc) >= CLUSTERS_FROM_CC

@@ -22,7 +22,7 @@ from bisect_smem.core.trace_events import MAX_BLOCK_THREADS, MAX_BYTES, MAX_COUN
 from bisect_smem.core.trace_lines import NO_DIMS, BadLine, dims, fast_loads, known, number, parse, text_of
 from bisect_smem.core.trace_tally import Tally
 
-FORMATS = (1, 2)  # the record formats this reader knows
+FORMATS = frozenset({1, 2})  # the record formats this reader knows
 NOTICES_FILE = "notices.jsonl"  # written by the tool itself, beside the collectors' files
 # Records kept waiting for the record of the other domain with their correlation id: the driver call a runtime
 # call makes is written just before it by the same thread, so only other threads' lines come between them.

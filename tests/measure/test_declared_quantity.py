@@ -81,7 +81,7 @@ def test_a_quantity_declared_alone_reaches_every_output(new_quantity: Quantity, 
     assert run_main(["--simulate", "h200", "--inline", "--compare", str(base)], capsys)[0] == 0
     SHIFT["bytes"] = -1024
     code, out, _err = run_main(["--simulate", "h200", "--inline", "--compare", str(base)], capsys)
-    assert code == 1 and re.search(rf"\b{new_quantity.key} +baseline 49152, now 48128\n", out), out
+    assert code == 1 and re.search(rf"\b{new_quantity.key} +baseline 49152, now 48128$", out, re.MULTILINE), out
 
 
 def test_its_bounds_are_the_read_back_rule(new_quantity: Quantity, tmp_path: Path,

@@ -32,6 +32,7 @@ SEE_ALSO_NOTE = ("The user guide is docs/ in the source (mkdocs): install, outpu
 
 def environment() -> Rows:
     """Every variable the tool reads, named by the constant each module reads it through."""
+    # Deferred: these modules load the commands they serve; only the man page's generation needs their names.
     from bisect_smem.app.cli.check import REPORT_ENV
     from bisect_smem.app.cli.trace import COLLECTOR_CHOICE
     from bisect_smem.app.run.timeline import ENV as TIMELINE_ENV

@@ -31,9 +31,14 @@ from bisect_smem.devices.toolkit import SYSTEM_CUDA, toolkit_homes
 OVERRIDE = "BISECT_SMEM_CUPTI_LIBRARY"
 DRIVER_LIBRARY = "libcuda.so.1"
 DRIVER_VERSION_FILE = Path("/proc/driver/nvidia/version")
-# The CUDA version each driver branch supports (what cuDriverGetVersion says under it).
-BRANCH_CUDA = {520: (11, 8), 525: (12, 0), 530: (12, 1), 535: (12, 2), 545: (12, 3), 550: (12, 4), 555: (12, 5),
-               560: (12, 6), 565: (12, 7), 570: (12, 8), 575: (12, 9), 580: (13, 0)}
+# The CUDA version each driver branch supports, as cuDriverGetVersion says it under that branch (12080: 12.8).
+BRANCH_CUDA = dict([(520, 11080), (525, 12000), (530, 12010), (535, 12020), (545, 12030), (550, 12040),
+                    (555, 12050), (560, 12060), (565, 12070), (570, 12080), (575, 12090), (580, 13000)])
+
+
+def cuda_version(value: int) -> tuple[int, int]:
+    """cuDriverGetVersion's number as (major, minor): 12080 is CUDA 12.8."""
+    return value // 1000, value % 1000 // 10
 WHEELS = {13: ("nvidia/cu13/lib", "nvidia-cuda-cupti"), 12: ("nvidia/cuda_cupti/lib", "nvidia-cuda-cupti-cu12")}
 TOOLKIT_DIRS = ("extras/CUPTI/lib64", "lib64", "lib", "targets/x86_64-linux/lib", "targets/sbsa-linux/lib")
 INSTALL_HINT = ("install libcupti: pip install nvidia-cuda-cupti (CUDA 13) or nvidia-cuda-cupti-cu12 (CUDA 12), "
@@ -86,7 +91,7 @@ def driver_cuda(library: str | None = None, version_file: Path | None = None) ->
     try:
         value = ctypes.c_int(0)
         if ctypes.CDLL(library).cuDriverGetVersion(ctypes.byref(value)) == 0 and value.value > 0:
-            return DriverCuda((value.value // 1000, value.value % 1000 // 10), "cuDriverGetVersion")
+            return DriverCuda(cuda_version(value.value), "cuDriverGetVersion")
     except (OSError, AttributeError):
         pass
     try:
@@ -96,7 +101,7 @@ def driver_cuda(library: str | None = None, version_file: Path | None = None) ->
         return None
     branch = int(found[1]) if found else 0
     known = [b for b in BRANCH_CUDA if b <= branch]
-    return DriverCuda(BRANCH_CUDA[max(known)], f"driver R{branch}") if known else None
+    return DriverCuda(cuda_version(BRANCH_CUDA[max(known)]), f"driver R{branch}") if known else None
 
 
 def _loaded() -> str | None:

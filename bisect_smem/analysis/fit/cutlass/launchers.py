@@ -70,12 +70,12 @@ def _sm90() -> tuple[Candidate, ...]:
     bf16, the others their own type."""
     shapes = [(128, n) for n in (16, 32, 64, 128, 256)] + [(256, 128)]
     found = []
-    for (act, _), fusion, (m, n), (cm, cn), swap in product(OPERANDS["sm90"], FUSIONS, shapes,
-                                                            ((1, 1), (2, 1), (1, 2), (2, 2)), (False, True)):
-        if (cm == 2 and m < 128) or (cn == 2 and n < 128):
+    clusters = ((1, 1, 1), (2, 1, 1), (1, 2, 1), (2, 2, 1))
+    for (act, _), fusion, (m, n), cluster, swap in product(OPERANDS["sm90"], FUSIONS, shapes, clusters, (False, True)):
+        if (cluster[0] == 2 and m < 128) or (cluster[1] == 2 and n < 128):
             continue
         for out in (("fp16", "bf16") if act == "e4m3" else (act,)):
-            found.append(Candidate(act, act, out, (m, n, _k_tile(act)), (cm, cn, 1), fusion, swap))
+            found.append(Candidate(act, act, out, (m, n, _k_tile(act)), cluster, fusion, swap))
     return tuple(found)
 
 

@@ -98,7 +98,7 @@ def warps_v2(g: Matmul) -> tuple[int, int]:
     return warps[0], warps[1]
 
 
-TCGEN05_WARPS = (4, 8)  # the num_warps Triton gives tcgen05 a dot with; others fall back to mma.sync
+TCGEN05_WARPS = frozenset({4, 8})  # the num_warps Triton gives tcgen05 a dot with; others fall back to mma.sync
 
 
 def uses_tcgen05(g: Matmul) -> bool:

@@ -27,7 +27,14 @@ from bisect_smem.analysis.fit.triton.matmul import (
     build_descriptor,
 )
 from bisect_smem.core.errors import UsageError
-from bisect_smem.core.hardware import has_fp8_e4m3, has_ldmatrix, has_native_fp8_mma_sync, has_stmatrix, tensor_core_mma
+from bisect_smem.core.hardware import (
+    has_fp8_e4m3,
+    has_ldmatrix,
+    has_native_fp8_mma_sync,
+    has_stmatrix,
+    has_tma,
+    tensor_core_mma,
+)
 from bisect_smem.core.sizes import shown
 
 MAX_STAGES = 16  # the most num_stages searched
@@ -38,7 +45,7 @@ ALIASES = {"fp8": "fp8e4m3", "e4m3": "fp8e4m3", "tf32": "fp32"}
 LOADS = ("pointer", "descriptor")  # how A and B are loaded: tl.load of pointer blocks, or tensor descriptors (TMA)
 # The tensor-descriptor matmul, checked against compiles of it (triton_matmul_sm*_desc.json): 16-bit operands
 # (an 8-bit or fp32 B stored N-major takes another path into the MMA) where TMA is (sm_90 on).
-DESCRIPTOR_DTYPES, TMA_FROM = ("fp16", "bf16"), (9, 0)
+DESCRIPTOR_DTYPES = ("fp16", "bf16")
 B_LAYOUTS = ("k", "n")  # B K-major (stored N x K) or N-major (K x N)
 # Triton's words for what fit shows of its kernel.
 LABELS = Labels(stages="num_stages", count="num_stages {}", fits="num_stages {} fits",
@@ -98,7 +105,7 @@ def not_modelled(kernel: TritonKernel, cc: tuple[int, int] | None) -> str | None
     mma = tensor_core_mma(cc)
     if mma is None:
         return "Triton's matmul is modelled for sm_80 to sm_89, sm_90, sm_10x and sm_12x, not for this architecture"
-    if kernel.loads == "descriptor" and (triton_dtype(kernel.dtype) not in DESCRIPTOR_DTYPES or cc < TMA_FROM
+    if kernel.loads == "descriptor" and (triton_dtype(kernel.dtype) not in DESCRIPTOR_DTYPES or not has_tma(cc)
                                          or kernel.b_major == "k"):
         return ("not modelled: this rule is the pointer-arithmetic matmul (tl.load of pointer blocks); its "
                 f"tensor-descriptor (TMA) matmul is modelled for {' and '.join(DESCRIPTOR_DTYPES)} operands, B "
