@@ -44,12 +44,18 @@ def _synchronize() -> None:
     cupy.cuda.Device().synchronize()
 
 
-def best(launches: int) -> float:
-    """Seconds for ``launches`` launches of one configuration."""
+def _warmed_kernel() -> tuple[object, tuple[object, ...]]:
+    """The empty kernel and its argument, launched WARM_UP times and synchronized: compiled and loaded."""
     kernel, arg = _empty_kernel()
     for _ in range(WARM_UP):
         kernel((1,), (32,), arg)
     _synchronize()
+    return kernel, arg
+
+
+def best(launches: int) -> float:
+    """Seconds for ``launches`` launches of one configuration."""
+    kernel, arg = _warmed_kernel()
     start = time.perf_counter()
     for _ in range(launches):
         kernel((1,), (32,), arg)
@@ -60,10 +66,7 @@ def best(launches: int) -> float:
 def distinct(launches: int) -> float:
     """Seconds for ``launches`` launches cycled through DISTINCT_CONFIGS dynamic shared memory sizes, first
     sights included: what autotuning does."""
-    kernel, arg = _empty_kernel()
-    for _ in range(WARM_UP):
-        kernel((1,), (32,), arg)
-    _synchronize()
+    kernel, arg = _warmed_kernel()
     start = time.perf_counter()
     for i in range(launches):
         kernel((1,), (32,), arg, shared_mem=4 * (i % DISTINCT_CONFIGS))
@@ -76,10 +79,7 @@ def threads(launches: int) -> float:
     a multiple of THREADS: parse() rounds it)."""
     import cupy
 
-    kernel, arg = _empty_kernel()
-    for _ in range(WARM_UP):
-        kernel((1,), (32,), arg)
-    _synchronize()
+    kernel, arg = _warmed_kernel()
     streams = [cupy.cuda.Stream(non_blocking=True) for _ in range(THREADS)]
     ready = threading.Barrier(THREADS + 1)
 
@@ -159,13 +159,11 @@ def cupti_floor(folder: str) -> dict[str, str] | None:
             "BISECT_SMEM_CUPTI_LIBRARY": found.path}
 
 
-def run_case(case: str, launches: int, repeats: int) -> float:
-    """Prints each collector's µs per launch in ``case``, and CUPTI's own floor; returns what the C collector
-    adds."""
+def run_case(case: str, launches: int, repeats: int, floor: dict[str, str] | None) -> float:
+    """Prints each collector's µs per launch in ``case``, and CUPTI's own floor (under ``floor``'s environment,
+    where there is one); returns what the C collector adds."""
     me = [sys.executable, os.path.abspath(__file__), "--loop", case, "--launches", str(launches)]
     runs: dict[str, list[float]] = {"untraced": [], "CUPTI alone": [], **{name: [] for name in COLLECTORS}}
-    floor_dir = tempfile.mkdtemp(prefix="bisect-smem-floor-")
-    floor = cupti_floor(floor_dir)
     for _ in range(repeats):
         runs["untraced"].append(timed(me, dict(os.environ)))
         if floor is not None:
@@ -194,12 +192,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"loop: {CASES[args.loop](args.launches) / args.launches * 1e6:.3f} us/launch")
         return 0
     over = []
-    for case in args.case or list(CASES):
-        if importlib.util.find_spec(NEEDS[case]) is None:
-            print(f"{case}: skipped: {NEEDS[case]} is not installed")
-            continue
-        if run_case(case, args.launches, args.repeats) > TARGET_US:
-            over.append(case)
+    with tempfile.TemporaryDirectory(prefix="bisect-smem-floor-") as floor_dir:
+        floor = cupti_floor(floor_dir)  # built once for every case
+        for case in args.case or list(CASES):
+            if importlib.util.find_spec(NEEDS[case]) is None:
+                print(f"{case}: skipped: {NEEDS[case]} is not installed")
+                continue
+            if run_case(case, args.launches, args.repeats, floor) > TARGET_US:
+                over.append(case)
     if over:
         print(f"over {TARGET_US} us per launch: {', '.join(over)}")
     return 1 if over else 0
