@@ -17,7 +17,9 @@ from tests.processes import CMD, ENV, alive, cmdline, descendants
 
 @pytest.mark.parametrize("where", [[], ["--probe-timeout", "60"]], ids=["inline", "worker"])
 def test_sigterm_during_the_leftovers_ends_the_writer(where: list[str]) -> None:
-    # The writer is caught as soon as it runs; it takes a few hundred milliseconds to finish on its own.
+    # The writer is caught and stopped (SIGSTOP) as soon as it runs, so it cannot finish on its own: if it is
+    # gone after the tool ends, the tool ended it (SIGKILL ends a stopped process). No timing window is
+    # needed, however slow the machine.
     for _attempt in range(5):
         proc = subprocess.Popen([*CMD, "--simulate", "h200", "--level", "full", "--quiet", *where], env=ENV,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -25,14 +27,23 @@ def test_sigterm_during_the_leftovers_ends_the_writer(where: list[str]) -> None:
         while writer is None and proc.poll() is None and time.monotonic() < deadline:
             writer = next((p for p in descendants(proc.pid) if "leftover_writer" in cmdline(p)), None)
             time.sleep(0.002)
+        if writer is not None:
+            try:
+                os.kill(writer, signal.SIGSTOP)
+            except ProcessLookupError:
+                writer = None  # it finished between the look and the stop
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=60)
         if writer is None or proc.returncode != 128 + signal.SIGTERM:
             continue  # the run ended before the writer could be caught: try again
-        gone_by = time.monotonic() + 0.02  # killed as the tool ends; left alone it writes on for 70 ms or more
-        while alive(writer) and time.monotonic() < gone_by:
-            time.sleep(0.005)
-        assert not alive(writer), f"the leftover writer {writer} outlived the tool"
+        try:
+            gone_by = time.monotonic() + 60  # a SIGKILL lands when the kernel next runs it
+            while alive(writer) and time.monotonic() < gone_by:
+                time.sleep(0.01)
+            assert not alive(writer), f"the leftover writer {writer} outlived the tool"
+        finally:
+            if alive(writer):
+                os.kill(writer, signal.SIGKILL)
         assert err.strip().splitlines() == [err.strip()] and "SIGTERM received" in err
         return
     pytest.fail("the leftover writer was never caught running")
