@@ -90,7 +90,7 @@ def test_long_names_keep_the_stage_count_when_shortened() -> None:
 
 
 def test_a_real_cutlass_name_demangled_and_explained_by_fit() -> None:
-    from bisect_smem.devices.collector.demangle import demangle_all, demangler
+    from bisect_smem.analysis.demangle import demangle_all, demangler
 
     if demangler() is None:
         pytest.skip("no c++filt to demangle with")
@@ -105,7 +105,7 @@ def test_a_real_cutlass_name_demangled_and_explained_by_fit() -> None:
 def test_fit_gives_no_byte_count_for_column_major_c_and_d() -> None:
     # A real build with column-major C and D: CUTLASS 4.7's SharedStorage is 280576 B there, 1024 B more than
     # fit's model of the builder (row-major C and D) gives, so fit says what it models instead of a number.
-    from bisect_smem.devices.collector.demangle import demangle_all, demangler
+    from bisect_smem.analysis.demangle import demangle_all, demangler
 
     if demangler() is None:
         pytest.skip("no c++filt to demangle with")

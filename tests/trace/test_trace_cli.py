@@ -150,7 +150,7 @@ def test_python_commands_get_the_ctypes_collector_without_a_compiler(tmp_path: P
 
 def test_the_summary_names_the_cutlass_kernel_and_what_fit_says(recorded: Path,
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
-    from bisect_smem.devices.collector.demangle import demangler
+    from bisect_smem.analysis.demangle import demangler
 
     if demangler() is None:
         pytest.skip("no c++filt to demangle with")
