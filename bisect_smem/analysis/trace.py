@@ -13,7 +13,7 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bisect_smem.analysis.demangle import demangle_all
@@ -46,18 +46,18 @@ FitAdvice = Callable[[str, int, Target | None], tuple[str, ...] | None]
 @dataclass(frozen=True, slots=True)
 class Limit:
     """One request against one target: the most it accepts (the opt-in limit less the aligned static data),
-    and by how many bytes the request is over it (negative: bytes to spare); None where it is not known."""
+    and by how many bytes the request is over it (negative: bytes to spare); unknown where the target's limit
+    is."""
 
     target: str
     kind: str  # "measured" or "published"
     optin_limit_bytes: int | None
     accepts_bytes: int | None
     over_bytes: int | None
+    fits: bool | None = field(init=False)  # whether the request fits; None where the limit is not known
 
-    @property
-    def fits(self) -> bool | None:
-        """Whether the request fits, None where the limit is not known."""
-        return None if self.over_bytes is None else self.over_bytes <= 0
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "fits", None if self.over_bytes is None else self.over_bytes <= 0)
 
 
 class Cause(enum.Enum):

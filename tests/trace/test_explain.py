@@ -5,7 +5,7 @@ CUTLASS kernel named in the trace."""
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 
 import pytest
@@ -152,6 +152,22 @@ def test_the_summary_is_what_its_published_schema_says(recorded: Path, capsys: p
     assert summary["requests"] and summary["settings"]
     validator(schema).validate(summary)
     fast.compile(schema)(summary)
+    request = summary["requests"][0]
     for nonsense in ({**summary, "processes": -1}, {**summary, "requests": "none"}, {k: v for k, v in summary.items()
-                                                                                      if k != "limits"}):
+                                                                                      if k != "limits"},
+                     {**summary, "requests": [{**request, "sise_bytes": 1}]},
+                     {**summary, "requests": [{k: v for k, v in request.items() if k != "fit"}]},
+                     {**summary, "requests": [{**request, "cause": "bad luck"}]},
+                     {**summary, "requests": [{**request, "block": [1, 1]}]}):
         assert list(validator(schema).iter_errors(nonsense)), nonsense
+
+
+def test_the_schema_is_generated_from_the_summarys_records() -> None:
+    from bisect_smem.app.outputs.trace_schema import trace_schema
+    from bisect_smem.app.render.trace import RequestMade, TraceSummary
+
+    schema = trace_schema()
+    assert schema["required"] == [f.name for f in fields(TraceSummary)]
+    assert schema["$defs"]["RequestMade"]["required"] == [f.name for f in fields(RequestMade)]
+    assert "Triton" in schema["description"] and "Triton" in schema["$defs"]["RequestMade"]["properties"]["fit"][
+        "description"]
