@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from bisect_smem.analysis.trace import Cause
-from bisect_smem.app.render.trace import TRACE_SCHEMA, TraceSummary
+from bisect_smem.app.render.trace import TRACE_SCHEMA, TraceSummary, skip_kind
 from bisect_smem.core.json_schema import generate
 from bisect_smem.core.trace_events import LaunchKind, Skip
 
@@ -30,7 +30,7 @@ FIELDS: dict[str, dict[str, Any]] = {
     "PastTableKernel.kernel": {"description": "mangled; null: launches past both of the collector's tables"},
     "PastTableKernel.count": {"minimum": 1},
     "PastTableKernel.processes": {"minimum": 1},
-    "SkippedLines.kind": {"enum": [kind.name.lower() for kind in Skip]},
+    "SkippedLines.kind": {"enum": [skip_kind(kind) for kind in Skip]},
     "SkippedLines.count": {"minimum": 1},
     "SkippedLines.first": {"description": "the file (and line) of the first"},
     "Limit.kind": {"enum": ["measured", "published"]},

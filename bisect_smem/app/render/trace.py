@@ -21,7 +21,7 @@ from bisect_smem.core.hardware import (
     MAX_THREADS_PER_BLOCK,
     block_registers,
 )
-from bisect_smem.core.trace_events import Skipped
+from bisect_smem.core.trace_events import Skip, Skipped
 
 WIDTH = 100
 TRACE_SCHEMA = "bisect_smem/trace/v2"
@@ -287,6 +287,11 @@ class TraceSummary:
     settings: tuple[Setting, ...]
 
 
+def skip_kind(kind: Skip) -> str:
+    """A kind of skipped line as the JSON names it."""
+    return kind.name.lower()
+
+
 def _request_made(r: Request) -> RequestMade:
     return RequestMade(r.pid, r.kind, r.api, r.kernel, r.readable, r.requested_bytes, r.static_bytes, r.result,
                        r.refused, r.count, r.block, r.cluster, r.here, r.elsewhere, "; ".join(r.fit) if r.fit else None,
@@ -300,7 +305,7 @@ def summary(e: Explained) -> TraceSummary:
         TRACE_SCHEMA, e.processes, tuple(UntracedProcess(pid, why) for pid, why in e.untraced),
         e.cupti_libraries, e.kernels, e.here, e.targets, e.torn_lines, e.past_table,
         tuple(UnwritableTrace(n.pid, n.errno, n.reason, n.path, n.command) for n in e.unwritable),
-        tuple(SkippedLines(s.kind.name.lower(), s.kind.value, s.count, s.first) for s in e.skipped),
+        tuple(SkippedLines(skip_kind(s.kind), s.kind.value, s.count, s.first) for s in e.skipped),
         tuple(map(_request_made, e.requests)), e.settings)
 
 
