@@ -137,6 +137,20 @@ def test_strict_and_the_json_summary(recorded: Path, tmp_path: Path, capsys: pyt
         {300000, 279552, 232449, 200000}
 
 
+def test_the_ctypes_collector_when_asked_for_by_name(tmp_path: Path, cupti: None, monkeypatch: pytest.MonkeyPatch,
+                                                    capfd: pytest.CaptureFixture[str]) -> None:
+    from bisect_smem.app.cli.main import main
+    from bisect_smem.devices.collector import build
+
+    monkeypatch.setenv("BISECT_SMEM_COLLECTOR", "python")  # even where cc would build the C collector
+    show = "import os, sitecustomize; print(os.environ.get('CUDA_INJECTION64_PATH'), sitecustomize.__file__)"
+    code = main(["trace", "--no-measure", "--out", str(tmp_path / "t"), "--", sys.executable, "-c", show])
+    injected, site = capfd.readouterr().out.splitlines()[0].split(" ")
+    assert code == 0 and injected == "None" and site == str(build.SOURCE_DIR / "fallback" / "sitecustomize.py")
+    code = main(["trace", "--no-measure", "--out", str(tmp_path / "u"), "--", "sh", "-c", "true"])
+    assert code == 3 and "(BISECT_SMEM_COLLECTOR=python)" in one_error(capfd.readouterr().err)
+
+
 def test_python_commands_get_the_ctypes_collector_without_a_compiler(tmp_path: Path, cupti: None,
                                                                      monkeypatch: pytest.MonkeyPatch,
                                                                      capfd: pytest.CaptureFixture[str]) -> None:
