@@ -5,7 +5,7 @@ explain each shared-memory request it made against the GPU's measured limits and
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from bisect_smem.analysis.fit.targets import Target, target_from_record
@@ -43,11 +43,9 @@ class TraceQuery:
     command: tuple[str, ...]
     out: Path | None  # None: a new numbered folder
     replay: bool  # --from: explain a trace recorded before
-    report: str | None
+    here: tracing.HereAsked  # --report, --simulate, --no-measure
     arch: tuple[ArchProfile, ...]
     targets: tuple[str, ...]
-    simulate: tuple[str, ...]
-    measure: bool
     strict: bool
     json: str | None
 
@@ -85,8 +83,9 @@ def parse(args: argparse.Namespace) -> TraceQuery:
         raise UsageError("trace needs a command: bisect-smem trace [options] -- COMMAND [ARGS...]")
     named = args.replay or args.out
     out = Path(named) if named else None
-    return TraceQuery(tuple(command), out, bool(args.replay), args.report, tuple(fit_targets.published(args.arch, True)),
-                      tuple(args.target or ()), tuple(args.simulate or ()), not args.no_measure, args.strict, args.json)
+    here = tracing.HereAsked(args.report, tuple(args.simulate or ()), not args.no_measure)
+    return TraceQuery(tuple(command), out, bool(args.replay), here, tuple(fit_targets.published(args.arch, True)),
+                      tuple(args.target or ()), args.strict, args.json)
 
 
 def run(args: argparse.Namespace) -> tuple[str, int]:
@@ -99,7 +98,7 @@ def run(args: argparse.Namespace) -> tuple[str, int]:
         here, note = here_target(q)
         text, refused = summary(q, q.out, here, others, note, json_path)
         return text, ExitCode.MISMATCH if q.strict and refused else 0
-    ran = tracing.run_command(q.command, q.out, tracing.HereAsked(q.report, q.simulate, q.measure), stderr.say)
+    ran = tracing.run_command(q.command, q.out, q.here, stderr.say)
     try:
         text, refused = summary(q, ran.folder, ran.here, others, ran.note, json_path)
     except (BisectSmemError, OSError, MemoryError) as exc:  # the command ran: its exit code stands
@@ -129,10 +128,10 @@ def summary(q: TraceQuery, folder: Path, here: Target | None, others: list[Targe
 def here_target(q: TraceQuery) -> tuple[Target | None, str | None]:
     """The limits a trace read with --from is explained against: --report, --simulate, else those recorded with
     it (never measured now: this GPU may not be the one it ran on)."""
-    if not q.report and not q.simulate:
+    if not q.here.report and not q.here.simulate:
         assert q.out is not None  # noqa: S101 - parse gives --from its folder
         return recorded_limits(q.out)
-    return tracing.here_limits(tracing.HereAsked(q.report, q.simulate, False))
+    return tracing.here_limits(replace(q.here, measure=False))
 
 
 def recorded_limits(folder: Path) -> tuple[Target | None, str | None]:
