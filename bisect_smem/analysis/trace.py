@@ -13,9 +13,10 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from bisect_smem.analysis.demangle import demangle_all
 from bisect_smem.analysis.fit.targets import Target
 from bisect_smem.core.hardware import (
     DEFAULT_SMEM_PER_BLOCK_BYTES,
@@ -45,18 +46,18 @@ FitAdvice = Callable[[str, int, Target | None], tuple[str, ...] | None]
 @dataclass(frozen=True, slots=True)
 class Limit:
     """One request against one target: the most it accepts (the opt-in limit less the aligned static data),
-    and by how many bytes the request is over it (negative: bytes to spare); None where it is not known."""
+    and by how many bytes the request is over it (negative: bytes to spare); unknown where the target's limit
+    is."""
 
     target: str
     kind: str  # "measured" or "published"
     optin_limit_bytes: int | None
     accepts_bytes: int | None
     over_bytes: int | None
+    fits: bool | None = field(init=False)  # whether the request fits; None where the limit is not known
 
-    @property
-    def fits(self) -> bool | None:
-        """Whether the request fits, None where the limit is not known."""
-        return None if self.over_bytes is None else self.over_bytes <= 0
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "fits", None if self.over_bytes is None else self.over_bytes <= 0)
 
 
 class Cause(enum.Enum):
@@ -209,18 +210,30 @@ def cause(r: Request) -> Cause:
     return Cause.UNKNOWN
 
 
-def explain(trace: Trace, here: Target | None, others: Sequence[Target], demangle: Callable[[str], str],
-            fit_advice: FitAdvice) -> Explained:
-    """Every request of ``trace`` against ``here`` and ``others``; ``demangle`` makes a name readable and
-    ``fit_advice`` says what fit makes of a readable name, its request and the target (or None). Identical
-    requests are one, with their counts added."""
+def readable_names(trace: Trace) -> Callable[[str], str]:
+    """Every kernel name of ``trace`` demangled, in one call of the demangler: a name's readable form (itself
+    where it cannot be demangled)."""
+    names = demangle_all([a.kernel for a in trace.attribute_sets if a.kernel] +
+                         [lnch.kernel for lnch in trace.launches if lnch.kernel] +
+                         [p.kernel for p in trace.past_table if p.kernel])
+    return lambda name: names.get(name, name)
+
+
+def explain(trace: Trace, here: Target | None, others: Sequence[Target], demangle: Callable[[str], str] | None = None,
+            advise: FitAdvice | None = None) -> Explained:
+    """Every request of ``trace`` against ``here`` and ``others``; ``demangle`` makes a name readable (default:
+    the system's demangler, readable_names) and ``advise`` says what fit makes of a readable name, its request
+    and the target, or None (default: fit's library rules, fit_advice). Identical requests are one, with their
+    counts added."""
+    demangle = demangle or readable_names(trace)
+    advise = advise or fit_advice
     advice: dict[tuple[str, int], tuple[str, ...] | None] = {}
 
     def fit(readable: str | None, requested: int) -> tuple[str, ...] | None:
         if readable is None:
             return None
         if (readable, requested) not in advice:
-            advice[(readable, requested)] = fit_advice(readable, requested, here)
+            advice[(readable, requested)] = advise(readable, requested, here)
         return advice[(readable, requested)]
 
     requests: dict[Request, list[Any]] = {}

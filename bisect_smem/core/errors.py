@@ -15,6 +15,8 @@ class ExitCode(enum.IntEnum):
     USAGE = 2  # bad usage or bad input, or an output that cannot be written
     NO_GPU = 3  # no usable GPU or backend
     INCOMPLETE = 4  # a measurement could not be completed
+    NOT_EXECUTABLE = 126  # trace: the command was found but cannot be run (as the shells say it)
+    NOT_FOUND = 127  # trace: the command was not found
 
 
 SIGNAL_EXIT_BASE = 128  # ended by signal N: 128 + N
@@ -83,3 +85,26 @@ class ProbeFault(MeasurementError):
 
 class OutputError(UsageError):
     """A file or stream the tool must write cannot be written: a full disk, a read-only folder (exit 2)."""
+
+
+class TraceUnavailable(BisectSmemError):
+    """trace's collector cannot run here: no libcupti, or it cannot be built for a command that is not Python
+    (exit 3)."""
+
+    exit_code = ExitCode.NO_GPU
+
+
+class CommandNotStarted(UsageError):
+    """trace's command could not be started (its exit code is the shells')."""
+
+
+class CommandNotFound(CommandNotStarted):
+    """trace's command was not found (exit 127)."""
+
+    exit_code = ExitCode.NOT_FOUND
+
+
+class CommandNotExecutable(CommandNotStarted):
+    """trace's command was found but cannot be run (exit 126)."""
+
+    exit_code = ExitCode.NOT_EXECUTABLE

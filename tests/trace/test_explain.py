@@ -5,7 +5,7 @@ CUTLASS kernel named in the trace."""
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 
 import pytest
@@ -90,7 +90,7 @@ def test_long_names_keep_the_stage_count_when_shortened() -> None:
 
 
 def test_a_real_cutlass_name_demangled_and_explained_by_fit() -> None:
-    from bisect_smem.devices.collector.demangle import demangle_all, demangler
+    from bisect_smem.analysis.demangle import demangle_all, demangler
 
     if demangler() is None:
         pytest.skip("no c++filt to demangle with")
@@ -105,7 +105,7 @@ def test_a_real_cutlass_name_demangled_and_explained_by_fit() -> None:
 def test_fit_gives_no_byte_count_for_column_major_c_and_d() -> None:
     # A real build with column-major C and D: CUTLASS 4.7's SharedStorage is 280576 B there, 1024 B more than
     # fit's model of the builder (row-major C and D) gives, so fit says what it models instead of a number.
-    from bisect_smem.devices.collector.demangle import demangle_all, demangler
+    from bisect_smem.analysis.demangle import demangle_all, demangler
 
     if demangler() is None:
         pytest.skip("no c++filt to demangle with")
@@ -152,6 +152,22 @@ def test_the_summary_is_what_its_published_schema_says(recorded: Path, capsys: p
     assert summary["requests"] and summary["settings"]
     validator(schema).validate(summary)
     fast.compile(schema)(summary)
+    request = summary["requests"][0]
     for nonsense in ({**summary, "processes": -1}, {**summary, "requests": "none"}, {k: v for k, v in summary.items()
-                                                                                      if k != "limits"}):
+                                                                                      if k != "limits"},
+                     {**summary, "requests": [{**request, "sise_bytes": 1}]},
+                     {**summary, "requests": [{k: v for k, v in request.items() if k != "fit"}]},
+                     {**summary, "requests": [{**request, "cause": "bad luck"}]},
+                     {**summary, "requests": [{**request, "block": [1, 1]}]}):
         assert list(validator(schema).iter_errors(nonsense)), nonsense
+
+
+def test_the_schema_is_generated_from_the_summarys_records() -> None:
+    from bisect_smem.app.outputs.trace_schema import trace_schema
+    from bisect_smem.app.render.trace import RequestMade, TraceSummary
+
+    schema = trace_schema()
+    assert schema["required"] == [f.name for f in fields(TraceSummary)]
+    assert schema["$defs"]["RequestMade"]["required"] == [f.name for f in fields(RequestMade)]
+    assert "Triton" in schema["description"] and "Triton" in schema["$defs"]["RequestMade"]["properties"]["fit"][
+        "description"]

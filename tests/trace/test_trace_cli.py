@@ -87,6 +87,14 @@ def test_a_command_not_found(tmp_path: Path, cupti: None, measure: list[str],
     assert not (tmp_path / "t").exists()  # nothing ran in it: the claim is given up
 
 
+def test_a_command_that_cannot_be_run(tmp_path: Path, cupti: None, capsys: pytest.CaptureFixture[str]) -> None:
+    script = tmp_path / "job.sh"
+    script.write_text("#!/bin/sh\ntrue\n")  # not executable
+    code, _, err = run_main(["trace", "--simulate", "h200", "--out", str(tmp_path / "t"), "--", str(script)], capsys)
+    assert code == 126 and one_error(after_cupti_line(err)) == f"error: {script}: permission denied (not executable)"
+    assert not (tmp_path / "t").exists()  # its limits were kept, and given up with the claim
+
+
 def test_no_libcupti_says_what_to_install(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                          monkeypatch: pytest.MonkeyPatch) -> None:
     from bisect_smem.devices.collector import libcupti
@@ -129,6 +137,20 @@ def test_strict_and_the_json_summary(recorded: Path, tmp_path: Path, capsys: pyt
         {300000, 279552, 232449, 200000}
 
 
+def test_the_ctypes_collector_when_asked_for_by_name(tmp_path: Path, cupti: None, monkeypatch: pytest.MonkeyPatch,
+                                                    capfd: pytest.CaptureFixture[str]) -> None:
+    from bisect_smem.app.cli.main import main
+    from bisect_smem.devices.collector import build
+
+    monkeypatch.setenv("BISECT_SMEM_COLLECTOR", "python")  # even where cc would build the C collector
+    show = "import os, sitecustomize; print(os.environ.get('CUDA_INJECTION64_PATH'), sitecustomize.__file__)"
+    code = main(["trace", "--no-measure", "--out", str(tmp_path / "t"), "--", sys.executable, "-c", show])
+    injected, site = capfd.readouterr().out.splitlines()[0].split(" ")
+    assert code == 0 and injected == "None" and site == str(build.SOURCE_DIR / "fallback" / "sitecustomize.py")
+    code = main(["trace", "--no-measure", "--out", str(tmp_path / "u"), "--", "sh", "-c", "true"])
+    assert code == 3 and "(BISECT_SMEM_COLLECTOR=python)" in one_error(capfd.readouterr().err)
+
+
 def test_python_commands_get_the_ctypes_collector_without_a_compiler(tmp_path: Path, cupti: None,
                                                                      monkeypatch: pytest.MonkeyPatch,
                                                                      capfd: pytest.CaptureFixture[str]) -> None:
@@ -150,7 +172,7 @@ def test_python_commands_get_the_ctypes_collector_without_a_compiler(tmp_path: P
 
 def test_the_summary_names_the_cutlass_kernel_and_what_fit_says(recorded: Path,
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
-    from bisect_smem.devices.collector.demangle import demangler
+    from bisect_smem.analysis.demangle import demangler
 
     if demangler() is None:
         pytest.skip("no c++filt to demangle with")
@@ -185,6 +207,7 @@ def test_from_explains_against_the_limits_recorded_with_the_trace(tmp_path: Path
     assert replayed == live.removesuffix(kept) + "  (limits as recorded with the trace, in limits.json)\n"
     recorded = json.loads((out / "limits.json").read_text())
     assert recorded["here"]["optin_limit_bytes"] == 101376 and recorded["here"]["compute_capability"] == [12, 0]
+    assert (out / "limits.json").stat().st_mode & 0o777 == 0o600  # as private as the trace beside it
     # The folder now holds a trace: a second trace into it is refused, and leaves it as it is.
     code, _, err = run_main(["trace", "--no-measure", "--out", str(out), "--", "true"], capsys)
     assert code == 2 and "already holds a trace" in one_error(err)

@@ -5,34 +5,22 @@ explain each shared-memory request it made against the GPU's measured limits and
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import shutil
-import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from bisect_smem.analysis.fit.targets import Target, target_from_record, target_record
-from bisect_smem.analysis.trace import Explained, explain, fit_advice
+from bisect_smem.analysis.fit.targets import Target, target_from_record
+from bisect_smem.analysis.trace import Explained, explain
 from bisect_smem.app.cli.commands import SUBCOMMANDS
 from bisect_smem.app.outputs import stderr, writer
 from bisect_smem.app.render.trace import render_json, render_text, skipped_lines
-from bisect_smem.app.run import fit_targets, notices, trace_folder
-from bisect_smem.app.run.traced import INJECTION, CommandNotStarted, run_traced
+from bisect_smem.app.run import fit_targets, trace_folder, tracing
+from bisect_smem.app.run.trace_folder import LIMITS_FILE, LIMITS_FORMAT
 from bisect_smem.core import input as reader
 from bisect_smem.core.errors import BisectSmemError, ExitCode, UsageError
 from bisect_smem.core.profiles import ArchProfile
 from bisect_smem.core.trace_read import read_trace
-from bisect_smem.devices.collector import build, libcupti
-from bisect_smem.devices.collector.demangle import demangle_all
-from bisect_smem.devices.collector.environment import NOTIFY, TRACE_DIR
 
 HELP = SUBCOMMANDS["trace"]
-# The limits a trace was explained against, kept beside its JSON lines: --from explains it the same way on any
-# machine, rather than against whatever GPU that machine has.
-LIMITS_FILE = "limits.json"
-LIMITS_FORMAT = 1
-COLLECTOR_CHOICE = "BISECT_SMEM_COLLECTOR"  # "python": the ctypes collector even where cc builds the C one
 EXIT_HELP = """exit codes:
   N    the command's own exit code (128+N when signal N ended it), whatever its trace holds; the trace is
        kept under --out, or in a new numbered folder (./bisect-smem-trace-1, -2, ...), which the summary
@@ -48,12 +36,6 @@ A process in which another CUPTI subscriber was first runs untraced: the summary
 """
 
 
-class TraceUnavailable(BisectSmemError):
-    """The collector cannot run here: no libcupti, or it cannot be built (exit 3)."""
-
-    exit_code = ExitCode.NO_GPU
-
-
 @dataclass(frozen=True)
 class TraceQuery:
     """What ``trace`` is asked, parsed once."""
@@ -61,11 +43,9 @@ class TraceQuery:
     command: tuple[str, ...]
     out: Path | None  # None: a new numbered folder
     replay: bool  # --from: explain a trace recorded before
-    report: str | None
+    here: tracing.HereAsked  # --report, --simulate, --no-measure
     arch: tuple[ArchProfile, ...]
     targets: tuple[str, ...]
-    simulate: tuple[str, ...]
-    measure: bool
     strict: bool
     json: str | None
 
@@ -103,8 +83,9 @@ def parse(args: argparse.Namespace) -> TraceQuery:
         raise UsageError("trace needs a command: bisect-smem trace [options] -- COMMAND [ARGS...]")
     named = args.replay or args.out
     out = Path(named) if named else None
-    return TraceQuery(tuple(command), out, bool(args.replay), args.report, tuple(fit_targets.published(args.arch, True)),
-                      tuple(args.target or ()), tuple(args.simulate or ()), not args.no_measure, args.strict, args.json)
+    here = tracing.HereAsked(args.report, tuple(args.simulate or ()), not args.no_measure)
+    return TraceQuery(tuple(command), out, bool(args.replay), here, tuple(fit_targets.published(args.arch, True)),
+                      tuple(args.target or ()), args.strict, args.json)
 
 
 def run(args: argparse.Namespace) -> tuple[str, int]:
@@ -117,18 +98,18 @@ def run(args: argparse.Namespace) -> tuple[str, int]:
         here, note = here_target(q)
         text, refused = summary(q, q.out, here, others, note, json_path)
         return text, ExitCode.MISMATCH if q.strict and refused else 0
-    folder, here, note, code = traced(q)
+    ran = tracing.run_command(q.command, q.out, q.here, stderr.say)
     try:
-        text, refused = summary(q, folder, here, others, note, json_path)
+        text, refused = summary(q, ran.folder, ran.here, others, ran.note, json_path)
     except (BisectSmemError, OSError, MemoryError) as exc:  # the command ran: its exit code stands
-        stderr.say(f"the trace in {folder} could not be explained: {exc or type(exc).__name__}", "warning")
-        return "", code
-    kept = f"the trace is kept in {folder}"
+        stderr.say(f"the trace in {ran.folder} could not be explained: {exc or type(exc).__name__}", "warning")
+        return "", ran.exit_code
+    kept = f"the trace is kept in {ran.folder}"
     if q.json == "-":
         stderr.say(f"bisect-smem trace: {kept}")
     else:
         text += f"  ({kept})\n"
-    return text, ExitCode.MISMATCH if q.strict and code == 0 and refused else code
+    return text, ExitCode.MISMATCH if q.strict and ran.exit_code == 0 and refused else ran.exit_code
 
 
 def summary(q: TraceQuery, folder: Path, here: Target | None, others: list[Target], note: str | None,
@@ -144,54 +125,13 @@ def summary(q: TraceQuery, folder: Path, here: Target | None, others: list[Targe
     return text, bool(explained.refusals)
 
 
-def traced(q: TraceQuery) -> tuple[Path, Target | None, str | None, int]:
-    """Run the command traced: its folder, the limits it was explained against (and a note on them), and its
-    exit code. What would refuse the command is said before the folder is claimed or anything measured."""
-    env, cupti = environment(q.command)
-    claimed = trace_folder.claim(q.out, q.command)
-    try:
-        here, note = here_target(q)
-        if here is not None:
-            claimed.written.append(LIMITS_FILE)
-            record_limits(claimed.path, here)
-    except BaseException:
-        claimed.release()
-        raise
-    try:
-        with notices.Listener(claimed.path) as listener:
-            env = {**env, TRACE_DIR: str(claimed.path), **({NOTIFY: listener.name} if listener.name else {})}
-            stderr.say(f"bisect-smem trace: {cupti}")
-            code = run_traced(q.command, env, alongside=listener.receiving())
-    except CommandNotStarted:
-        claimed.release()  # nothing ran in it: the same --out may be given again
-        raise
-    return claimed.path, here, note, code
-
-
 def here_target(q: TraceQuery) -> tuple[Target | None, str | None]:
-    """The limits of the GPU the command runs on: --report, --simulate, the limits recorded with a trace read
-    with --from, or measured now, before the command (never for --from: that GPU may not be the one it ran on)."""
-    if q.report:
-        here = fit_targets.file_targets(q.report, "--report")[0]  # the GPU the command runs on is the report's first
-        model = (here.short or "").replace(here.driver_version or "\0", "").strip()
-        return replace(here, short=model or here.short), None
-    if q.replay and not q.simulate:
+    """The limits a trace read with --from is explained against: --report, --simulate, else those recorded with
+    it (never measured now: this GPU may not be the one it ran on)."""
+    if not q.here.report and not q.here.simulate:
         assert q.out is not None  # noqa: S101 - parse gives --from its folder
         return recorded_limits(q.out)
-    if not q.simulate and not q.measure:
-        return None, None
-    devices, note = fit_targets.local_devices(q.simulate, True)
-    if not devices:
-        return None, note
-    return replace(Target.from_report(devices[0]), short=devices[0].name), note
-
-
-def record_limits(out: Path, here: Target) -> None:
-    """Keep ``here`` beside the trace in ``out``, for --from."""
-    document = {"format": LIMITS_FORMAT, "here": target_record(here)}
-    writer.write_atomic(out / LIMITS_FILE, json.dumps(document, indent=1) + "\n", exclusive=True,
-                        what="the trace's limits")
-    os.chmod(out / LIMITS_FILE, trace_folder.FILE_MODE)
+    return tracing.here_limits(replace(q.here, measure=False))
 
 
 def recorded_limits(folder: Path) -> tuple[Target | None, str | None]:
@@ -214,49 +154,10 @@ def other_targets(q: TraceQuery) -> list[Target]:
     return fit_targets.targets(q.arch, q.targets, (), False)[0]
 
 
-def environment(command: tuple[str, ...]) -> tuple[dict[str, str], str]:
-    """The command's environment: the tool's, with the collector and libcupti named (the trace folder and the
-    notify socket are added once claimed), and the line that says which libcupti and why. The C collector goes
-    in through CUDA_INJECTION64_PATH; where none can be built (no compiler, or BISECT_SMEM_COLLECTOR=python), a
-    Python command gets the ctypes one through PYTHONPATH."""
-    if os.environ.get(INJECTION):
-        raise UsageError(f"{INJECTION} is already set ({os.environ[INJECTION]}): another tool injects itself into "
-                         "CUDA processes; trace does not run the command untraced: unset it, or run without trace")
-    choice = libcupti.choose([*libcupti.command_site_packages(command), *sys.path])
-    if choice.found is None:
-        raise TraceUnavailable(choice.says)
-    env = {**os.environ, libcupti.OVERRIDE: choice.found.path}
-    try:
-        if os.environ.get(COLLECTOR_CHOICE) == "python":
-            raise build.CollectorBuildError(f"{COLLECTOR_CHOICE}=python")
-        return {**env, INJECTION: str(build.collector_library())}, choice.says
-    except build.CollectorBuildError as exc:
-        if not _is_python(command):
-            raise TraceUnavailable(f"the collector cannot be built ({exc}): install a C compiler (cc); without one "
-                                   "only Python commands are traced") from None
-    fallback = str(build.SOURCE_DIR / "fallback")
-    return {**env, "PYTHONPATH": os.pathsep.join(filter(None, [fallback, os.environ.get("PYTHONPATH")]))}, choice.says
-
-
-def _is_python(command: tuple[str, ...]) -> bool:
-    """A Python interpreter, or a script whose first line names one."""
-    if "python" in Path(command[0]).name:
-        return True
-    found = shutil.which(command[0])
-    try:
-        with open(found or command[0], "rb") as script:
-            return script.read(2) == b"#!" and b"python" in script.readline()
-    except OSError:
-        return False
-
-
 def explain_folder(folder: Path, here: Target | None, others: list[Target]) -> Explained:
     """The trace under ``folder``, read, demangled and explained; what could not be read is said on stderr,
     one line per kind."""
     trace = read_trace(folder)
     for line in skipped_lines(trace.skipped):
         stderr.say(line, "warning")
-    names = demangle_all([a.kernel for a in trace.attribute_sets if a.kernel] +
-                         [lnch.kernel for lnch in trace.launches if lnch.kernel] +
-                         [p.kernel for p in trace.past_table if p.kernel])
-    return explain(trace, here, others, lambda n: names.get(n, n), fit_advice)
+    return explain(trace, here, others)

@@ -1,8 +1,8 @@
 """The published JSON Schemas of the files the tool writes, generated from the dataclasses each is built
 from: the report (``bisect_smem/report/v1``), the baseline (``bisect_smem/baseline/v1``), the fit
-result (``bisect_smem/fit/v1``), the published table (``bisect_smem/profiles/v1``) and the merged fleet
-(``bisect_smem/merge/v1``); the check's (``bisect_smem/check/v1``), written here from its few fields; and
-the trace summary's (``bisect_smem/trace/v2``), declared in trace_schema.py. ``bisect_smem/schemas/*.vN.json``
+result (``bisect_smem/fit/v1``), the published table (``bisect_smem/profiles/v1``), the merged fleet
+(``bisect_smem/merge/v1``) and the trace summary (``bisect_smem/trace/v2``, in trace_schema.py); the check's
+(``bisect_smem/check/v1``), written here from its few fields. ``bisect_smem/schemas/*.vN.json``
 holds them as package data; a test
 regenerates them and fails when a file and the model drift apart (``make generated`` rewrites them).
 """
@@ -17,12 +17,12 @@ from bisect_smem.analysis.fit.explain import Explained
 from bisect_smem.analysis.fit.rules import gemm_schema
 from bisect_smem.analysis.fit.targets import FitRequest, FitResult
 from bisect_smem.analysis.merge import Group, Unmeasured, Unreadable
-from bisect_smem.app.outputs.trace_schema import TRACE_SCHEMA
+from bisect_smem.app.outputs.trace_schema import trace_schema
 from bisect_smem.app.render.check import CHECK_SCHEMA, CHECK_VERDICTS, MAX_LINE_BYTES
 from bisect_smem.app.render.fleet import MERGE_SCHEMA
 from bisect_smem.app.render.profiles import PROFILES_SCHEMA
 from bisect_smem.core.errors import ExitCode
-from bisect_smem.core.json_schema import definition_of, document, generate, without_type_lists
+from bisect_smem.core.json_schema import definition_of, document, generate
 from bisect_smem.core.levels import LEVELS
 from bisect_smem.core.model import BASELINE_SCHEMA, REPORT_SCHEMA, DeviceReport, Report
 from bisect_smem.core.profiles import ArchProfile
@@ -132,9 +132,9 @@ def check_schema() -> dict[str, Any]:
 
 
 def generated() -> dict[str, dict[str, Any]]:
-    """Every schema, by kind, as generated from the model now (the trace summary's from its declaration)."""
+    """Every schema, by kind, as generated from the model now."""
     return {"report": report_schema(), "fit": fit_schema(), "baseline": baseline_schema(),
-            "trace": without_type_lists(TRACE_SCHEMA), "profiles": profiles_schema(), "merge": merge_schema(),
+            "trace": trace_schema(), "profiles": profiles_schema(), "merge": merge_schema(),
             "check": check_schema()}
 
 

@@ -1,20 +1,27 @@
 """A trace, explained, as text within 100 columns (processes, kernels, attribute sets, refusals worst first
 with their causes, kernels that would not fit on the other targets) and as the JSON summary of schema
-trace.v2. Identical requests are one line with a count."""
+trace.v2, whose records are the frozen dataclasses below (TraceSummary and what it holds): the summary is made
+of them, and its published schema is generated from them (outputs/trace_schema.py). Identical requests are
+one line with a count."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import operator
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from bisect_smem.analysis.trace import Cause, Explained, Limit, Request, shorten
+from bisect_smem.analysis.trace import Cause, Explained, Limit, PastTableKernel, Request, Setting, shorten
 from bisect_smem.core.hardware import (
     DEFAULT_SMEM_PER_BLOCK_BYTES,
     MAX_REGISTERS_PER_BLOCK,
     MAX_THREADS_PER_BLOCK,
     block_registers,
 )
-from bisect_smem.core.trace_events import Skipped
+from bisect_smem.core.trace_events import Skip, Skipped
 
 WIDTH = 100
 TRACE_SCHEMA = "bisect_smem/trace/v2"
@@ -202,43 +209,140 @@ def skipped_lines(skipped: tuple[Skipped, ...]) -> list[str]:
     return [f"{s.kind.value}: {s.count} skipped (the first: {s.first})" for s in skipped]
 
 
-def _limit_json(lim: Limit | None) -> dict[str, Any] | None:
-    if lim is None:
-        return None
-    return {"target": lim.target, "kind": lim.kind, "optin_limit_bytes": lim.optin_limit_bytes,
-            "accepts_bytes": lim.accepts_bytes, "over_bytes": lim.over_bytes, "fits": lim.fits}
+@dataclass(frozen=True, slots=True)
+class UntracedProcess:
+    """A process the collector could not trace, and why."""
+
+    pid: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class UnwritableTrace:
+    """A process whose collector could not write its trace: its errno, in words, and the file it tried."""
+
+    pid: int
+    errno: int
+    reason: str
+    path: str
+    command: str
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedLines:
+    """Lines or files of the trace of one kind that could not be read."""
+
+    kind: str
+    description: str
+    count: int
+    first: str  # the file (and line) of the first
+
+
+@dataclass(frozen=True, slots=True)
+class RequestMade:
+    """One distinct request: an attribute set of MaxDynamicSharedMemorySize, or a launch or graph node with
+    dynamic shared memory, with the limits it met and, for a refusal, its cause."""
+
+    pid: int
+    kind: str
+    api: str
+    kernel: str | None
+    readable: str | None
+    requested_bytes: int
+    static_bytes: int | None
+    result: str
+    refused: bool
+    count: int
+    block: tuple[int, int, int] | None
+    cluster: tuple[int, int, int] | None
+    here: Limit | None
+    elsewhere: tuple[Limit, ...]
+    fit: str | None
+    processes: int
+    cause: str | None
+    kernel_limit_bytes: int | None
+    max_threads: int | None
+    registers: int | None
+    graph_nodes: int
+
+
+@dataclass(frozen=True, slots=True)
+class TraceSummary:
+    """Every shared-memory request a traced command's CUDA processes made, explained against the limits of the
+    GPU it ran on and of the other targets asked for, and what fit's library rules (CUTLASS, Triton) say of a
+    kernel its name describes; identical requests are one entry with a count. Fields are only ever added."""
+
+    schema: str
+    processes: int
+    untraced: tuple[UntracedProcess, ...]
+    cupti_libraries: tuple[str, ...]
+    kernels: int
+    limits: str | None
+    targets: tuple[str, ...]
+    torn_lines: int
+    past_table: tuple[PastTableKernel, ...]
+    unwritable: tuple[UnwritableTrace, ...]
+    skipped: tuple[SkippedLines, ...]
+    requests: tuple[RequestMade, ...]
+    settings: tuple[Setting, ...]
+
+
+def skip_kind(kind: Skip) -> str:
+    """A kind of skipped line as the JSON names it."""
+    return kind.name.lower()
+
+
+def _request_made(r: Request) -> RequestMade:
+    return RequestMade(r.pid, r.kind, r.api, r.kernel, r.readable, r.requested_bytes, r.static_bytes, r.result,
+                       r.refused, r.count, r.block, r.cluster, r.here, r.elsewhere, "; ".join(r.fit) if r.fit else None,
+                       r.processes, r.cause.value if r.cause else None, r.kernel_limit_bytes, r.max_threads,
+                       r.registers, r.graph_nodes)
+
+
+def summary(e: Explained) -> TraceSummary:
+    """The JSON summary's records: every request with its whole names, the limits it met, the counts."""
+    return TraceSummary(
+        TRACE_SCHEMA, e.processes, tuple(UntracedProcess(pid, why) for pid, why in e.untraced),
+        e.cupti_libraries, e.kernels, e.here, e.targets, e.torn_lines, e.past_table,
+        tuple(UnwritableTrace(n.pid, n.errno, n.reason, n.path, n.command) for n in e.unwritable),
+        tuple(SkippedLines(skip_kind(s.kind), s.kind.value, s.count, s.first) for s in e.skipped),
+        tuple(map(_request_made, e.requests)), e.settings)
+
+
+def _holds_records(annotation: Any) -> bool:
+    return dataclasses.is_dataclass(annotation) or any(map(_holds_records, typing.get_args(annotation)))
+
+
+_Layout = tuple[Callable[[Any], tuple[Any, ...]], tuple[str, ...], tuple[str, ...]]
+_LAYOUTS: dict[type, _Layout] = {}
+
+
+def _layout(record: type) -> _Layout:
+    """A record type's field values getter, its field names, and the fields that hold records."""
+    hints = typing.get_type_hints(record)
+    names = tuple(f.name for f in dataclasses.fields(record))
+    _LAYOUTS[record] = operator.attrgetter(*names), names, tuple(n for n in names if _holds_records(hints[n]))
+    return _LAYOUTS[record]
+
+
+def _plain(record: Any) -> dict[str, Any]:
+    """A record as a dict, the records in it too (a tuple of numbers stays a tuple, which every JSON encoder
+    writes as an array). Each record type is laid out once and read by attrgetter: a summary may hold a
+    hundred thousand requests."""
+    values, names, nested = _LAYOUTS.get(type(record)) or _layout(type(record))
+    plain = dict(zip(names, values(record), strict=True))
+    for name in nested:
+        value = plain[name]
+        if type(value) is tuple:
+            plain[name] = [_plain(v) for v in value]
+        elif value is not None:
+            plain[name] = _plain(value)
+    return plain
 
 
 def to_json(e: Explained) -> dict[str, Any]:
-    """The JSON summary: every request with its whole names, the limits it met, the counts."""
-    return {
-        "schema": TRACE_SCHEMA,
-        "processes": e.processes,
-        "untraced": [{"pid": pid, "reason": why} for pid, why in e.untraced],
-        "cupti_libraries": list(e.cupti_libraries),
-        "kernels": e.kernels,
-        "limits": e.here,
-        "targets": list(e.targets),
-        "torn_lines": e.torn_lines,
-        "past_table": [{"kernel": p.kernel, "readable": p.readable, "count": p.count, "processes": p.processes}
-                       for p in e.past_table],
-        "unwritable": [{"pid": n.pid, "errno": n.errno, "reason": n.reason, "path": n.path, "command": n.command}
-                       for n in e.unwritable],
-        "skipped": [{"kind": s.kind.name.lower(), "description": s.kind.value, "count": s.count, "first": s.first}
-                    for s in e.skipped],
-        "requests": [{"pid": r.pid, "kind": r.kind, "api": r.api, "kernel": r.kernel, "readable": r.readable,
-                      "requested_bytes": r.requested_bytes, "static_bytes": r.static_bytes, "result": r.result,
-                      "refused": r.refused, "count": r.count, "block": list(r.block) if r.block else None,
-                      "cluster": list(r.cluster) if r.cluster else None, "here": _limit_json(r.here),
-                      "elsewhere": [_limit_json(lim) for lim in r.elsewhere],
-                      "fit": "; ".join(r.fit) if r.fit else None, "processes": r.processes,
-                      "cause": r.cause.value if r.cause else None, "kernel_limit_bytes": r.kernel_limit_bytes,
-                      "max_threads": r.max_threads, "registers": r.registers, "graph_nodes": r.graph_nodes}
-                     for r in e.requests],
-        "settings": [{"pid": s.pid, "api": s.api, "kernel": s.kernel, "readable": s.readable, "attribute": s.attribute,
-                      "value": s.value, "result": s.result, "refused": s.refused, "count": s.count}
-                     for s in e.settings],
-    }
+    """The JSON summary as plain values."""
+    return _plain(summary(e))
 
 
 def render_json(e: Explained) -> str:

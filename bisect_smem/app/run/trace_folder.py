@@ -2,7 +2,9 @@
 folder in the working directory (bisect-smem-trace-1, -2, ..., one more than the highest there, as nsys numbers
 its reports). The claim is a file (CLAIM) made with O_EXCL before anything runs, so of two traces started into
 one folder exactly one gets it, and a folder that holds a trace, running or done, is never written to again.
-The folder is made 0700 and the claim 0600: the files of a trace hold full command lines."""
+The folder is made 0700 and the claim 0600: the files of a trace hold full command lines. Beside the claim,
+LIMITS_FILE keeps the limits the trace is explained against, so that ``--from`` explains it the same way on any
+machine rather than against whatever GPU that machine has."""
 
 from __future__ import annotations
 
@@ -14,14 +16,18 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from bisect_smem.core.errors import UsageError
+from bisect_smem.analysis.fit.targets import Target, target_record
+from bisect_smem.core.atomic import replace_atomically
+from bisect_smem.core.errors import OutputError, UsageError
 from bisect_smem.devices.collector.environment import DIR_BYTES
 
 STEM = "bisect-smem-trace"
 CLAIM = "trace.json"
 CLAIM_FORMAT = 1
+LIMITS_FILE = "limits.json"
+LIMITS_FORMAT = 1
 FOLDER_MODE, FILE_MODE = 0o700, 0o600
-OLDER_TRACE = ("*.jsonl", "limits.json")  # what a folder traced into before the claim file existed holds
+OLDER_TRACE = ("*.jsonl", LIMITS_FILE)  # what a folder traced into before the claim file existed holds
 _NUMBERED = re.compile(rf"{re.escape(STEM)}-(\d{{1,9}})")
 
 
@@ -40,6 +46,18 @@ class Claimed:
         if self.made:
             with contextlib.suppress(OSError):
                 self.path.rmdir()
+
+
+def record_limits(claimed: Claimed, here: Target) -> None:
+    """Keep ``here`` beside the trace in ``claimed``, for --from (LIMITS_FORMAT); an OutputError where it cannot
+    be written."""
+    path = claimed.path / LIMITS_FILE
+    claimed.written.append(LIMITS_FILE)
+    document = {"format": LIMITS_FORMAT, "here": target_record(here)}
+    try:
+        replace_atomically(path, (json.dumps(document, indent=1) + "\n").encode(), exclusive=True, mode=FILE_MODE)
+    except OSError as exc:
+        raise OutputError(f"cannot write the trace's limits to {path}: {exc.strerror or exc}") from None
 
 
 def held_message(folder: Path) -> str:

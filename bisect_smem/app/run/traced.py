@@ -24,24 +24,14 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from types import FrameType
 
-from bisect_smem.core.errors import UsageError
+from bisect_smem.core.errors import CommandNotExecutable, CommandNotFound
 
 INJECTION = "CUDA_INJECTION64_PATH"
 RELAYED = tuple(getattr(signal, name) for name in (
     "SIGHUP", "SIGINT", "SIGQUIT", "SIGTERM", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGVTALRM", "SIGPROF", "SIGXCPU",
     "SIGPWR", "SIGTSTP") if hasattr(signal, name))
 TERMINAL_STOPS = (signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU)  # the stops a job-control shell resumes
-NOT_FOUND, NOT_EXECUTABLE = 127, 126  # as env(1), timeout(1) and the shells say it
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
-
-
-class CommandNotStarted(UsageError):
-    """The command could not be started: exit 127 (not found) or 126 (found, not executable), as the shells
-    say it."""
-
-    def __init__(self, message: str, code: int) -> None:
-        super().__init__(message)
-        self.exit_code = code  # type: ignore[misc]
 
 
 @contextlib.contextmanager
@@ -116,11 +106,11 @@ def _start(command: Sequence[str], environment: Mapping[str, str], terminal_fd: 
         return subprocess.Popen(list(command), env=dict(environment),  # noqa: S603 - the user's own command
                                 preexec_fn=_child_setup(terminal_fd, os.getpid()))  # noqa: PLW1509 - no threads yet
     except FileNotFoundError:
-        raise CommandNotStarted(f"{command[0]}: command not found", NOT_FOUND) from None
+        raise CommandNotFound(f"{command[0]}: command not found") from None
     except PermissionError:
-        raise CommandNotStarted(f"{command[0]}: permission denied (not executable)", NOT_EXECUTABLE) from None
+        raise CommandNotExecutable(f"{command[0]}: permission denied (not executable)") from None
     except OSError as exc:
-        raise CommandNotStarted(f"{command[0]}: cannot run it: {exc.strerror or exc}", NOT_EXECUTABLE) from None
+        raise CommandNotExecutable(f"{command[0]}: cannot run it: {exc.strerror or exc}") from None
 
 
 class _Relay:

@@ -1,5 +1,6 @@
-"""Kernel names made readable: the system's C++ demangler (c++filt, binutils), all names in one call.
-Where there is none, a name stays as the driver gave it (mangled), which is still exact."""
+"""Kernel names made readable for the explanation of a trace: the system's C++ demangler (c++filt, binutils),
+all names in one call. Where there is none, a name stays as the driver gave it (mangled), which is still
+exact."""
 
 from __future__ import annotations
 
