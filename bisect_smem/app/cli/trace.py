@@ -5,33 +5,25 @@ explain each shared-memory request it made against the GPU's measured limits and
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from bisect_smem.analysis.fit.targets import Target, target_from_record, target_record
-from bisect_smem.analysis.trace import Explained, explain, fit_advice
+from bisect_smem.analysis.fit.targets import Target
 from bisect_smem.app.cli.commands import SUBCOMMANDS
 from bisect_smem.app.outputs import stderr, writer
 from bisect_smem.app.render.trace import render_json, render_text, skipped_lines
 from bisect_smem.app.run import fit_targets, notices, trace_folder
+from bisect_smem.app.run.trace_explain import LIMITS_FILE, explain_folder, limits_document, recorded_limits
 from bisect_smem.app.run.traced import INJECTION, CommandNotStarted, run_traced
-from bisect_smem.core import input as reader
 from bisect_smem.core.errors import BisectSmemError, ExitCode, UsageError
 from bisect_smem.core.profiles import ArchProfile
-from bisect_smem.core.trace_read import read_trace
 from bisect_smem.devices.collector import build, libcupti
-from bisect_smem.devices.collector.demangle import demangle_all
 from bisect_smem.devices.collector.environment import NOTIFY, TRACE_DIR
 
 HELP = SUBCOMMANDS["trace"]
-# The limits a trace was explained against, kept beside its JSON lines: --from explains it the same way on any
-# machine, rather than against whatever GPU that machine has.
-LIMITS_FILE = "limits.json"
-LIMITS_FORMAT = 1
 COLLECTOR_CHOICE = "BISECT_SMEM_COLLECTOR"  # "python": the ctypes collector even where cc builds the C one
 EXIT_HELP = """exit codes:
   N    the command's own exit code (128+N when signal N ended it), whatever its trace holds; the trace is
@@ -136,6 +128,8 @@ def summary(q: TraceQuery, folder: Path, here: Target | None, others: list[Targe
     """The summary of the trace in ``folder`` (text, or JSON for ``--json -``), written to ``--json``'s file,
     and whether a request was refused."""
     explained = explain_folder(folder, here, others)
+    for line in skipped_lines(explained.skipped):
+        stderr.say(line, "warning")
     text = render_json(explained) if q.json == "-" else render_text(explained)
     if note and q.json != "-":
         text += f"  ({note})\n"
@@ -188,25 +182,9 @@ def here_target(q: TraceQuery) -> tuple[Target | None, str | None]:
 
 def record_limits(out: Path, here: Target) -> None:
     """Keep ``here`` beside the trace in ``out``, for --from."""
-    document = {"format": LIMITS_FORMAT, "here": target_record(here)}
-    writer.write_atomic(out / LIMITS_FILE, json.dumps(document, indent=1) + "\n", exclusive=True,
+    writer.write_atomic(out / LIMITS_FILE, limits_document(here), exclusive=True,
                         what="the trace's limits")
     os.chmod(out / LIMITS_FILE, trace_folder.FILE_MODE)
-
-
-def recorded_limits(folder: Path) -> tuple[Target | None, str | None]:
-    """The limits recorded with the trace in ``folder``; None, and why, where it has none."""
-    path = folder / LIMITS_FILE
-    if not path.exists():
-        return None, "no limits were recorded with this trace: give --report or --simulate"
-    try:
-        document = reader.parse_json(reader.read_file(path, 1 << 20).data)
-    except reader.InputError as exc:
-        raise UsageError(f"{path}: {exc}") from None
-    if not isinstance(document, dict) or document.get("format") != LIMITS_FORMAT or set(document) != {"format", "here"}:
-        raise UsageError(f"{path}: not the limits trace records (format {LIMITS_FORMAT})")
-    here = target_from_record(document["here"], str(path))
-    return here, f"limits as recorded with the trace, in {LIMITS_FILE}"
 
 
 def other_targets(q: TraceQuery) -> list[Target]:
@@ -248,15 +226,3 @@ def _is_python(command: tuple[str, ...]) -> bool:
             return script.read(2) == b"#!" and b"python" in script.readline()
     except OSError:
         return False
-
-
-def explain_folder(folder: Path, here: Target | None, others: list[Target]) -> Explained:
-    """The trace under ``folder``, read, demangled and explained; what could not be read is said on stderr,
-    one line per kind."""
-    trace = read_trace(folder)
-    for line in skipped_lines(trace.skipped):
-        stderr.say(line, "warning")
-    names = demangle_all([a.kernel for a in trace.attribute_sets if a.kernel] +
-                         [lnch.kernel for lnch in trace.launches if lnch.kernel] +
-                         [p.kernel for p in trace.past_table if p.kernel])
-    return explain(trace, here, others, lambda n: names.get(n, n), fit_advice)
