@@ -5,8 +5,9 @@ The public API (``__all__``; everything else is private and may move): a device'
 architecture (``profile``, ``profiles``, ``published_limits``); whether a kernel fits them (``fit_bytes``,
 ``fit_cubin``, ``fit_tile``, ``fit_triton``, ``fit_launcher``, each returning a frozen ``Fit`` of one
 ``FitResult`` per kernel and target); and a recorded trace explained (``explain_trace``). Errors are
-``BisectSmemError``s: ``UsageError`` for a value that cannot be taken, ``BackendUnavailable`` where no GPU
-can measure, ``MeasurementError`` where a measurement could not be completed. See docs/api.md.
+``BisectSmemError``s: ``UsageError`` for a value that cannot be taken, ``BaselineError`` for a saved
+report or baseline that cannot be read, ``BackendUnavailable`` where no GPU can measure,
+``MeasurementError`` where a measurement could not be completed. See docs/api.md.
 
 The names are resolved on first use, so that ``import bisect_smem`` (and the command line, which imports
 it) loads nothing else.
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 __all__ = [
-    "ArchProfile", "BackendUnavailable", "BisectSmemError", "Fit", "FitResult", "MeasurementError", "Target",
+    "ArchProfile", "BackendUnavailable", "BaselineError", "BisectSmemError", "Fit", "FitResult", "MeasurementError", "Target",
     "TraceExplanation", "UsageError", "explain_trace", "fit_bytes", "fit_cubin", "fit_launcher", "fit_tile",
     "fit_triton", "measure_limits", "profile", "profiles", "published_limits", "read_limits",
 ]
@@ -28,6 +29,7 @@ if TYPE_CHECKING:  # deferred for type checkers only: at run time each name is l
     from bisect_smem.api import (
         ArchProfile,
         BackendUnavailable,
+        BaselineError,
         BisectSmemError,
         Fit,
         FitResult,

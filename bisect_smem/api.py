@@ -5,7 +5,8 @@ CUTLASS tile, a launcher's kernels, a Triton config), and a recorded trace expla
 
 Every function returns the frozen values the command line renders (Fit, FitResult, Target, ArchProfile, the
 trace's explanation) and raises only the project's exceptions: UsageError (exit 2) for a value it cannot
-take, with the value named; BackendUnavailable (exit 3) where no GPU or backend can measure; MeasurementError
+take, with the value named; BaselineError (exit 2) for a saved report or baseline that cannot be read;
+BackendUnavailable (exit 3) where no GPU or backend can measure; MeasurementError
 (exit 4) where a measurement could not be completed. ``import bisect_smem`` loads this module on first use.
 """
 
@@ -23,7 +24,7 @@ from bisect_smem.analysis.fit.rules import DEFAULT_RULE, RULES
 from bisect_smem.analysis.fit.targets import FitRequest, FitResult, Target
 from bisect_smem.analysis.fit.tiles import Tile
 from bisect_smem.app.run import fit_targets
-from bisect_smem.core.errors import BackendUnavailable, BisectSmemError, MeasurementError, UsageError
+from bisect_smem.core.errors import BackendUnavailable, BaselineError, BisectSmemError, MeasurementError, UsageError
 from bisect_smem.core.model import DeviceReport
 from bisect_smem.core.profiles import PROFILES, ArchProfile
 
@@ -31,7 +32,7 @@ if TYPE_CHECKING:  # deferred for type checkers only: at run time the trace's re
     from bisect_smem.analysis.trace import Explained as TraceExplanation
 
 __all__ = [
-    "ArchProfile", "BackendUnavailable", "BisectSmemError", "Fit", "FitResult", "MeasurementError", "Target",
+    "ArchProfile", "BackendUnavailable", "BaselineError", "BisectSmemError", "Fit", "FitResult", "MeasurementError", "Target",
     "TraceExplanation", "UsageError", "explain_trace", "fit_bytes", "fit_cubin", "fit_launcher", "fit_tile",
     "fit_triton", "measure_limits", "profile", "profiles", "published_limits", "read_limits",
 ]

@@ -48,6 +48,11 @@ class Fit:
         return bool(self.results) and all(r.verdict in FITS for r in self.results)
 
     @property
+    def fitting(self) -> tuple[FitResult, ...]:
+        """The results that fit (with or without opt-in): of a launcher's list, the kernels to keep."""
+        return tuple(r for r in self.results if r.verdict in FITS)
+
+    @property
     def fails(self) -> bool:
         """True when a result does not fit or does not build somewhere (the command's exit 1)."""
         return any(r.verdict in (DOES_NOT_FIT, DOES_NOT_BUILD) for r in self.results)
