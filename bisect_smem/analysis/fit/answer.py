@@ -28,8 +28,8 @@ class Fit:
     its own dynamic bytes, so only the static bytes and threads given beside it count there), where the sizes
     came from (``source``, a line), and the results, one per kernel and target. For a library's kernels,
     ``rule`` counted them (``kernels``, one per tile, or a launcher's ``listing``) with ``stages`` (None: the
-    library's automatic count); a listing also names its ``targets`` in order and why one has no kernel
-    (``none``, (target, why) pairs)."""
+    library's automatic count); a listing also names its ``targets`` in order and why a target has no kernel
+    (``no_kernels``, (target, why) pairs)."""
 
     request: FitRequest
     results: tuple[FitResult, ...]
@@ -39,7 +39,7 @@ class Fit:
     stages: int | None = None
     listing: Any = None
     targets: tuple[str, ...] = ()
-    none: tuple[tuple[str, str], ...] = ()
+    no_kernels: tuple[tuple[str, str], ...] = ()
 
     @property
     def fits(self) -> bool:

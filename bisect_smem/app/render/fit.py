@@ -29,7 +29,7 @@ def render_fit(fit: Fit, note: str | None, width: int = DEFAULT_WIDTH, verbose: 
     """A fit as a person reads it: the answer first, then the table and the notes (``note``: about the
     targets), every line within ``width``."""
     if fit.listing is not None:
-        body = render_listing(fit.source, list(fit.results), list(fit.targets), dict(fit.none), width)
+        body = render_listing(fit.source, list(fit.results), list(fit.targets), dict(fit.no_kernels), width)
         return wrapped("\n".join([body, *([note] if note else [])]), width) + "\n"
     if fit.rule is not None:
         body = render_gemm(fit.source, list(fit.results), verbose, width)

@@ -29,7 +29,7 @@ def fit_document(fit: Fit, note: str | None, explained: Explained | None = None,
     if fit.rule is not None:  # a library's kernels count their own dynamic bytes, one per tile and target
         request.update(dynamic_bytes=None, total_bytes=None)
     if fit.listing is not None:
-        note = "; ".join([*(f"{target}: none: {why}" for target, why in fit.none), *([note] if note else [])]) or None
+        note = "; ".join([*(f"{target}: none: {why}" for target, why in fit.no_kernels), *([note] if note else [])]) or None
     return {"schema": FIT_SCHEMA, "request": request, "source": fit.source, "note": note,
             "results": [to_jsonable(r) for r in fit.results], "gemm": _gemm(tiles if explained else fit),
             "explain": to_jsonable(explained), "alternatives": [to_jsonable(r) for r in tiles.results] if tiles else []}
