@@ -32,7 +32,6 @@ from bisect_smem.core.profiles import ArchProfile
 from bisect_smem.core.sizes import parse_count, parse_size, shown
 
 EXIT_FITS, EXIT_DOES_NOT_FIT, EXIT_INCOMPLETE = 0, 1, 4
-DEFAULT_THREADS = "128"
 
 
 @dataclass(frozen=True)
@@ -93,7 +92,7 @@ def parse_query(args: argparse.Namespace) -> FitQuery:
     if args.tile and args.threads is not None:
         raise UsageError("--threads applies to a size, not to --tile: a library's GEMM kernel sets its own block "
                          "size; drop --threads")
-    threads = parse_count(args.threads or DEFAULT_THREADS, "--threads")
+    threads = parse_count(args.threads, "--threads") if args.threads else api.DEFAULT_THREADS
     return FitQuery(dynamic, static, threads, Path(compiled) if compiled else None, bool(args.ptx), args.kernel,
                     kernels, explained, tuple(fit_targets.published(args.arch, bool(args.target))), tuple(args.target or ()),
                     tuple(args.simulate or ()), not (args.no_local or args.target or args.simulate), args.json,
@@ -196,7 +195,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     fit.add_argument("bytes", nargs="?", help="dynamic shared memory per block")
     fit.add_argument("--dynamic", metavar="BYTES", help="dynamic shared memory (with --cubin or --ptx)")
     fit.add_argument("--static", metavar="BYTES", help="static shared memory (default 0)")
-    fit.add_argument("--threads", metavar="N", help=f"threads per block (default {DEFAULT_THREADS}; not with --tile)")
+    fit.add_argument("--threads", metavar="N", help=f"threads per block (default {api.DEFAULT_THREADS}; not with --tile)")
     fit.add_argument("--cubin", action=Once, metavar="FILE", help="read the kernel's static shared memory from a cubin")
     fit.add_argument("--ptx", action=Once, metavar="FILE", help="read the kernel's static shared memory from PTX")
     fit.add_argument("--kernel", metavar="NAME", help="the kernel in --cubin/--ptx (a unique part of its name; "
