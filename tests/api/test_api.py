@@ -140,3 +140,30 @@ def test_bad_values_are_usage_errors_naming_them(call, says: str) -> None:
     with pytest.raises((UsageError, BaselineError), match=re.escape(says)) as raised:
         call()
     assert isinstance(raised.value, BisectSmemError) and raised.value.exit_code == 2
+
+
+def test_the_api_prints_and_writes_nothing() -> None:
+    # A library call says nothing on stdout or stderr and writes no file: it imports none of the wings that do.
+    source = (ROOT / "bisect_smem" / "api.py").read_text()
+    for wing in ("bisect_smem.app.cli", "bisect_smem.app.outputs", "bisect_smem.app.render"):
+        assert wing not in source
+
+
+@pytest.mark.parametrize("ptx", [False, True], ids=["cubin", "ptx"])
+def test_a_compiled_kernel_fits_as_fit_says(ptx: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.fit.test_fit import KERNELS
+    from tests.nvrtc import NvrtcUnavailable, compile_source
+
+    try:
+        ok, log, _, out = compile_source(KERNELS, "sm_90", [], cubin=not ptx)
+    except NvrtcUnavailable as exc:
+        pytest.fail(f"NVRTC must be installed for the compile checks: {exc}")
+    assert ok, log
+    path = tmp_path / ("kernels.ptx" if ptx else "kernels.cubin")
+    path.write_bytes(out.rstrip(b"\0") if ptx else out)
+    answer = bisect_smem.fit_cubin(path, "small", ptx=ptx, dynamic_bytes=1000, targets="sm_90")
+    document = _cli_json(["fit", "--ptx" if ptx else "--cubin", str(path), "--kernel", "small", "--dynamic", "1000",
+                          "--arch", "9.0", "--no-local"], capsys)
+    assert [to_jsonable(r) for r in answer.results] == document["results"]
+    assert answer.source == document["source"] and "static" in answer.source
+    assert answer.request.static_bytes > 0
