@@ -20,9 +20,10 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 __all__ = [
-    "ArchProfile", "BackendUnavailable", "BaselineError", "BisectSmemError", "Fit", "FitResult", "MeasurementError", "Target",
-    "TraceExplanation", "UsageError", "explain_trace", "fit_bytes", "fit_cubin", "fit_launcher", "fit_tile",
-    "fit_triton", "measure_limits", "profile", "profiles", "published_limits", "read_limits",
+    "ArchProfile", "BackendUnavailable", "BaselineError", "BisectSmemError", "Fit", "FitResult",
+    "MeasurementError", "Target", "TraceExplanation", "UsageError", "explain_trace", "fit_bytes", "fit_cubin",
+    "fit_launcher", "fit_tile", "fit_triton", "measure_limits", "profile", "profiles", "published_limits",
+    "read_limits",
 ]
 
 if TYPE_CHECKING:  # deferred for type checkers only: at run time each name is loaded on first use

@@ -6,8 +6,9 @@ CUTLASS tile, a launcher's kernels, a Triton config), and a recorded trace expla
 Every function returns the frozen values the command line renders (Fit, FitResult, Target, ArchProfile, the
 trace's explanation) and raises only the project's exceptions: UsageError (exit 2) for a value it cannot
 take, with the value named; BaselineError (exit 2) for a saved report or baseline that cannot be read;
-BackendUnavailable (exit 3) where no GPU or backend can measure; MeasurementError
-(exit 4) where a measurement could not be completed. ``import bisect_smem`` loads this module on first use.
+BackendUnavailable (exit 3) where no GPU or backend can measure; MeasurementError (exit 4) where a
+measurement could not be completed. ``import bisect_smem`` loads this module on first use; it prints
+nothing and writes no file.
 """
 
 from __future__ import annotations
@@ -32,9 +33,10 @@ if TYPE_CHECKING:  # deferred for type checkers only: at run time the trace's re
     from bisect_smem.analysis.trace import Explained as TraceExplanation
 
 __all__ = [
-    "ArchProfile", "BackendUnavailable", "BaselineError", "BisectSmemError", "Fit", "FitResult", "MeasurementError", "Target",
-    "TraceExplanation", "UsageError", "explain_trace", "fit_bytes", "fit_cubin", "fit_launcher", "fit_tile",
-    "fit_triton", "measure_limits", "profile", "profiles", "published_limits", "read_limits",
+    "ArchProfile", "BackendUnavailable", "BaselineError", "BisectSmemError", "Fit", "FitResult",
+    "MeasurementError", "Target", "TraceExplanation", "UsageError", "explain_trace", "fit_bytes", "fit_cubin",
+    "fit_launcher", "fit_tile", "fit_triton", "measure_limits", "profile", "profiles", "published_limits",
+    "read_limits",
 ]
 
 DEFAULT_THREADS = 128  # a launch's block size where none is given (a library's kernel sets its own)

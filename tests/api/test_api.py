@@ -23,9 +23,10 @@ from tests.paths import H200_REPORT, ROOT
 # The public names. A change here is a change of the API that users see: add a name with its docs/api.md
 # entry; never rename or drop one without a deprecation.
 PUBLIC = [
-    "ArchProfile", "BackendUnavailable", "BaselineError", "BisectSmemError", "Fit", "FitResult", "MeasurementError", "Target",
-    "TraceExplanation", "UsageError", "explain_trace", "fit_bytes", "fit_cubin", "fit_launcher", "fit_tile",
-    "fit_triton", "measure_limits", "profile", "profiles", "published_limits", "read_limits",
+    "ArchProfile", "BackendUnavailable", "BaselineError", "BisectSmemError", "Fit", "FitResult",
+    "MeasurementError", "Target", "TraceExplanation", "UsageError", "explain_trace", "fit_bytes", "fit_cubin",
+    "fit_launcher", "fit_tile", "fit_triton", "measure_limits", "profile", "profiles", "published_limits",
+    "read_limits",
 ]
 TRACE = ROOT / "tests/data/traces/h200_cutlass_gemm"
 

@@ -22,14 +22,16 @@ def _gemm(fit: Fit | None) -> dict[str, Any] | None:
             "stages": "auto" if fit.stages is None else fit.stages, **rule.json_fields(fit.kernels, fit.stages)}
 
 
-def fit_document(fit: Fit, note: str | None, explained: Explained | None = None, tiles: Fit | None = None) -> dict[str, Any]:
+def fit_document(fit: Fit, note: str | None, explained: Explained | None = None,
+                 tiles: Fit | None = None) -> dict[str, Any]:
     """The JSON document of ``fit``; with ``explained``, ``fit`` is of the size the message names and ``tiles``
     (when given) the tiles whose stage counts are shown beside it."""
     request = {**to_jsonable(fit.request), "total_bytes": fit.request.total_bytes}
     if fit.rule is not None:  # a library's kernels count their own dynamic bytes, one per tile and target
         request.update(dynamic_bytes=None, total_bytes=None)
     if fit.listing is not None:
-        note = "; ".join([*(f"{target}: none: {why}" for target, why in fit.no_kernels), *([note] if note else [])]) or None
+        none = [f"{target}: none: {why}" for target, why in fit.no_kernels]
+        note = "; ".join([*none, *([note] if note else [])]) or None
     return {"schema": FIT_SCHEMA, "request": request, "source": fit.source, "note": note,
             "results": [to_jsonable(r) for r in fit.results], "gemm": _gemm(tiles if explained else fit),
             "explain": to_jsonable(explained), "alternatives": [to_jsonable(r) for r in tiles.results] if tiles else []}
