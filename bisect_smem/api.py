@@ -240,6 +240,11 @@ def _options(rule: GemmRule, options: Mapping[str, object] | None) -> argparse.N
             value = str(value)  # as the command line gives it, for the rule's own check
         elif not isinstance(value, str):
             raise UsageError(f"{name} takes a string or a whole number (got {value!r})")
+        if action.type is not None and isinstance(value, str):  # as argparse converts the option's text
+            try:
+                value = action.type(value)
+            except (argparse.ArgumentTypeError, TypeError, ValueError) as exc:
+                raise UsageError(f"{name}: {exc} (got {value!r})") from None
         if action.choices is not None and value not in action.choices:
             raise UsageError(f"{name} must be one of {', '.join(map(str, action.choices))} (got {value!r})")
         given[name] = value

@@ -168,3 +168,18 @@ def test_a_compiled_kernel_fits_as_fit_says(ptx: bool, tmp_path: Path, capsys: p
     assert [to_jsonable(r) for r in answer.results] == document["results"]
     assert answer.source == document["source"] and "static" in answer.source
     assert answer.request.static_bytes > 0
+
+
+def test_a_third_librarys_rule_is_asked_through_the_api_by_its_own_options(monkeypatch: pytest.MonkeyPatch,
+                                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    from bisect_smem.analysis.fit.rules import RULES
+    from tests.fit.toy.rule import ToyRule
+
+    rule = ToyRule()
+    monkeypatch.setitem(RULES, rule.name, rule)  # the one registry line
+    answer = bisect_smem.fit_tile("128x128x64", library="toy", options={"toy_depth": 3}, targets="sm_90")
+    document = _cli_json(["fit", "--tile", "128x128x64", "--rule", "toy", "--toy-depth", "3", "--arch", "sm_90",
+                          "--no-local"], capsys)
+    assert [to_jsonable(r) for r in answer.results] == document["results"] and answer.source == "depth 3: Toy 0.1"
+    with pytest.raises(UsageError, match="Toy has no option 'warps'"):
+        bisect_smem.fit_tile("128x128x64", library="toy", options={"warps": 4})
