@@ -133,7 +133,9 @@ def test_other_families_and_operands_are_not_guessed(capsys: pytest.CaptureFixtu
     assert code == 1 and "grouped GEMM takes nvfp4, mxfp8 x mxfp4 (got mxfp8)" in out
 
 
-def test_the_worked_example_in_the_docs_is_this_output(capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_worked_example_in_the_docs_is_this_output(capsys: pytest.CaptureFixture[str],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "100")  # the width tools/doc_commands.py runs the docs' commands at
     text = (ROOT / "docs" / "fit.md").read_text()
     block = text.split("```console\n", 1)[1].split("```", 1)[0].splitlines()
     command, shown = block[0], block[1:]

@@ -1,56 +1,51 @@
-"""The ``fit`` subcommand: the command line parsed once into a frozen FitQuery, the kernel's sizes and
-the targets gathered, evaluated, and the text to print returned with the exit code. Called by cli.py
-only, which prints."""
+"""The ``fit`` subcommand: the command line parsed once into a frozen FitQuery (every bad value refused
+before anything is read or measured), the targets gathered, the public API asked (bisect_smem.api), and its
+Fit handed to render/ as text or JSON, with the exit code; a --json file goes out through the one writer.
+Called by main.py only, which prints."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from bisect_smem.analysis.fit import FIT_SCHEMA
-from bisect_smem.analysis.fit.compiled import cubin_static_smem, ptx_static
+from bisect_smem import api
+from bisect_smem.analysis.fit.answer import Fit
 from bisect_smem.analysis.fit.explain import Explained
 from bisect_smem.analysis.fit.rule import GemmRule
 from bisect_smem.analysis.fit.rules import DEFAULT_RULE, RULES
-from bisect_smem.analysis.fit.targets import (
-    DOES_NOT_BUILD,
-    DOES_NOT_FIT,
-    UNKNOWN,
-    FitRequest,
-    FitResult,
-    Target,
-    check_bound,
-    evaluate,
-)
+from bisect_smem.analysis.fit.targets import Target, check_bound
 from bisect_smem.analysis.fit.tiles import Tile
 from bisect_smem.app.cli.argtypes import Once, parse_stages
 from bisect_smem.app.cli.commands import SUBCOMMANDS
-from bisect_smem.app.cli.fit_listing import listing_answer
-from bisect_smem.app.outputs import writer
-from bisect_smem.app.render.fit import render, render_explain, render_gemm
+from bisect_smem.app.outputs import stderr, writer
+from bisect_smem.app.outputs.delivery import Delivery
+from bisect_smem.app.outputs.terminal import text_width
+from bisect_smem.app.render.fit import render_explained, render_fit
+from bisect_smem.app.render.fit_json import render_json
+from bisect_smem.app.render.width import wrapped
 from bisect_smem.app.run import fit_targets
-from bisect_smem.core.errors import BackendUnavailable, UsageError
-from bisect_smem.core.model import to_jsonable
+from bisect_smem.core.errors import UsageError
 from bisect_smem.core.profiles import ArchProfile
 from bisect_smem.core.sizes import parse_count, parse_size, shown
 
 EXIT_FITS, EXIT_DOES_NOT_FIT, EXIT_INCOMPLETE = 0, 1, 4
-DEFAULT_THREADS = "128"
 
 
 @dataclass(frozen=True)
 class Kernels:
-    """The GEMM kernels asked about (one per tile), the library rule that counts them, and the stages
-    (None: the library's automatic count)."""
+    """The GEMM kernels asked about: the library rule that counts them, its tiles (none: a launcher's list),
+    the operands' type, the stages (None: the library's automatic count) and the rule's own options given, by
+    name (``schedule``, ``launcher``)."""
 
     rule: GemmRule
-    items: tuple[Any, ...]
+    tiles: tuple[Tile, ...]
+    dtype: str | None
     stages: int | None
-    listing: Any = None  # without --tile: the rule's list of a launcher's kernels (items are then per target)
+    options: tuple[tuple[str, Any], ...]
+    listing: bool = False  # without --tile: every kernel of a launcher's list
 
 
 @dataclass(frozen=True)
@@ -89,7 +84,7 @@ def parse_query(args: argparse.Namespace) -> FitQuery:
         raise UsageError("--kernel names a kernel in --cubin or --ptx: add one of them or drop --kernel")
     if compiled and args.static is not None:
         raise UsageError("the static size comes from the compiled file: drop --static")
-    if not sources and not compiled and not (kernels is not None and kernels.listing is not None):
+    if not sources and not compiled and not (kernels is not None and kernels.listing):
         raise UsageError("fit needs a size: BYTES, --tile, --explain, or --cubin/--ptx with --kernel")
     text = args.bytes if args.bytes is not None else args.dynamic
     dynamic = parse_size(text, "dynamic size") if text is not None else None
@@ -97,7 +92,7 @@ def parse_query(args: argparse.Namespace) -> FitQuery:
     if args.tile and args.threads is not None:
         raise UsageError("--threads applies to a size, not to --tile: a library's GEMM kernel sets its own block "
                          "size; drop --threads")
-    threads = parse_count(args.threads or DEFAULT_THREADS, "--threads")
+    threads = parse_count(args.threads, "--threads") if args.threads else api.DEFAULT_THREADS
     return FitQuery(dynamic, static, threads, Path(compiled) if compiled else None, bool(args.ptx), args.kernel,
                     kernels, explained, tuple(fit_targets.published(args.arch, bool(args.target))), tuple(args.target or ()),
                     tuple(args.simulate or ()), not (args.no_local or args.target or args.simulate), args.json,
@@ -143,7 +138,8 @@ def parse_kernels(args: argparse.Namespace, explained: Explained | None) -> Kern
     # says otherwise.
     rule = RULES[args.rule or (explained.kind if explained is not None and explained.kind in RULES else DEFAULT_RULE)]
     _wrong_library(rule, args)
-    return Kernels(rule, rule.kernels(args, tiles, args.dtype, stages), stages)
+    rule.kernels(args, tiles, args.dtype, stages)  # every bad value refused now, before anything is measured
+    return Kernels(rule, tuple(tiles), args.dtype, stages, _own_options(rule, args))
 
 
 def _listing(args: argparse.Namespace) -> Kernels | None:
@@ -151,11 +147,16 @@ def _listing(args: argparse.Namespace) -> Kernels | None:
     them; None where none does."""
     stages = None if args.stages in (None, "auto") else args.stages
     for rule in ([RULES[args.rule]] if args.rule else RULES.values()):
-        listing = rule.listing(args, args.dtype, stages)
-        if listing is not None:
+        if rule.listing(args, args.dtype, stages) is not None:
             _wrong_library(rule, args)
-            return Kernels(rule, (), stages, listing)
+            return Kernels(rule, (), args.dtype, stages, _own_options(rule, args), listing=True)
     return None
+
+
+def _own_options(rule: GemmRule, args: argparse.Namespace) -> tuple[tuple[str, Any], ...]:
+    """``rule``'s own options that were given, by their argparse names (``--dtype-a`` is ``dtype_a``)."""
+    names = [option.lstrip("-").replace("-", "_") for option in rule.given(args)]
+    return tuple((name, getattr(args, name)) for name in names)
 
 
 def parse_explain(text: str) -> Explained:
@@ -177,42 +178,6 @@ def parse_explain(text: str) -> Explained:
     return Explained("bytes", required, None, ())
 
 
-def kernel_request(query: FitQuery) -> tuple[FitRequest, str]:
-    """The kernel's fixed sizes (FitRequest) and a line saying where they came from."""
-    notes = []
-    if query.explained is not None:
-        dynamic = query.explained.required_bytes
-    elif query.kernels is not None:
-        dynamic = 0
-        notes.append(query.kernels.rule.describe(query.kernels.items, query.kernels.stages))
-    else:
-        dynamic = query.dynamic or 0
-    static = query.static or 0
-    if query.compiled is not None:
-        name, static, how = read_static(query.compiled, query.kernel, query.ptx, ask_driver=query.local)
-        notes.append(f"static {static} B of {name}, {how}")
-    return FitRequest(dynamic, static, query.threads), "; ".join(notes)
-
-
-def read_static(path: Path, kernel: str | None, ptx: bool, ask_driver: bool = True) -> tuple[str, int, str]:
-    """The kernel's static shared memory: from the driver where a local GPU may load the file, else the file."""
-    if ptx:
-        found = ptx_static(path, kernel)
-        name, static, read_from = found.kernel, found.static_bytes, found.source
-    else:
-        (name, static), read_from = cubin_static_smem(path, kernel), "read from the cubin ELF sections"
-    if ask_driver:
-        try:
-            loaded = fit_targets.driver_static_smem(path, name)
-            if loaded is not None:
-                if loaded != static:
-                    return name, loaded, f"read by the driver (the file says {static} B)"
-                return name, loaded, "read by the driver (the file agrees)"
-        except BackendUnavailable:
-            pass
-    return name, static, read_from
-
-
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """The ``fit`` subcommand and its options, under the tool's subcommands ``sub``."""
     fit = sub.add_parser("fit", help=SUBCOMMANDS["fit"],
@@ -230,7 +195,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     fit.add_argument("bytes", nargs="?", help="dynamic shared memory per block")
     fit.add_argument("--dynamic", metavar="BYTES", help="dynamic shared memory (with --cubin or --ptx)")
     fit.add_argument("--static", metavar="BYTES", help="static shared memory (default 0)")
-    fit.add_argument("--threads", metavar="N", help=f"threads per block (default {DEFAULT_THREADS}; not with --tile)")
+    fit.add_argument("--threads", metavar="N", help=f"threads per block (default {api.DEFAULT_THREADS}; not with --tile)")
     fit.add_argument("--cubin", action=Once, metavar="FILE", help="read the kernel's static shared memory from a cubin")
     fit.add_argument("--ptx", action=Once, metavar="FILE", help="read the kernel's static shared memory from PTX")
     fit.add_argument("--kernel", metavar="NAME", help="the kernel in --cubin/--ptx (a unique part of its name; "
@@ -284,95 +249,93 @@ def traced_answer(args: argparse.Namespace) -> tuple[str, int]:
               if value is not None]
     if kernel:
         raise UsageError(f"--trace reads the kernels from the trace: drop {', '.join(kernel)}")
-    # Deferred: only --trace reads a trace; the rest of fit never loads the trace's reader.
-    from bisect_smem.app.cli.trace import explain_folder
-    from bisect_smem.app.render.trace import render_json, render_text
+    # Deferred: only --trace renders a trace; the rest of fit never loads the trace's renderer.
+    from bisect_smem.app.render.trace import render_json as trace_json
+    from bisect_smem.app.render.trace import render_text, skipped_lines
 
     profiles = tuple(fit_targets.published(args.arch, bool(args.target)))
     targets = fit_targets.targets(profiles, tuple(args.target or ()), (), False)[0]
-    explained = explain_folder(Path(args.trace), None, targets)
     json_path = writer.output_path(args.json, "the fit result")
-    if json_path is not None:
-        writer.write_atomic(json_path, render_json(explained), what="the fit result")
+    explained = api.explain_trace(args.trace, targets, recorded=False)
+    for line in skipped_lines(explained.skipped):
+        stderr.say(line, "warning")
+    document = trace_json(explained)
+    text = document if args.json == "-" else wrapped(render_text(explained), text_width()) + "\n"
+    _deliver(json_path, document, text)
     failing = any(explained.would_not_fit(t) for t in explained.targets)
-    return (render_json(explained) if args.json == "-" else render_text(explained),
-            EXIT_DOES_NOT_FIT if failing else EXIT_FITS)
+    return text, EXIT_DOES_NOT_FIT if failing else EXIT_FITS
 
 
-def exit_code(results: list[FitResult]) -> int:
+def _deliver(json_path: Path | None, document: str, text: str) -> None:
+    """The --json file, written through the one writer before the text goes to stdout."""
+    if json_path is not None:
+        delivery = Delivery()
+        delivery.file(json_path, "the fit result", document)
+        delivery.write(text=text)
+
+
+def exit_code(fit: Fit) -> int:
     """1 when something does not fit or build; else 4 when a target's limit is unknown; else 0."""
-    if any(r.verdict in (DOES_NOT_FIT, DOES_NOT_BUILD) for r in results):
+    if fit.fails:
         return EXIT_DOES_NOT_FIT
-    return EXIT_INCOMPLETE if any(r.verdict == UNKNOWN for r in results) else EXIT_FITS
+    return EXIT_INCOMPLETE if fit.unknown else EXIT_FITS
 
 
-def evaluate_all(query: FitQuery, request: FitRequest, found: list[Target]) -> tuple[list[FitResult], list[FitResult]]:
-    """(results, alternatives): the kernel on every target; with --explain and --tile, the tiles' stage
-    counts beside the explained size."""
-    kernels = query.kernels
-
-    def gemm() -> list[FitResult]:
-        if kernels is None:
-            return []
-        return [kernels.rule.evaluate(k, request, t) for k in kernels.items for t in found]
-
-    if kernels is not None and query.explained is None:
-        return gemm(), []
-    return [evaluate(request, t) for t in found], gemm()
+def static_size(query: FitQuery) -> tuple[int, str | None]:
+    """The kernel's static shared memory (--static, or read from --cubin/--ptx) and, for a compiled kernel,
+    the line that says where it was read."""
+    if query.compiled is None:
+        return query.static or 0, None
+    name, static, how = fit_targets.compiled_static(query.compiled, query.kernel, query.ptx, ask_driver=query.local)
+    return static, f"static {static} B of {name}, {how}"
 
 
 def answer(query: FitQuery) -> tuple[str, int]:
-    """Evaluate the kernel against every target: the text for stdout (the answer or JSON) and the exit code."""
-    if query.kernels is not None and query.kernels.listing is not None:
-        text, results = listing_answer(query, query.kernels.rule, query.kernels.listing)
-        return text, exit_code(results) if results else EXIT_DOES_NOT_FIT
-    request, source = kernel_request(query)
+    """The kernel on every target, through the public API: the text for stdout (the answer, or JSON) and the
+    exit code."""
+    kernels = query.kernels
+    if kernels is not None and kernels.listing:
+        static, read_from = query.static or 0, None  # a launcher's kernels: --static only, as given
+    else:
+        static, read_from = static_size(query)
     json_path = writer.output_path(query.json, "the result")
     found, note = fit_targets.targets(query.profiles, query.target_files, query.simulate, query.local)
-    results, alternatives = evaluate_all(query, request, found)
-    varies = query.kernels is not None and query.explained is None
-    shown_request = {**to_jsonable(request), "total_bytes": request.total_bytes}
-    if varies:
-        shown_request.update(dynamic_bytes=None, total_bytes=None)
-    data = {"schema": FIT_SCHEMA, "request": shown_request, "source": source,
-            "results": [to_jsonable(r) for r in results], "note": note,
-            "gemm": _gemm_json(query.kernels), "explain": to_jsonable(query.explained),
-            "alternatives": [to_jsonable(r) for r in alternatives]}
-    text = json.dumps(data, indent=2, sort_keys=True) + "\n"
-    if json_path is not None:
-        try:
-            writer.write_atomic(json_path, text)
-        except OSError as exc:
-            raise UsageError(f"cannot write the result to {json_path}: {exc.strerror or exc}") from None
-    code = exit_code(results)
-    if query.json == "-":
-        return text, code
-    return render_all(query, request, source, results, note, alternatives) + "\n", code
-
-
-def _gemm_json(kernels: Kernels | None) -> dict[str, Any] | None:
-    if kernels is None:
-        return None
-    rule = kernels.rule
-    return {"rule": rule.name, "tiles": [f"{k.m}x{k.n}x{k.k}" for k in kernels.items],
-            "stages": "auto" if kernels.stages is None else kernels.stages,
-            **rule.json_fields(kernels.items, kernels.stages)}
-
-
-def render_all(query: FitQuery, request: FitRequest, source: str, results: list[FitResult], note: str | None,
-               alternatives: list[FitResult]) -> str:
-    """The text a person reads: the answer first, then the table and the notes."""
-    if query.explained is not None:
-        rule = _explained_rule(query)
-        body = render_explain(request, query.explained, results, alternatives, explain_notes(query, results),
-                              rule.library, rule.labels)
-    elif query.kernels is not None:
-        body = render_gemm(source, results, query.verbose)
+    tiles = _tiles(kernels, static, found) if kernels is not None and not kernels.listing else None
+    if kernels is not None and kernels.listing:
+        options = dict(kernels.options)
+        fit = api.fit_launcher(str(options.pop("launcher")), library=kernels.rule.name, dtype=kernels.dtype,
+                               stages=kernels.stages, options=options, static_bytes=static, threads=query.threads,
+                               targets=found)
+    elif tiles is not None and query.explained is None:
+        fit = tiles
     else:
-        body = render(request, source, results, query.verbose)
-    failures = [f"{r.target}: limit unknown: {r.error}" for r in results
-                if r.verdict == UNKNOWN and r.optin_limit_bytes is None]
-    return "\n".join([body, *dict.fromkeys(failures), *([note] if note else [])])
+        dynamic = query.explained.required_bytes if query.explained is not None else query.dynamic or 0
+        fit = api.fit_bytes(dynamic, static_bytes=static, threads=query.threads, targets=found)
+    if read_from is not None:
+        fit = replace(fit, source="; ".join(filter(None, [fit.source, read_from])))
+    document = render_json(fit, note, query.explained, tiles if query.explained is not None else None)
+    text = document if query.json == "-" else _text(query, fit, tiles, note)
+    _deliver(json_path, document, text)
+    if kernels is not None and kernels.listing and not fit.results:
+        return text, EXIT_DOES_NOT_FIT
+    return text, exit_code(fit)
+
+
+def _tiles(kernels: Kernels, static: int, found: list[Target]) -> Fit:
+    """The --tile kernels on every target, as the public API counts them."""
+    return api.fit_tile([str(t) for t in kernels.tiles], library=kernels.rule.name, dtype=kernels.dtype,
+                        stages=kernels.stages, options=dict(kernels.options), static_bytes=static, targets=found)
+
+
+def _text(query: FitQuery, fit: Fit, tiles: Fit | None, note: str | None) -> str:
+    """The text a person reads, within the terminal's width: the answer first, then the table and the notes."""
+    width = text_width()
+    if query.explained is None:
+        return render_fit(fit, note, width, query.verbose)
+    rule = _explained_rule(query)
+    # What the tiles' library makes of the message (its own rule's, whoever's message it is).
+    notes = tiles.rule.explain_notes(tiles.kernels, query.explained, fit.results) if tiles and tiles.rule else ()
+    return render_explained(fit, query.explained, tiles, note, width, tuple(notes), rule.library, rule.labels)
 
 
 def _explained_rule(query: FitQuery) -> GemmRule:
@@ -381,10 +344,3 @@ def _explained_rule(query: FitQuery) -> GemmRule:
     if query.explained is not None and query.explained.kind in RULES:
         return RULES[query.explained.kind]
     return query.kernels.rule if query.kernels is not None else RULES[DEFAULT_RULE]
-
-
-def explain_notes(query: FitQuery, results: list[FitResult]) -> tuple[str, ...]:
-    """With --explain and --tile: what the tiles' library says about the explained size."""
-    if query.explained is None or query.kernels is None:
-        return ()
-    return query.kernels.rule.explain_notes(query.kernels.items, query.explained, results)

@@ -8,17 +8,14 @@ import argparse
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from bisect_smem.analysis.fit.targets import Target, target_from_record
-from bisect_smem.analysis.trace import Explained, explain
+from bisect_smem.analysis.fit.targets import Target
 from bisect_smem.app.cli.commands import SUBCOMMANDS
 from bisect_smem.app.outputs import stderr, writer
 from bisect_smem.app.render.trace import render_json, render_text, skipped_lines
 from bisect_smem.app.run import fit_targets, trace_folder, tracing
-from bisect_smem.app.run.trace_folder import LIMITS_FILE, LIMITS_FORMAT
-from bisect_smem.core import input as reader
+from bisect_smem.app.run.trace_explain import explain_folder, recorded_limits
 from bisect_smem.core.errors import BisectSmemError, ExitCode, UsageError
 from bisect_smem.core.profiles import ArchProfile
-from bisect_smem.core.trace_read import read_trace
 
 HELP = SUBCOMMANDS["trace"]
 EXIT_HELP = """exit codes:
@@ -117,6 +114,8 @@ def summary(q: TraceQuery, folder: Path, here: Target | None, others: list[Targe
     """The summary of the trace in ``folder`` (text, or JSON for ``--json -``), written to ``--json``'s file,
     and whether a request was refused."""
     explained = explain_folder(folder, here, others)
+    for line in skipped_lines(explained.skipped):
+        stderr.say(line, "warning")
     text = render_json(explained) if q.json == "-" else render_text(explained)
     if note and q.json != "-":
         text += f"  ({note})\n"
@@ -134,30 +133,7 @@ def here_target(q: TraceQuery) -> tuple[Target | None, str | None]:
     return tracing.here_limits(replace(q.here, measure=False))
 
 
-def recorded_limits(folder: Path) -> tuple[Target | None, str | None]:
-    """The limits recorded with the trace in ``folder``; None, and why, where it has none."""
-    path = folder / LIMITS_FILE
-    if not path.exists():
-        return None, "no limits were recorded with this trace: give --report or --simulate"
-    try:
-        document = reader.parse_json(reader.read_file(path, 1 << 20).data)
-    except reader.InputError as exc:
-        raise UsageError(f"{path}: {exc}") from None
-    if not isinstance(document, dict) or document.get("format") != LIMITS_FORMAT or set(document) != {"format", "here"}:
-        raise UsageError(f"{path}: not the limits trace records (format {LIMITS_FORMAT})")
-    here = target_from_record(document["here"], str(path))
-    return here, f"limits as recorded with the trace, in {LIMITS_FILE}"
-
-
 def other_targets(q: TraceQuery) -> list[Target]:
     """The targets of --arch and --target."""
     return fit_targets.targets(q.arch, q.targets, (), False)[0]
 
-
-def explain_folder(folder: Path, here: Target | None, others: list[Target]) -> Explained:
-    """The trace under ``folder``, read, demangled and explained; what could not be read is said on stderr,
-    one line per kind."""
-    trace = read_trace(folder)
-    for line in skipped_lines(trace.skipped):
-        stderr.say(line, "warning")
-    return explain(trace, here, others)

@@ -1,5 +1,6 @@
 """What ``fit`` shows: the answer on the first line, then (for several targets or --verbose) the table,
-and for a GEMM kernel where every byte goes. Text only; cli.py prints it."""
+and for a GEMM kernel where every byte goes, every line within the width it is given (a table's widest
+columns wrap within their cells, a longer line wraps at spaces). Text only; the command prints it."""
 
 from __future__ import annotations
 
@@ -8,9 +9,49 @@ from typing import Any
 
 from tabulate import tabulate
 
+from bisect_smem.analysis.fit.answer import Fit
 from bisect_smem.analysis.fit.explain import Explained
 from bisect_smem.analysis.fit.targets import DOES_NOT_BUILD, DOES_NOT_FIT, UNKNOWN, FitRequest, FitResult, Labels
+from bisect_smem.app.render.width import DEFAULT_WIDTH, table, wrapped
 from bisect_smem.core.text import dash
+
+
+def _table(rows: list[tuple[Any, ...]], headers: tuple[str, ...], width: int,
+           colalign: tuple[str, ...] | None = None) -> str:
+    """tabulate's table where it fits ``width``; else one whose widest columns wrap within their cells."""
+    text = tabulate(rows, headers=headers, colalign=colalign, disable_numparse=True)
+    if max(map(len, text.splitlines()), default=0) <= width:
+        return text
+    return table([tuple(map(str, row)) for row in rows], headers, width)
+
+
+def render_fit(fit: Fit, note: str | None, width: int = DEFAULT_WIDTH, verbose: bool = False) -> str:
+    """A fit as a person reads it: the answer first, then the table and the notes (``note``: about the
+    targets), every line within ``width``."""
+    if fit.listing is not None:
+        body = render_listing(fit.source, list(fit.results), list(fit.targets), dict(fit.no_kernels), width)
+        return wrapped("\n".join([body, *([note] if note else [])]), width) + "\n"
+    if fit.rule is not None:
+        body = render_gemm(fit.source, list(fit.results), verbose, width)
+    else:
+        body = render(fit.request, fit.source, list(fit.results), verbose, width)
+    return _with_notes(body, fit, note, width)
+
+
+def render_explained(fit: Fit, explained: Explained, tiles: Fit | None, note: str | None, width: int = DEFAULT_WIDTH,
+                     notes: tuple[str, ...] = (), library: str | None = None, labels: Labels | None = None) -> str:
+    """A library's shared-memory error (``fit`` of the size it asked for) and, with ``tiles``, the stage counts
+    of those tiles that fit; ``library`` is whose message or tiles these are, ``labels`` its words."""
+    body = render_explain(fit.request, explained, list(fit.results), list(tiles.results) if tiles else [], notes,
+                          library, labels, width)
+    return _with_notes(body, fit, note, width)
+
+
+def _with_notes(body: str, fit: Fit, note: str | None, width: int) -> str:
+    """``body``, then why a target's limit is unknown (once each) and ``note``, every line within ``width``."""
+    failures = [f"{r.target}: limit unknown: {r.error}" for r in fit.results
+                if r.verdict == UNKNOWN and r.optin_limit_bytes is None]
+    return wrapped("\n".join([body, *dict.fromkeys(failures), *([note] if note else [])]), width) + "\n"
 
 
 def margin(r: FitResult) -> str:
@@ -41,15 +82,15 @@ def answer(r: FitResult) -> str:
     return f"{where}: fits {how}: {r.total_bytes} of {r.optin_limit_bytes} B, {dash(r.blocks_per_sm)} block(s)/SM"
 
 
-def render(request: FitRequest, source: str, results: list[FitResult], verbose: bool = False) -> str:
+def render(request: FitRequest, source: str, results: list[FitResult], verbose: bool = False,
+           width: int = DEFAULT_WIDTH) -> str:
     """One size against every target: the answer line, then (several targets, --verbose) the table."""
     lines = ["; ".join(answer(r) for r in results) or "no targets",
              _head(request, source)]
     if verbose or len(results) > 1:
         rows = [(r.target, r.kind, r.verdict, dash(r.optin_limit_bytes), margin(r), dash(r.blocks_per_sm))
                 for r in results]
-        lines.append(tabulate(rows, headers=("target", "limits", "verdict", "opt-in limit B", "margin B",
-                                             "blocks/SM"), disable_numparse=True))
+        lines.append(_table(rows, ("target", "limits", "verdict", "opt-in limit B", "margin B", "blocks/SM"), width))
     return "\n".join(lines)
 
 
@@ -117,7 +158,7 @@ def breakdown(r: FitResult) -> list[str]:
     return lines
 
 
-def render_gemm(source: str, results: list[FitResult], verbose: bool) -> str:
+def render_gemm(source: str, results: list[FitResult], verbose: bool, width: int = DEFAULT_WIDTH) -> str:
     """A library's kernels: one answer per target (the first line is the first), then where the bytes go."""
     lines = [gemm_answer(r) for r in results]
     tiles = list(dict.fromkeys(r.tile for r in results))
@@ -131,9 +172,9 @@ def render_gemm(source: str, results: list[FitResult], verbose: bool) -> str:
                  dash(r.epilogue_bytes), *(dash((r.details or {}).get(key)) for _, key in w.columns),
                  dash(r.launch_bytes), dash(r.optin_limit_bytes), margin(r) if r.launch_bytes else "-")
                 for r in results]
-        lines.append(tabulate(rows, headers=("tile", "target", w.stages, "B/stage", "mainloop B", "epilogue B",
-                                             *(head for head, _ in w.columns), f"{w.launch} B", "opt-in limit B",
-                                             "margin B"), disable_numparse=True))
+        lines.append(_table(rows, ("tile", "target", w.stages, "B/stage", "mainloop B", "epilogue B",
+                                   *(head for head, _ in w.columns), f"{w.launch} B", "opt-in limit B", "margin B"),
+                            width))
     shown = results if verbose or len(results) <= 3 else results[:1]
     for r in shown:
         lines += breakdown(r)
@@ -154,7 +195,7 @@ def stages_cell(r: FitResult) -> str:
 
 def render_explain(request: FitRequest, explained: Explained, results: list[FitResult],
                    alternatives: list[FitResult], notes: tuple[str, ...] = (), library: str | None = None,
-                   labels: Labels | None = None) -> str:
+                   labels: Labels | None = None, width: int = DEFAULT_WIDTH) -> str:
     """A library's shared-memory error: by how much it is over on which target, and what the tile allows.
     ``library`` is whose message or tiles these are, ``labels`` its words."""
     need = explained.required_bytes
@@ -180,7 +221,7 @@ def render_explain(request: FitRequest, explained: Explained, results: list[FitR
         rows.append((r.target, r.kind, dash(r.optin_limit_bytes), r.verdict, margin(r), *extra))
     word = (labels or Labels()).stages
     headers = ("target", "limits", "opt-in limit B", "verdict", "margin B", *(f"{t} {word} that fit" for t in tiles))
-    lines.append(tabulate(rows, headers=headers, disable_numparse=True))
+    lines.append(_table(rows, headers, width))
     if request.static_bytes:
         lines.append(f"with {request.static_bytes} B static")
     return "\n".join(lines)
@@ -215,7 +256,8 @@ def _listed_cell(r: FitResult) -> str:
     return margin(r)
 
 
-def render_listing(source: str, listed: list[FitResult], targets: list[str], none: dict[str, str]) -> str:
+def render_listing(source: str, listed: list[FitResult], targets: list[str], none: dict[str, str],
+                   width: int = DEFAULT_WIDTH) -> str:
     """Every kernel a launcher builds, one table per target: the fields that tell them apart (those equal on
     every row in the line above it), the stages, what the launch asks for and the margin; rows that come to
     the same are merged. ``none``: why a target has none."""
@@ -239,10 +281,9 @@ def render_listing(source: str, listed: list[FitResult], targets: list[str], non
         if refused := sum(r.verdict == DOES_NOT_BUILD for _, r in mine):
             lines.append(f"{refused} do not build")
         shown_names = [n for n in rows[0][0] if n not in fixed]
-        table = [(*(labels[n] for n in shown_names), dash(r.stages), dash(r.launch_bytes), _listed_cell(r))
+        cells = [(*(labels[n] for n in shown_names), dash(r.stages), dash(r.launch_bytes), _listed_cell(r))
                  for labels, r in rows]
-        lines.append(tabulate(table, headers=(*shown_names, w.stages, f"{w.launch} B", "margin B"),
-                              colalign=(*("left" for _ in shown_names), "right", "right", "left"),
-                              disable_numparse=True))
+        lines.append(_table(cells, (*shown_names, w.stages, f"{w.launch} B", "margin B"), width,
+                            (*("left" for _ in shown_names), "right", "right", "left")))
     lines.append(f"kernels: {source}")
     return "\n".join(lines)

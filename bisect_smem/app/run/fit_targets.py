@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from bisect_smem.analysis.fit.compiled import cubin_static_smem, ptx_static
 from bisect_smem.analysis.fit.targets import Target
 from bisect_smem.core.errors import BackendUnavailable, UsageError
 from bisect_smem.core.model import DeviceReport, Report
@@ -86,22 +88,46 @@ def _baseline_target(baseline: Baseline) -> Target:
 
 
 def local_devices(simulate: tuple[str, ...], local: bool) -> tuple[list[DeviceReport], str | None]:
-    """Local devices measured now: simulated ones (--simulate), else the real ones when ``local``."""
+    """Local devices measured now: simulated ones (--simulate), else the real ones when ``local``; none, and
+    why, where no GPU or backend can be used."""
     if not simulate and not local:
         return [], None
+    try:
+        return measure_devices(simulate), None
+    except BackendUnavailable as exc:
+        return [], f"no local GPU measured: {exc}"
+
+
+def measure_devices(simulate: Sequence[str] = ()) -> list[DeviceReport]:
+    """Every local device (or the simulated ones of ``simulate``) measured now, as far as fit needs: the
+    ceilings for a block with no static data. BackendUnavailable where no GPU or backend can be used."""
     # Deferred: measuring loads the backends (CuPy, Numba); fit without local devices never imports them.
     from bisect_smem.app.run.requests import build_request as run_request
     from bisect_smem.app.run.runner import run
     from bisect_smem.experiments.measure import MeasureConfig
 
     config = MeasureConfig(static_sizes=(0,), threads=(128,), residency=False, carveout=False)
-    request = run_request(None, list(simulate) or None, config=config)
-    try:
-        devices = run(request)
-    except BackendUnavailable as exc:
-        return [], f"no local GPU measured: {exc}"
     # A device whose ceilings could not be measured is shown as unknown, with why, rather than dropped.
-    return list(devices), None
+    return list(run(run_request(None, list(simulate) or None, config=config)))
+
+
+def compiled_static(path: Path, kernel: str | None, ptx: bool, ask_driver: bool = False) -> tuple[str, int, str]:
+    """A compiled kernel's name, its static shared memory and where that was read: from the driver where
+    ``ask_driver`` and a local GPU loads the file, else from the file (a cubin's ELF sections, or PTX)."""
+    if ptx:
+        found = ptx_static(path, kernel)
+        name, static, read_from = found.kernel, found.static_bytes, found.source
+    else:
+        (name, static), read_from = cubin_static_smem(path, kernel), "read from the cubin ELF sections"
+    if ask_driver:
+        try:
+            loaded = driver_static_smem(path, name)
+        except BackendUnavailable:
+            loaded = None
+        if loaded is not None:
+            agrees = "the file agrees" if loaded == static else f"the file says {static} B"
+            return name, loaded, f"read by the driver ({agrees})"
+    return name, static, read_from
 
 
 def driver_static_smem(path: Path, kernel: str) -> int | None:

@@ -16,7 +16,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from bisect_smem.analysis.fit.targets import Target, target_record
+from bisect_smem.analysis.fit.targets import Target
+from bisect_smem.app.run.trace_explain import LIMITS_FILE, limits_document
 from bisect_smem.core.atomic import replace_atomically
 from bisect_smem.core.errors import OutputError, UsageError
 from bisect_smem.devices.collector.environment import DIR_BYTES
@@ -24,8 +25,6 @@ from bisect_smem.devices.collector.environment import DIR_BYTES
 STEM = "bisect-smem-trace"
 CLAIM = "trace.json"
 CLAIM_FORMAT = 1
-LIMITS_FILE = "limits.json"
-LIMITS_FORMAT = 1
 FOLDER_MODE, FILE_MODE = 0o700, 0o600
 OLDER_TRACE = ("*.jsonl", LIMITS_FILE)  # what a folder traced into before the claim file existed holds
 _NUMBERED = re.compile(rf"{re.escape(STEM)}-(\d{{1,9}})")
@@ -49,13 +48,12 @@ class Claimed:
 
 
 def record_limits(claimed: Claimed, here: Target) -> None:
-    """Keep ``here`` beside the trace in ``claimed``, for --from (LIMITS_FORMAT); an OutputError where it cannot
+    """Keep ``here`` beside the trace in ``claimed``, for --from (trace_explain.LIMITS_FORMAT); an OutputError where it cannot
     be written."""
     path = claimed.path / LIMITS_FILE
     claimed.written.append(LIMITS_FILE)
-    document = {"format": LIMITS_FORMAT, "here": target_record(here)}
     try:
-        replace_atomically(path, (json.dumps(document, indent=1) + "\n").encode(), exclusive=True, mode=FILE_MODE)
+        replace_atomically(path, limits_document(here).encode(), exclusive=True, mode=FILE_MODE)
     except OSError as exc:
         raise OutputError(f"cannot write the trace's limits to {path}: {exc.strerror or exc}") from None
 
