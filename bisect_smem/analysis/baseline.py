@@ -19,6 +19,7 @@ from bisect_smem.core.errors import BaselineError
 from bisect_smem.core.levels import DEFAULT_LEVEL, common_level
 from bisect_smem.core.model import BASELINE_SCHEMA, DeviceReport, Report, dumps, to_jsonable
 from bisect_smem.core.quantities import Regression, at_level, compare_quantities, quantities
+from bisect_smem.core.rows import Conclusion
 from bisect_smem.core.saved import Baseline, load_baseline
 
 
@@ -171,7 +172,7 @@ def incomplete_reason(dev: DeviceReport) -> str | None:
     """Why a device's measurement is incomplete (how many ERROR rows, its error), or None."""
     if not dev.incomplete:
         return None
-    errors = sum(v.verdict == "ERROR" for v in dev.verdicts)
+    errors = sum(v.verdict == Conclusion.ERROR for v in dev.verdicts)
     parts = [*([f"{errors} ERROR row{'s' if errors != 1 else ''}"] if errors else []), *([dev.error] if dev.error else [])]
     return "; ".join(parts)
 

@@ -12,13 +12,23 @@ from dataclasses import replace
 from typing import Any
 
 from bisect_smem.core.model import Ceiling
-from bisect_smem.core.rows import NO_PARAMETERS, Family, Note, NoteKind, RowParameters, Verdict, join_notes
+from bisect_smem.core.rows import (
+    NO_PARAMETERS,
+    Conclusion,
+    Family,
+    Note,
+    NoteKind,
+    RowParameters,
+    Verdict,
+    VerdictKind,
+    join_notes,
+)
 
 NoteLike = Note | str
 
 
-def row(quantity: str, reported: Any, source: str | None, measured: Any, verdict: str,
-        notes: Sequence[NoteLike] = (), kind: str = "limit", family: Family = Family.OTHER,
+def row(quantity: str, reported: Any, source: str | None, measured: Any, verdict: Conclusion,
+        notes: Sequence[NoteLike] = (), kind: VerdictKind = VerdictKind.LIMIT, family: Family = Family.OTHER,
         parameters: RowParameters = NO_PARAMETERS, search: Ceiling | None = None, **lists: tuple[str, ...]) -> Verdict:
     """A row from its parts; a plain string note is a remark. ``search`` gives its probe count and bound,
     ``lists`` its ``reported_items`` and ``measured_items``."""
@@ -27,7 +37,7 @@ def row(quantity: str, reported: Any, source: str | None, measured: Any, verdict
                    search.probes if search else None, search.probe_bound if search else None, **lists)
 
 
-def with_notes(v: Verdict, notes: Sequence[NoteLike], verdict: str | None = None) -> Verdict:
+def with_notes(v: Verdict, notes: Sequence[NoteLike], verdict: Conclusion | None = None) -> Verdict:
     """``v`` with other notes (and another verdict)."""
     parts = tuple(n if isinstance(n, Note) else Note(n) for n in notes)
     return replace(v, verdict=verdict or v.verdict, note=join_notes(parts), notes=parts)
@@ -47,7 +57,7 @@ def search_problem(search: Ceiling) -> str | None:
 
 
 def compare(quantity: str, reported: Any, source: str | None, measured: Any, search: Ceiling | None = None,
-            note: str = "", kind: str = "limit", family: Family = Family.OTHER,
+            note: str = "", kind: VerdictKind = VerdictKind.LIMIT, family: Family = Family.OTHER,
             parameters: RowParameters = NO_PARAMETERS) -> Verdict:
     """A measured value against a limit: equal is ``match``, different is ``MISMATCH``, nothing to compare
     is ``info``, and a search that cannot be trusted is ``ERROR``."""
@@ -56,11 +66,11 @@ def compare(quantity: str, reported: Any, source: str | None, measured: Any, sea
     if search is not None:
         problem = search_problem(search)
         if problem:
-            return row(quantity, reported, source, measured, "ERROR", [problem], **about)
+            return row(quantity, reported, source, measured, Conclusion.ERROR, [problem], **about)
         if search.at_cap and isinstance(measured, int) and isinstance(reported, int) and reported > measured:
             # Every probe up to the cap launched: the ceiling is at least the cap, so a larger reported
             # value is neither confirmed nor contradicted. Not measured, never a MISMATCH.
-            return row(quantity, reported, source, None, "ERROR",
+            return row(quantity, reported, source, None, Conclusion.ERROR,
                        [f"at the {measured} B search cap, not measured: at least {measured} B launched"], **about)
         if search.at_cap:
             notes.append(Note("reached the search cap: the real ceiling may be higher"))
@@ -68,16 +78,16 @@ def compare(quantity: str, reported: Any, source: str | None, measured: Any, sea
         if search.probes > search.probe_bound:
             notes.append(Note("over the probe bound"))
     if measured is None:
-        return row(quantity, reported, source, None, "ERROR" if search is not None else "info",
+        return row(quantity, reported, source, None, Conclusion.ERROR if search is not None else Conclusion.INFO,
                    notes or ["not measured"], **about)
     if reported is None:
-        return row(quantity, None, source, measured, "info", notes or ["nothing reported to compare"], **about)
+        return row(quantity, None, source, measured, Conclusion.INFO, notes or ["nothing reported to compare"], **about)
     if reported == measured:
-        return row(quantity, reported, source, measured, "match", notes, **about)
+        return row(quantity, reported, source, measured, Conclusion.MATCH, notes, **about)
     diff = measured - reported if isinstance(measured, int) and isinstance(reported, int) else None
     if diff is not None:
         notes.insert(0, Note(f"measured {'+' if diff > 0 else ''}{diff} B against reported"))
-    return row(quantity, reported, source, measured, "MISMATCH", notes, **about)
+    return row(quantity, reported, source, measured, Conclusion.MISMATCH, notes, **about)
 
 
 def predicted(quantity: str, api: int | None, source: str, low: int | None, high: int | None = None,
@@ -86,16 +96,16 @@ def predicted(quantity: str, api: int | None, source: str, low: int | None, high
     """A count the API predicts against what ran: fewer is MISMATCH, more is ``differs``."""
     high = low if high is None else high
     measured: int | str | None = low if low == high else f"{low}..{high}"
-    about = {"kind": "prediction", "family": family, "parameters": parameters}
+    about = {"kind": VerdictKind.PREDICTION, "family": family, "parameters": parameters}
     parts = list(notes)
     if low is None or high is None:
-        return row(quantity, api, source, None, "info", parts or ["not measured"], **about)
+        return row(quantity, api, source, None, Conclusion.INFO, parts or ["not measured"], **about)
     if api is None:
-        return row(quantity, None, source, measured, "info", parts or ["no prediction to compare"], **about)
+        return row(quantity, None, source, measured, Conclusion.INFO, parts or ["no prediction to compare"], **about)
     if low < api:
         parts.insert(0, f"{api - low} fewer than the API: a grid sized by it would wait")
-        return row(quantity, api, source, measured, "MISMATCH", parts, **about)
+        return row(quantity, api, source, measured, Conclusion.MISMATCH, parts, **about)
     if high > api:
         parts.insert(0, Note(f"{high - api} more than the API", NoteKind.BEYOND_PREDICTION))
-        return row(quantity, api, source, measured, "differs", parts, **about)
-    return row(quantity, api, source, measured, "match", parts, **about)
+        return row(quantity, api, source, measured, Conclusion.DIFFERS, parts, **about)
+    return row(quantity, api, source, measured, Conclusion.MATCH, parts, **about)

@@ -11,7 +11,8 @@ from bisect_smem.analysis.verdicts import build_verdicts
 from bisect_smem.core.model import DeviceReport, Report
 from bisect_smem.core.profiles import parse_cc, profile_for_cc
 from bisect_smem.core.quantities import OPTIN_CEILING
-from bisect_smem.core.status import RESULTS
+from bisect_smem.core.rows import Conclusion
+from bisect_smem.core.status import RESULTS, RunResult, Status
 
 
 def device_contradiction(dev: DeviceReport) -> str | None:
@@ -19,15 +20,15 @@ def device_contradiction(dev: DeviceReport) -> str | None:
     may rest on a regression or a ``--strict`` difference that the rows alone do not fail on."""
     found = summarize(dev).status
     stored = dev.summary.status if dev.summary is not None else found
-    if stored != found and not (stored == "fail" and _fails_beyond_rows(dev)):
+    if stored != found and not (stored == Status.FAIL and _fails_beyond_rows(dev)):
         return _disagreement(dev, stored, found)
-    if stored == "pass" and OPTIN_CEILING.of(dev.measured) is None:
+    if stored == Status.PASS and OPTIN_CEILING.of(dev.measured) is None:
         # Every level measures the opt-in ceiling first; a device that passed without it measured nothing.
         return f"device {dev.index} passed, opt-in not measured"
     return values_contradiction(dev)
 
 
-FAILING = ("MISMATCH", "ERROR")
+FAILING = (Conclusion.MISMATCH, Conclusion.ERROR)
 MOST_ALIGNMENT = 1024  # well above the 16 B every GPU measured so far aligns the dynamic array to
 
 
@@ -55,15 +56,16 @@ def values_contradiction(dev: DeviceReport) -> str | None:
 
 def _fails_beyond_rows(dev: DeviceReport) -> bool:
     reason = dev.summary.reason if dev.summary is not None else None
-    return bool(reason and reason.startswith("regression: ")) or any(v.verdict == "differs" for v in dev.verdicts)
+    return bool(reason and reason.startswith("regression: ")) or any(v.verdict == Conclusion.DIFFERS
+                                                                              for v in dev.verdicts)
 
 
 def _disagreement(dev: DeviceReport, stored: str, found: str) -> str:
     where = f"device {dev.index}"
-    if found == "fail":
+    if found == Status.FAIL:
         return f"{where} has a MISMATCH row but says {stored}"
-    if found == "incomplete":
-        what = "an ERROR row" if any(v.verdict == "ERROR" for v in dev.verdicts) else "an error"
+    if found == Status.INCOMPLETE:
+        what = "an ERROR row" if any(v.verdict == Conclusion.ERROR for v in dev.verdicts) else "an error"
         return f"{where} has {what} but says {stored}"
     return f"{where} says {stored}, its rows and errors say {found}"
 
@@ -79,10 +81,10 @@ def contradiction(report: Report) -> str | None:
     code, result = report.exit_code, report.result
     if code is not None and result is not None and RESULTS.get(code) != result:
         return f"exit code {code} with the result {result}"
-    passed = result == "pass" or (result is None and code == 0)
+    passed = result == RunResult.PASS or (result is None and code == 0)
     if passed and report.error is not None:
         return "a passing run with an error"
     statuses = {(d.summary or summarize(d)).status for d in report.devices}
-    if passed and statuses - {"pass"}:
+    if passed and statuses - {Status.PASS}:
         return f"a passing run with a device that is {sorted(statuses - {'pass'})[0]}"
     return None

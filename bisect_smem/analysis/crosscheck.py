@@ -8,7 +8,7 @@ from dataclasses import replace
 from bisect_smem.analysis.compare import row
 from bisect_smem.core.model import DeviceReport
 from bisect_smem.core.quantities import quantities
-from bisect_smem.core.rows import Family, Verdict
+from bisect_smem.core.rows import Conclusion, Family, Verdict
 
 
 def cross_check(reference: DeviceReport, other: DeviceReport) -> list[Verdict]:
@@ -20,7 +20,7 @@ def cross_check(reference: DeviceReport, other: DeviceReport) -> list[Verdict]:
             continue
         same = mine[key] == theirs[key]
         rows.append(row(f"{reference.backend} = {other.backend}: {key.removeprefix('measured.')}",
-                        mine[key], reference.backend, theirs[key], "match" if same else "MISMATCH",
+                        mine[key], reference.backend, theirs[key], Conclusion.MATCH if same else Conclusion.MISMATCH,
                         [] if same else [f"{reference.backend} {mine[key]!r}, {other.backend} {theirs[key]!r}"],
                         family=Family.CROSS_CHECK))
     return rows

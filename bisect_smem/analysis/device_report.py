@@ -13,7 +13,7 @@ from bisect_smem.analysis.verdicts import build_verdicts
 from bisect_smem.core.levels import DEFAULT_LEVEL
 from bisect_smem.core.model import DeviceReport
 from bisect_smem.core.profiles import cc_text, profile_for_cc
-from bisect_smem.core.rows import Family
+from bisect_smem.core.rows import Conclusion, Family
 from bisect_smem.devices.device_info import DeviceInfo
 from bisect_smem.experiments.steps import Done, Step, assemble
 
@@ -30,9 +30,9 @@ def build_report(index: int, backend: str, info: DeviceInfo | None, done: Done, 
     measured = replace(measured, timings_s={"open": info.open_s, **measured.timings_s}, level=level)
     cc = info.identity.compute_capability
     verdicts = build_verdicts(info.reported, measured, profile_for_cc(cc), cc_text(cc))
-    failed = [row(f"step {r.step.key}", None, None, None, "ERROR", [r.error], family=Family.STEP)
+    failed = [row(f"step {r.step.key}", None, None, None, Conclusion.ERROR, [r.error], family=Family.STEP)
               for r in done.values() if r.error]
-    missing = [row(f"step {step.key}", None, None, None, "ERROR", ["not measured: the device was given up"],
+    missing = [row(f"step {step.key}", None, None, None, Conclusion.ERROR, ["not measured: the device was given up"],
                    family=Family.STEP) for step in planned or () if step not in done]
     context = replace(info.identity.extra, pci_bus_id=info.identity.pci_bus_id).with_nvml(info.nvml)
     if context.replayed_error:  # a replay keeps the error of the device it replays

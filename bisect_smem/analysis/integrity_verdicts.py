@@ -20,7 +20,7 @@ from bisect_smem.core.integrity import (
     SmMarch,
 )
 from bisect_smem.core.model import Measured
-from bisect_smem.core.rows import Family, Verdict
+from bisect_smem.core.rows import Conclusion, Family, Verdict
 
 MAX_SIZES_SHOWN = 64
 
@@ -48,22 +48,22 @@ def march_verdicts(march: MarchResult) -> list[Verdict]:
     seen = len(march.sms_seen)
     launches = f"{march.launches} launch{'es' if march.launches > 1 else ''}"
     if march.covered:
-        rows = [row("SMs covered by the march (%smid)", march.sm_count, "driver SM count", seen, "match", [launches],
+        rows = [row("SMs covered by the march (%smid)", march.sm_count, "driver SM count", seen, Conclusion.MATCH, [launches],
                     family=Family.MARCH_COVERAGE)]
     else:
         missing = march.sms_missing
         named = f"never ran: SM {', '.join(map(str, missing))}" if missing else "SM ids outside 0..count-1"
-        rows = [row("SMs covered by the march (%smid)", march.sm_count, "driver SM count", seen, "ERROR",
+        rows = [row("SMs covered by the march (%smid)", march.sm_count, "driver SM count", seen, Conclusion.ERROR,
                     [f"{named} after {launches}"], family=Family.MARCH_COVERAGE)]
     for f in march.failures:
         where = ""
         if f.pattern is not None and f.element is not None:
             where = f"pattern {MARCH_PATTERN_NAMES[f.pattern]}, {MARCH_ELEMENTS[f.element]}; "
         rows.append(row(f"shared memory of SM {f.sm_id} (march test)", "every byte reads back", "march test",
-                        _failure_text(f), "MISMATCH", [f"{where}{f.bad_reads} wrong reads"], family=Family.MARCH))
+                        _failure_text(f), Conclusion.MISMATCH, [f"{where}{f.bad_reads} wrong reads"], family=Family.MARCH))
     if not march.failures:
         rows.append(row("every SM's shared memory (march)", "every byte reads back", "march test",
-                        f"{seen} SMs x {march.dynamic_bytes} B", "match",
+                        f"{seen} SMs x {march.dynamic_bytes} B", Conclusion.MATCH,
                         [f"{MARCH_PATTERNS} patterns, ascending and descending, every bank"], family=Family.MARCH))
     return rows
 
@@ -75,17 +75,17 @@ def sweep_verdicts(sweep: GranuleSweep) -> list[Verdict]:
     if sweep.failing_bytes:
         shown = list(sweep.failing_bytes[:MAX_SIZES_SHOWN])
         more = f" and {len(sweep.failing_bytes) - len(shown)} more" if len(sweep.failing_bytes) > len(shown) else ""
-        rows = [row(label, below, "sizes tested", below - len(sweep.failing_bytes), "ERROR",
+        rows = [row(label, below, "sizes tested", below - len(sweep.failing_bytes), Conclusion.ERROR,
                     [f"not monotone: failed at {shown}{more} B below the ceiling", f"first: {sweep.failure_detail}"],
                     family=Family.GRANULE_SWEEP)]
     else:
-        rows = [row(label, below, "sizes tested", below, "match",
+        rows = [row(label, below, "sizes tested", below, Conclusion.MATCH,
                     [f"0..{sweep.ceiling_bytes} B: launched and verified, one synchronisation"],
                     family=Family.GRANULE_SWEEP)]
     over = sweep.ceiling_bytes + 1
     rows.append(row(f"{over} B (the ceiling + 1) fails", "fails", "limit",
                     "fails" if sweep.over_ceiling_failed else "launched",
-                    "match" if sweep.over_ceiling_failed else "MISMATCH", family=Family.OVER_CEILING))
+                    Conclusion.MATCH if sweep.over_ceiling_failed else Conclusion.MISMATCH, family=Family.OVER_CEILING))
     return rows
 
 
@@ -100,9 +100,9 @@ def leftover_verdicts(left: Leftovers) -> list[Verdict]:
     return [
         row("data of an earlier process visible", "no", "isolation between processes",
             _visible(left.across_processes_words_matching, left.across_processes_words_read),
-            "MISMATCH" if across else "match", [note, *(["a data leak between tenants"] if across else [])],
+            Conclusion.MISMATCH if across else Conclusion.MATCH, [note, *(["a data leak between tenants"] if across else [])],
             family=Family.LEFTOVERS),
         row("data of an earlier kernel visible", None, None,
-            _visible(left.within_process_words_matching, left.within_process_words_read), "info",
+            _visible(left.within_process_words_matching, left.within_process_words_read), Conclusion.INFO,
             ["expected: kernels of one process may see what an earlier one left"], family=Family.LEFTOVERS),
     ]

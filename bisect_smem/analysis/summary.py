@@ -9,10 +9,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from bisect_smem.core.model import DeviceReport, Report, Verdict
-from bisect_smem.core.status import DeviceSummary, VerdictCounts, result_for
+from bisect_smem.core.rows import Conclusion
+from bisect_smem.core.status import DeviceSummary, Status, VerdictCounts, result_for
 from bisect_smem.core.text import dash
 
-_COUNTED = {"match": "match", "MISMATCH": "mismatch", "differs": "differs", "info": "info", "ERROR": "error"}
+# Each verdict by the field of VerdictCounts that counts it.
+_COUNTED = {Conclusion.MATCH: "match", Conclusion.MISMATCH: "mismatch", Conclusion.DIFFERS: "differs",
+            Conclusion.INFO: "info", Conclusion.ERROR: "error"}
 
 
 def counts(dev: DeviceReport) -> VerdictCounts:
@@ -36,21 +39,21 @@ def summarize(dev: DeviceReport, strict: bool = False, regressions: Sequence[str
     """``fail`` on a mismatch, a regression or (``strict``) a row that differs; else ``incomplete`` when a
     row or the device could not be measured; else ``pass``. The reason is the first row (or regression,
     or device error) behind that status."""
-    failing = [v for v in dev.verdicts if v.verdict == "MISMATCH" or (strict and v.verdict == "differs")]
+    failing = [v for v in dev.verdicts if v.verdict == Conclusion.MISMATCH or (strict and v.verdict == Conclusion.DIFFERS)]
     if failing or regressions:
         reason = reason_line(failing[0]) if failing else f"regression: {regressions[0]}"
-        return DeviceSummary("fail", counts(dev), reason)
+        return DeviceSummary(Status.FAIL, counts(dev), reason)
     if dev.incomplete:
-        errors = [v for v in dev.verdicts if v.verdict == "ERROR"]
+        errors = [v for v in dev.verdicts if v.verdict == Conclusion.ERROR]
         reason = reason_line(errors[0]) if errors else " ".join(str(dev.error).split())
-        return DeviceSummary("incomplete", counts(dev), reason)
-    return DeviceSummary("pass", counts(dev), None)
+        return DeviceSummary(Status.INCOMPLETE, counts(dev), reason)
+    return DeviceSummary(Status.PASS, counts(dev), None)
 
 
 def run_error(report: Report) -> str | None:
     """Why the run is not complete: the first device that was not measured completely, or None."""
     for dev in report.devices:
-        if dev.summary is not None and dev.summary.status == "incomplete":
+        if dev.summary is not None and dev.summary.status == Status.INCOMPLETE:
             return f"device {dev.index}: {dev.summary.reason}"
     return None
 

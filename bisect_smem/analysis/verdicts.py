@@ -21,7 +21,7 @@ from bisect_smem.core.hardware import (
 from bisect_smem.core.levels import split_search_name
 from bisect_smem.core.model import CarveoutPoint, Ceiling, Measured, ResidencyStep, StaticSplit
 from bisect_smem.core.profiles import ArchProfile, parse_cc
-from bisect_smem.core.rows import Family, Note, RowParameters, Verdict
+from bisect_smem.core.rows import Conclusion, Family, Note, RowParameters, Verdict, VerdictKind
 
 AVAILABLE_API = "cuOccupancyAvailableDynamicSMemPerBlock"
 
@@ -77,10 +77,10 @@ def _nothing_launches(quantity: str, split: StaticSplit, footprint: int, optin: 
                                                                          static_bytes=split.static_bytes)}
     problem = search_problem(search) if search is not None else None
     if problem:
-        return row(quantity, "nothing", source, split.dynamic_ceiling_bytes, "ERROR", [problem], **about)
+        return row(quantity, "nothing", source, split.dynamic_ceiling_bytes, Conclusion.ERROR, [problem], **about)
     if split.dynamic_ceiling_bytes is None:
-        return row(quantity, "nothing", source, "nothing", "match", [f"nothing launches: {why}"], **about)
-    return row(quantity, "nothing", source, split.dynamic_ceiling_bytes, "MISMATCH", [f"launched although {why}"],
+        return row(quantity, "nothing", source, "nothing", Conclusion.MATCH, [f"nothing launches: {why}"], **about)
+    return row(quantity, "nothing", source, split.dynamic_ceiling_bytes, Conclusion.MISMATCH, [f"launched although {why}"],
                **about)
 
 
@@ -89,7 +89,7 @@ def build_verdicts(reported: ReportedAttributes, measured: Measured,
     """Every comparison row for one device, in the order a person reads them."""
     rows: list[Verdict] = []
     for key, values in reported.disagreements():
-        rows.append(row(f"{key} agrees across sources", None, "/".join(values), None, "MISMATCH",
+        rows.append(row(f"{key} agrees across sources", None, "/".join(values), None, Conclusion.MISMATCH,
                         [f"{key}: " + ", ".join(f"{src} {val}" for src, val in values.items())], family=Family.SOURCES))
     rows += ceiling_verdicts(reported, measured)
     rows += split_verdicts(measured.static_splits, measured, *reported.best("max_shared_memory_per_block_optin_bytes"))
@@ -128,7 +128,7 @@ def register_verdicts(reported: ReportedAttributes, measured: Measured, profile:
     """Attribute 150 (reported only), and what the PTX registers showed: reserved bytes, granularity, and
     the dynamic size at the opt-in ceiling."""
     oversized = reported.driver.max_oversized_shared_memory_per_block_bytes if reported.driver else None
-    rows = [row("oversized smem per block (attr 150)", oversized, "driver", None, "info",
+    rows = [row("oversized smem per block (attr 150)", oversized, "driver", None, Conclusion.INFO,
                 ["reported only" if oversized is not None else "not known by this driver"], family=Family.OVERSIZED)]
     reserved, reserved_src = reported.best("reserved_shared_memory_per_block_bytes")
     rows.append(compare("reserved shared memory per block", reserved, reserved_src, measured.reserved_bytes,
@@ -151,7 +151,7 @@ def cluster_verdicts(measured: Measured) -> list[Verdict]:
     co-resident clusters against cuOccupancyMaxActiveClusters (a prediction), and distributed shared
     memory read back."""
     if measured.clusters_skipped:
-        return [row("thread block clusters", None, None, None, "info", [f"skipped: {measured.clusters_skipped}"],
+        return [row("thread block clusters", None, None, None, Conclusion.INFO, [f"skipped: {measured.clusters_skipped}"],
                     family=Family.CLUSTERS_SKIPPED)]
     rows = []
     for c in measured.clusters:
@@ -168,7 +168,7 @@ def cluster_verdicts(measured: Measured) -> list[Verdict]:
                                   parameters=RowParameters(dynamic_bytes=c.dynamic_bytes, cluster_size=int(size))))
         if c.dsm_verified is not None:
             rows.append(row(f"distributed shared memory {at}", None, None,
-                            "verified" if c.dsm_verified else "WRONG BYTES", "match" if c.dsm_verified else "MISMATCH",
+                            "verified" if c.dsm_verified else "WRONG BYTES", Conclusion.MATCH if c.dsm_verified else Conclusion.MISMATCH,
                             ["every block read its neighbour's whole dynamic memory"], family=Family.CLUSTER_DSM,
                             parameters=where))
     return rows
@@ -178,19 +178,19 @@ def published_verdicts(measured: Measured, profile: ArchProfile | None, cc: str 
     """The device's published row against what was measured. A cc newer than the table is not a mismatch,
     and a difference from an unconfirmed row is information about the table, not about the device."""
     if profile is None:
-        return [row("published table", None, None, cc, "info", [f"cc {cc} is not in the published table"],
-                    "reference", Family.NOT_PUBLISHED)]
+        return [row("published table", None, None, cc, Conclusion.INFO, [f"cc {cc} is not in the published table"],
+                    VerdictKind.REFERENCE, Family.NOT_PUBLISHED)]
     source = f"published cc {profile.cc_string}" + ("" if profile.confirmed else " (unconfirmed)")
     rows = [
         compare("published: shared memory per SM", profile.smem_per_sm_bytes, source, measured.smem_per_sm_bytes,
-                kind="reference", family=Family.PUBLISHED_SMEM_PER_SM),
+                kind=VerdictKind.REFERENCE, family=Family.PUBLISHED_SMEM_PER_SM),
         compare("published: opt-in per block", profile.max_smem_per_block_optin_bytes, source,
-                measured.optin_dynamic_ceiling_bytes, kind="reference", family=Family.PUBLISHED_OPTIN),
+                measured.optin_dynamic_ceiling_bytes, kind=VerdictKind.REFERENCE, family=Family.PUBLISHED_OPTIN),
         compare("published: reserved per block", profile.reserved_smem_per_block_bytes, source,
-                measured.reserved_bytes, kind="reference", family=Family.PUBLISHED_RESERVED),
+                measured.reserved_bytes, kind=VerdictKind.REFERENCE, family=Family.PUBLISHED_RESERVED),
     ]
     if not profile.confirmed:
-        rows = [with_notes(r, r.notes or ["unconfirmed row"], "info") if r.verdict == "MISMATCH" else r
+        rows = [with_notes(r, r.notes or ["unconfirmed row"], Conclusion.INFO) if r.verdict == Conclusion.MISMATCH else r
                 for r in rows]
     return rows
 
@@ -206,9 +206,9 @@ def residency_verdicts(steps: tuple[ResidencyStep, ...]) -> list[Verdict]:
         v = predicted(f"blocks/SM from {step.dynamic_bytes} B dynamic, {step.threads} threads", step.api_blocks_per_sm,
                       "occupancy API", step.blocks_per_sm_min, step.blocks_per_sm_max, notes, Family.RESIDENCY,
                       RowParameters(threads=step.threads, dynamic_bytes=step.dynamic_bytes))
-        if v.verdict in ("match", "differs") and step.formula_blocks_per_sm != step.api_blocks_per_sm:
+        if v.verdict in (Conclusion.MATCH, Conclusion.DIFFERS) and step.formula_blocks_per_sm != step.api_blocks_per_sm:
             v = with_notes(v, [f"the formula says {step.formula_blocks_per_sm}, the API {step.api_blocks_per_sm}",
-                               *v.notes], "MISMATCH")
+                               *v.notes], Conclusion.MISMATCH)
         rows.append(v)
     return rows
 
@@ -253,17 +253,17 @@ def carveout_verdicts(points: tuple[CarveoutPoint, ...], published_kib: tuple[in
         v = predicted(f"blocks/SM at carveout {label}", first.api_blocks_per_sm, "occupancy API", first.blocks_per_sm,
                       notes=[_carveout_note(first, bool(published_kib))], family=Family.CARVEOUT,
                       parameters=RowParameters(percent=first.percent, last_percent=last.percent))
-        if v.verdict == "match" and published_kib is not None and first.carveout_bytes is None:
-            v = with_notes(v, v.notes, "differs")
+        if v.verdict == Conclusion.MATCH and published_kib is not None and first.carveout_bytes is None:
+            v = with_notes(v, v.notes, Conclusion.DIFFERS)
         rows.append(v)
     used = sorted({p.carveout_bytes // 1024 for p in points if p.carveout_bytes is not None})
     unmatched = sorted({p.carveout_range_bytes for p in points if p.carveout_bytes is None and p.carveout_range_bytes})
     if used or unmatched:
         published = [str(k) for k in published_kib] if published_kib else []
         seen = [*map(str, used), *(f"{_kib(lo)}..{_kib(hi)}" for lo, hi in unmatched)]
-        verdict = "info" if not published_kib else ("differs" if unmatched else "match")
+        verdict = Conclusion.INFO if not published_kib else (Conclusion.DIFFERS if unmatched else Conclusion.MATCH)
         rows.append(row("carveout sizes seen (KB)", ", ".join(published) or None, "published" if published else None,
                         ", ".join(seen), verdict, ["no published size in any measured range"] if unmatched else [],
-                        "reference", Family.CARVEOUT_SIZES, reported_items=tuple(published),
+                        VerdictKind.REFERENCE, Family.CARVEOUT_SIZES, reported_items=tuple(published),
                         measured_items=tuple(seen)))
     return rows

@@ -6,6 +6,8 @@ from __future__ import annotations
 import enum
 from typing import ClassVar
 
+from bisect_smem.core.outcomes import STICKY, Outcome
+
 
 class ExitCode(enum.IntEnum):
     """The tool's exit codes (128 + N for signal N comes on top)."""
@@ -67,20 +69,17 @@ class BaselineError(BisectSmemError):
     exit_code = ExitCode.USAGE
 
 
-STICKY_OUTCOMES = ("illegal_address", "timeout")  # outcome classes after which only a new process recovers
-
-
 class ProbeFault(MeasurementError):
-    """A probe ended in a class that is neither success nor "too big" (an Outcome from backends.base)."""
+    """A probe ended in a class (core/outcomes.py) that is neither success nor "too big"."""
 
-    def __init__(self, what: str, outcome: object, detail: str = "") -> None:
-        super().__init__(f"{what}: unexpected {getattr(outcome, 'value', outcome)} ({detail})")
+    def __init__(self, what: str, outcome: Outcome, detail: str = "") -> None:
+        super().__init__(f"{what}: unexpected {outcome.value} ({detail})")
         self.outcome = outcome
 
     @property
     def sticky(self) -> bool:
         """Faults after which the CUDA context is unusable: only a new process recovers."""
-        return getattr(self.outcome, "value", None) in STICKY_OUTCOMES
+        return self.outcome in STICKY
 
 
 class OutputError(UsageError):

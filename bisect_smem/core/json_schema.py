@@ -107,16 +107,34 @@ _NUMERIC = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximu
 
 
 def merged(schema: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
-    """``schema`` with the keywords of ``extra``; bounds on a number go into the numeric branches of an
-    anyOf (a nullable count), since Ajv's strict mode refuses ``minimum`` beside a branch that is null."""
+    """``schema`` with the keywords of ``extra``; bounds on a number go onto every number it admits (the
+    numeric branches of an anyOf, since Ajv's strict mode refuses ``minimum`` beside a branch that is null,
+    and the items of an array of numbers)."""
     numeric = {k: v for k, v in extra.items() if k in _NUMERIC}
     rest = {k: v for k, v in extra.items() if k not in _NUMERIC}
-    if numeric and "anyOf" in schema:
-        schema = {**schema, "anyOf": [{**s, **numeric} if s.get("type") in ("integer", "number") else s
-                                      for s in schema["anyOf"]]}
-    elif numeric:
-        schema = {**schema, **numeric}
-    return {**schema, **rest}
+    if not numeric:
+        return {**schema, **rest}
+    return {**(_bounded(schema, numeric) or {**schema, **numeric}), **rest}
+
+
+def _bounded(schema: dict[str, Any], numeric: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``schema`` with ``numeric`` on each number it admits, or None where it admits none."""
+    if schema.get("type") in ("integer", "number"):
+        return {**schema, **numeric}
+    if "anyOf" in schema:
+        branches = [_bounded(s, numeric) for s in schema["anyOf"]]
+        if all(b is None for b in branches):
+            return None
+        return {**schema, "anyOf": [b or s for b, s in zip(branches, schema["anyOf"], strict=True)]}
+    if schema.get("type") == "array" and "items" in schema:
+        items = _bounded(schema["items"], numeric)
+        return None if items is None else {**schema, "items": items}
+    if schema.get("type") == "array" and "prefixItems" in schema:
+        parts = [_bounded(s, numeric) for s in schema["prefixItems"]]
+        if all(p is None for p in parts):
+            return None
+        return {**schema, "prefixItems": [p or s for p, s in zip(parts, schema["prefixItems"], strict=True)]}
+    return None
 
 
 def at_least_zero(schema: dict[str, Any]) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import Any
 from bisect_smem.core.attributes import DeviceContext, ReportedAttributes
 from bisect_smem.core.integrity import GranuleSweep, Leftovers, MarchResult
 from bisect_smem.core.levels import DEFAULT_LEVEL
-from bisect_smem.core.rows import Verdict
+from bisect_smem.core.rows import Conclusion, Verdict
 from bisect_smem.core.status import DeviceSummary
 
 REPORT_SCHEMA = "bisect_smem/report/v1"
@@ -156,17 +156,17 @@ class DeviceReport:
     @property
     def mismatches(self) -> list[Verdict]:
         """The rows that fail the run."""
-        return [v for v in self.verdicts if v.verdict == "MISMATCH"]
+        return [v for v in self.verdicts if v.verdict == Conclusion.MISMATCH]
 
     @property
     def differences(self) -> list[Verdict]:
         """Rows where the device did better than a prediction or a hint: shown, not failed (unless strict)."""
-        return [v for v in self.verdicts if v.verdict == "differs"]
+        return [v for v in self.verdicts if v.verdict == Conclusion.DIFFERS]
 
     @property
     def incomplete(self) -> bool:
         """The device was not measured completely, or a row could not be measured."""
-        return self.error is not None or any(v.verdict == "ERROR" for v in self.verdicts)
+        return self.error is not None or any(v.verdict == Conclusion.ERROR for v in self.verdicts)
 
 
 @dataclass(frozen=True)

@@ -10,41 +10,18 @@ The bounds are generous: they refuse what is impossible, not what is unusual.
 from __future__ import annotations
 
 import datetime as dt
-import re
-from collections.abc import Iterable
+from collections.abc import Mapping
 from typing import Any
 
+from bisect_smem.core.bounds import MAX_COUNT, Bounds
 from bisect_smem.core.errors import UsageError
-from bisect_smem.core.hardware import MAX_THREADS_PER_BLOCK, NONPORTABLE_CLUSTER_SIZE, STATIC_SMEM_COMPILE_CAP_BYTES
 from bisect_smem.core.levels import LEVELS, REFERENCE_THREADS, is_reference_split
 from bisect_smem.core.profiles import parse_cc
-from bisect_smem.core.quantities import BYTES, MAX_SMS, OPTIN_CEILING, SOME_BYTES, Bounds, declared, find
+from bisect_smem.core.quantities import OPTIN_CEILING, declared, find
+from bisect_smem.core.records import Record, declared_records
 from bisect_smem.core.schema import SchemaError
 
-MAX_COUNT = 1 << 24  # blocks, clusters, probes, launches
-MAX_WORDS = 1 << 40  # words read over every SM
-COUNT = (0, MAX_COUNT)
-THREADS = (1, MAX_THREADS_PER_BLOCK)
-SM_ID = (0, MAX_SMS - 1)
-_SPLIT = {"static_bytes": (0, STATIC_SMEM_COMPILE_CAP_BYTES), "threads": THREADS, "dynamic_ceiling_bytes": BYTES,
-          "probes": COUNT, "static_footprint_bytes": BYTES, "api_available_dynamic_bytes": BYTES}
-_RESIDENCY = {"dynamic_bytes": BYTES, "threads": THREADS, "blocks_per_sm_min": COUNT, "blocks_per_sm_max": COUNT,
-              "api_blocks_per_sm": COUNT, "formula_blocks_per_sm": COUNT}
-_CARVEOUT = {"percent": (-1, 100), "blocks_per_sm": COUNT, "api_blocks_per_sm": COUNT, "carveout_bytes": BYTES}
-_CLUSTER = {"dynamic_bytes": BYTES, "max_cluster_size_portable": (0, NONPORTABLE_CLUSTER_SIZE),
-            "max_cluster_size_nonportable": (0, NONPORTABLE_CLUSTER_SIZE), "api_max_cluster_size": COUNT}
-_SEARCH = {"ceiling_bytes": BYTES, "probes": COUNT, "probe_bound": COUNT, "rounds": COUNT,
-           "api_available_dynamic_bytes": BYTES}
-_MARCH = {"dynamic_bytes": BYTES, "threads": THREADS, "sm_count": (1, MAX_SMS), "launches": COUNT}
-_MARCH_FAILURE = {"sm_id": SM_ID, "bytes_tested": BYTES, "reads_checked": (0, MAX_WORDS), "bad_reads": (0, MAX_WORDS),
-                  "first_bad_byte": BYTES, "expected_word": (0, 0xFFFFFFFF), "read_word": (0, 0xFFFFFFFF),
-                  "pattern": (0, 36), "element": (0, 3)}
-_SWEEP = {"granule_bytes": SOME_BYTES, "ceiling_bytes": BYTES, "sizes_tested": COUNT}
-_LEFTOVERS = {"dynamic_bytes": BYTES, "writer_sms": (0, MAX_SMS), "reader_sms": (0, MAX_SMS),
-              **{f"{w}_words_{k}": (0, MAX_WORDS) for w in ("within_process", "across_processes")
-                 for k in ("read", "matching")}}
 MAX_DRIVER_VERSION_CHARS = 64
-_CLUSTER_SIZE = re.compile(r"[1-9][0-9]?")
 # When a report can have been written: the metrics, the node labels' expiry (a week at most later) and the
 # check's age are computed from it, and a time outside these years overflows or reads as never stale.
 YEARS = (2000, 9000)
@@ -58,16 +35,26 @@ def _in(where: str, value: Any, bounds: Bounds) -> None:
         raise SchemaError(f"field {where} must be an integer in {bounds[0]}..{bounds[1]} (got {shown})")
 
 
-def _fields(where: str, data: Any, table: dict[str, Bounds]) -> None:
+def _fields(where: str, data: Any, table: Mapping[str, Bounds]) -> None:
     if isinstance(data, dict):
         for key, bounds in table.items():
-            _in(f"{where}.{key}", data.get(key), bounds)
+            value = data.get(key)
+            if isinstance(value, list):  # a list of integers: each within the bounds
+                for i, each in enumerate(value):
+                    _in(f"{where}.{key}[{i}]", each, bounds)
+            else:
+                _in(f"{where}.{key}", value, bounds)
 
 
-def _each(where: str, items: Any, table: dict[str, Bounds]) -> Iterable[tuple[str, dict[str, Any]]]:
-    for i, item in enumerate(items if isinstance(items, list) else ()):
-        _fields(f"{where}[{i}]", item, table)
-        yield f"{where}[{i}]", item
+def check_record(record: Record, value: Any, where: str) -> None:
+    """Every item of one record's JSON value (at ``where``) against its declaration: the names it is held
+    by, each bounded field, then the records nested in it."""
+    for at, item, name in record.items(value, where):
+        if name is not None and record.names is not None and not record.names.allows(name):
+            raise SchemaError(f"field {where} has a key that is not {record.names.what}: {name[:40]!r}")
+        _fields(at, item, record.bounds)
+        for part in record.parts if isinstance(item, dict) else ():
+            check_record(part, item.get(part.name), f"{at}.{part.name}")
 
 
 def check_driver_version(where: str, version: Any) -> None:
@@ -129,42 +116,13 @@ def check_reference_split(m: dict[str, Any], where: str) -> None:
 
 def check_measured(m: dict[str, Any], where: str) -> None:
     """The measured part of a device's JSON: each declared quantity within its bounds and above the one it
-    can never be below, the opt-in ceiling as its reference split says, then the records."""
+    can never be below, the opt-in ceiling as its reference split says, then each declared record
+    (core/records.py)."""
     check_quantities(m, where)
     check_reference_split(m, where)
     check_level(f"{where}.level", m.get("level"))
-    for _ in _each(f"{where}.static_splits", m.get("static_splits"), _SPLIT):
-        pass
-    for _ in _each(f"{where}.residency", m.get("residency"), _RESIDENCY):
-        pass
-    for at, point in _each(f"{where}.carveout", m.get("carveout"), _CARVEOUT):
-        for value in point.get("carveout_range_bytes") or ():
-            _in(f"{at}.carveout_range_bytes", value, BYTES)
-    for at, cluster in _each(f"{where}.clusters", m.get("clusters"), _CLUSTER):
-        for size, counts in (cluster.get("active_clusters") or {}).items():
-            if not _CLUSTER_SIZE.fullmatch(size) or int(size) > NONPORTABLE_CLUSTER_SIZE:
-                raise SchemaError(f"field {at}.active_clusters has a key that is not a cluster size "
-                                  f"(1..{NONPORTABLE_CLUSTER_SIZE}): {size[:40]!r}")
-            _fields(f"{at}.active_clusters.{size}", counts, {"measured": COUNT, "api": COUNT})
-    searches = m.get("searches")
-    for name, search in searches.items() if isinstance(searches, dict) else ():  # merge leaves them unread
-        _fields(f"{where}.searches.{name}", search, _SEARCH)
-    _validation(m, where)
-
-
-def _validation(m: dict[str, Any], where: str) -> None:
-    march, sweep = m.get("march"), m.get("granule_sweep")
-    if isinstance(march, dict):
-        _fields(f"{where}.march", march, _MARCH)
-        for i, sm in enumerate(march.get("sms_seen") or ()):
-            _in(f"{where}.march.sms_seen[{i}]", sm, SM_ID)
-        for _ in _each(f"{where}.march.failures", march.get("failures"), _MARCH_FAILURE):
-            pass
-    if isinstance(sweep, dict):
-        _fields(f"{where}.granule_sweep", sweep, _SWEEP)
-        for i, size in enumerate(sweep.get("failing_bytes") or ()):
-            _in(f"{where}.granule_sweep.failing_bytes[{i}]", size, BYTES)
-    _fields(f"{where}.leftovers", m.get("leftovers"), _LEFTOVERS)
+    for record in declared_records():
+        check_record(record, m.get(record.name), f"{where}.{record.name}")
 
 
 def check_report_device(dev: dict[str, Any], i: int) -> None:

@@ -6,6 +6,7 @@ device can have (the one plausibility rule every reader, the schema and fit appl
 measures it, whether a baseline compares it, and its Prometheus help and NFD label where it is exported.
 The baseline comparison, the read-back bounds (core/plausible.py), the JSON Schema's bounds, the
 Prometheus families and the NFD labels are read from ``declared()``; no other module lists the names.
+The records of many values (the staircase, the march) are declared the same way, in core/records.py.
 
 Times, probe counts and other figures that vary from run to run are left out on purpose. The quantities
 are read from the device's JSON form, so a DeviceReport (through ``to_jsonable``) and a report file
@@ -21,16 +22,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from bisect_smem.core.attributes import SOURCE_KEYS
-from bisect_smem.core.levels import FULL_PREFIX, LEVELS, REFERENCE_SPLIT_PREFIX, level_rank, split_quantity_prefix
+from bisect_smem.core.bounds import BYTES, MAX_SMS, OPTIN_BYTES, SOME_BYTES, Bounds
+from bisect_smem.core.levels import FULL_PREFIX, LEVELS, REFERENCE_SPLIT_PREFIX, level_rank
 from bisect_smem.core.model import DeviceReport, Measured, to_jsonable
+from bisect_smem.core.records import Filled, declared_records
 
-MAX_SMEM_BYTES = 1 << 24  # 16 MiB: 70 times the largest per-SM capacity published so far (228 KiB)
-MAX_SMS = 4096  # %smid is below this on every GPU so far
-Bounds = tuple[int, int]
-BYTES, SOME_BYTES = (0, MAX_SMEM_BYTES), (1, MAX_SMEM_BYTES)
-# Every CUDA device since cc 2.0 offers a block 48 KiB; a simulated device can be told less (optin=1K), so
-# 1 KiB is the floor: an opt-in ceiling of 0 or 100 B is a broken file, not a device.
-OPTIN_BYTES = (1024, MAX_SMEM_BYTES)
 MEASURED_FIELDS = frozenset(f.name for f in dataclasses.fields(Measured))  # a quantity without one is in .quantities
 
 
@@ -78,27 +74,6 @@ class Quantity:
     def filled(self, value: int | None) -> Filled:
         """What a step measured of this quantity (None: not measured)."""
         return Filled(self, value)
-
-
-@dataclass(frozen=True)
-class Record:
-    """A part of Measured that is a record of many values, not one quantity (the staircase, the march):
-    its field, and whether the values of several steps add up (the static splits) or one step fills it."""
-
-    name: str
-    adds: bool = False
-
-    def filled(self, value: Any) -> Filled:
-        """What a step measured of this record."""
-        return Filled(self, value)
-
-
-@dataclass(frozen=True)
-class Filled:
-    """A value a step hands over: the declared quantity or record it fills, and the value."""
-
-    what: Quantity | Record
-    value: Any
 
 
 _DECLARED: dict[str, Quantity] = {}
@@ -168,12 +143,6 @@ GRANULARITY = declare(Quantity(
 # a baseline leaves it to that row.
 DEFAULT_API = declare(Quantity("default_api_available_dynamic_bytes", "bytes", BYTES, level="quick", compared=False))
 
-# The records of Measured that steps fill; their quantities are compared by json_quantities below.
-STATIC_SPLITS, RESIDENCY, CARVEOUT = Record("static_splits", adds=True), Record("residency"), Record("carveout")
-CLUSTERS, CLUSTERS_SKIPPED, REGISTERS = Record("clusters"), Record("clusters_skipped"), Record("registers_at_ceiling")
-MARCH, GRANULE_SWEEP, LEFTOVERS = Record("march"), Record("granule_sweep"), Record("leftovers")
-
-
 def quantity_level(name: str) -> str:
     """The lowest level that measures the quantity ``name`` (a key of quantities.quantities)."""
     quantity = find(name)
@@ -198,8 +167,8 @@ def quantities(dev: DeviceReport) -> dict[str, Any]:
 
 
 def json_quantities(dev: dict[str, Any]) -> dict[str, Any]:
-    """``quantities`` of a device in its report's JSON form (schema-checked), keyed as in the JSON: a key
-    the dataclass requires (core/schema.py's ``construct``) is indexed, one it defaults is read with ``get``."""
+    """``quantities`` of a device in its report's JSON form (schema-checked): each source's attributes, each
+    declared quantity, then each declared record's quantities (``Record.quantities``)."""
     q: dict[str, Any] = {}
     for source, view in sorted(dev.get("reported", {}).items()):
         if view is None:
@@ -213,51 +182,9 @@ def json_quantities(dev: dict[str, Any]) -> dict[str, Any]:
     for quantity in declared("measured"):
         if quantity.compared:
             q[quantity.key] = quantity.of(m)
-    for s in m.get("static_splits", ()):
-        prefix = split_quantity_prefix(s["static_bytes"], s["threads"])
-        q[f"{prefix}.dynamic_ceiling_bytes"] = s["dynamic_ceiling_bytes"]
-        q[f"{prefix}.static_footprint_bytes"] = s.get("static_footprint_bytes")
-    for r in m.get("residency", ()):
-        prefix = f"measured.residency.threads={r['threads']}.blocks={r['blocks_per_sm_min']}"
-        q[f"{prefix}.from_dynamic_bytes"] = r["dynamic_bytes"]
-        q[f"{prefix}.blocks_per_sm_max"] = r["blocks_per_sm_max"]
-        q[f"{prefix}.api_blocks_per_sm"] = r.get("api_blocks_per_sm")
-    for c in m.get("carveout", ()):
-        prefix = f"measured.carveout.percent={c['percent']}"
-        q[f"{prefix}.blocks_per_sm"] = c["blocks_per_sm"]
-        q[f"{prefix}.api_blocks_per_sm"] = c.get("api_blocks_per_sm")
-        q[f"{prefix}.carveout_range_bytes"] = list(c["carveout_range_bytes"]) if c.get("carveout_range_bytes") else None
-    for c in m.get("clusters", ()):
-        _cluster_quantities(q, c)
-    q.update(_validation_quantities(m))
+    for record in declared_records():
+        q.update(record.quantities(m.get(record.name)))
     return q
-
-
-def _cluster_quantities(q: dict[str, Any], c: dict[str, Any]) -> None:
-    prefix = f"measured.cluster.dynamic={c['dynamic_bytes']}"
-    q[f"{prefix}.max_cluster_size_portable"] = c.get("max_cluster_size_portable")
-    q[f"{prefix}.max_cluster_size_nonportable"] = c.get("max_cluster_size_nonportable")
-    q[f"{prefix}.api_max_cluster_size"] = c.get("api_max_cluster_size")
-    q[f"{prefix}.dsm_verified"] = c.get("dsm_verified")
-    for size, counts in sorted(c.get("active_clusters", {}).items(), key=lambda kv: int(kv[0])):
-        q[f"{prefix}.active_clusters.size={size}"] = counts.get("measured")
-        q[f"{prefix}.active_clusters.size={size}.api"] = counts.get("api")
-
-
-def _validation_quantities(m: dict[str, Any]) -> dict[str, Any]:
-    """The validation's comparable quantities (None where not validated): which SMs ran and failed, which
-    sizes failed, and what was visible. Counts of words and launches vary from run to run and are left out."""
-    march, sweep, left = m.get("march") or None, m.get("granule_sweep") or None, m.get("leftovers") or None
-    prefix = "measured.validation."
-    return {
-        f"{prefix}march.sms_covered": len(march.get("sms_seen", ())) if march else None,
-        f"{prefix}march.failed_sms": [f["sm_id"] for f in march.get("failures", ())] if march else None,
-        f"{prefix}granule_sweep.failing_bytes": list(sweep.get("failing_bytes", ())) if sweep else None,
-        f"{prefix}granule_sweep.over_ceiling_failed": sweep.get("over_ceiling_failed") if sweep else None,
-        f"{prefix}leftovers.across_processes_visible":
-            left["across_processes_words_matching"] > 0 if left else None,
-        f"{prefix}leftovers.within_process_visible": left["within_process_words_matching"] > 0 if left else None,
-    }
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,27 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-VERDICTS = ("match", "MISMATCH", "differs", "info", "ERROR")
-# limit: a launch contract (any difference fails); prediction: an occupancy API count the device may beat
-# (``differs``) but not fall short of; reference: the published table.
-VERDICT_KINDS = ("limit", "prediction", "reference")
+
+class Conclusion(enum.StrEnum):
+    """A row's verdict, spelled as reports have always spelled it (a failing word in capitals)."""
+
+    MATCH = "match"
+    MISMATCH = "MISMATCH"  # fails the run
+    DIFFERS = "differs"  # the device did better than a prediction or a hint: fails only with --strict
+    INFO = "info"  # nothing to compare
+    ERROR = "ERROR"  # not measured, or measured by a search that cannot be trusted
+
+
+class VerdictKind(enum.StrEnum):
+    """What a row compares against."""
+
+    LIMIT = "limit"  # a launch contract: any difference fails
+    PREDICTION = "prediction"  # an occupancy API count the device may beat (``differs``) but not fall short of
+    REFERENCE = "reference"  # the published table
+
+
+VERDICTS = tuple(Conclusion)
+VERDICT_KINDS = tuple(VerdictKind)
 
 
 class Family(enum.StrEnum):
@@ -100,9 +117,9 @@ class Verdict:
     reported: int | str | None
     source: str | None
     measured: int | str | None
-    verdict: str
+    verdict: Conclusion
     note: str = ""
-    kind: str = "limit"
+    kind: VerdictKind = VerdictKind.LIMIT
     family: Family = Family.OTHER
     parameters: RowParameters = NO_PARAMETERS
     notes: tuple[Note, ...] = ()
@@ -117,6 +134,9 @@ class Verdict:
             raise ValueError(f"verdict must be one of {', '.join(VERDICTS)} (got {self.verdict!r})")
         if self.kind not in VERDICT_KINDS:
             raise ValueError(f"verdict kind must be one of {', '.join(VERDICT_KINDS)} (got {self.kind!r})")
+        # A word given as text (a row read back, a caller's string) is held as its member.
+        object.__setattr__(self, "verdict", Conclusion(self.verdict))
+        object.__setattr__(self, "kind", VerdictKind(self.kind))
         if self.notes and self.note != join_notes(self.notes):
             raise ValueError(f"a row's note is its notes joined (got {self.note!r} beside {self.notes!r})")
 

@@ -27,7 +27,7 @@ from bisect_smem.core.errors import BaselineError
 Checker = Callable[[Any], None]
 Builder = Callable[[Any], Any]
 _NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
-INT_LIMIT = 1 << 63  # every integer the tool writes fits in 64 bits (typed fields: core/plausible.py's ranges)
+INT_LIMIT = 1 << 63  # every integer the tool writes fits in 64 bits (typed fields: their declared bounds)
 MAX_FREE_DEPTH = 8  # how deep a free-form value (a context entry, an event) may nest; the tool writes scalars
 _SCALARS = (str, float, bool, type(None))
 

@@ -4,10 +4,10 @@ The bounds come from galloping up from a small size to a hard cap, never from th
 checked. The boundary is confirmed (the ceiling passes and ceiling + 1 fails, each seen ``confirm``
 times), and monotonicity is spot-checked below the ceiling. Every probe is counted.
 
-``find_ceiling`` asks one size at a time. ``find_ceiling_batched`` asks several per round (a backend
-launches them all and synchronises once): the gallop points together, the confirmations and the spot
-check together, and, while the probe budget allows, several evenly spaced sizes per bisection round.
-It never exceeds the same probe bound, and with one size per round it probes exactly as the bisection.
+``find_ceiling_batched`` asks several sizes per round (a backend launches them all and synchronises
+once): the gallop points together, the confirmations and the spot check together, and, while the probe
+budget allows, several evenly spaced sizes per bisection round. It never exceeds the probe bound of a
+one-size-at-a-time bisection, and with one size per round it probes exactly as that bisection does.
 """
 
 from __future__ import annotations
@@ -62,52 +62,6 @@ class SearchResult:
         return self.unstable_range is None and not self.non_monotone_at
 
 
-def find_ceiling(fits: Predicate, *, cap_bytes: int, floor_bytes: int = 0, confirm: int = DEFAULT_CONFIRM,
-                 start_bytes: int = GALLOP_START_BYTES, spot_check: bool = True) -> SearchResult:
-    """Find the largest n in [floor_bytes, cap_bytes] with ``fits(n)``, assuming monotonicity and checking it.
-
-    ``confirm`` is how many times the ceiling and ceiling + 1 must each be seen (at least 1).
-    """
-    if cap_bytes < floor_bytes:
-        raise ValueError(f"cap must be >= floor (got cap {cap_bytes}, floor {floor_bytes})")
-    if confirm < 1:
-        raise ValueError(f"confirm must be >= 1 (got {confirm})")
-    seen: dict[int, list[bool]] = {}
-
-    def probe(n: int) -> bool:
-        ok = bool(fits(n))
-        seen.setdefault(n, []).append(ok)
-        return ok
-
-    lo = floor_bytes - 1  # largest size known to pass; floor - 1 stands for "none yet"
-    hi: int | None = None  # smallest size known to fail
-    for x in gallop_points(max(start_bytes, floor_bytes), cap_bytes):
-        if probe(x):
-            lo = x
-        else:
-            hi = x
-            break
-    if hi is not None:
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if probe(mid):
-                lo = mid
-            else:
-                hi = mid
-    ceiling = lo if lo >= floor_bytes else None
-
-    for n in (ceiling, hi):
-        if n is not None:
-            while len(seen[n]) < confirm:
-                probe(n)
-    if spot_check and ceiling is not None and ceiling > floor_bytes:
-        fresh = _unprobed_below(ceiling, floor_bytes, seen)
-        if fresh is not None:
-            probe(fresh)
-
-    return _summarise(seen, ceiling, hi, cap_bytes, confirm, sum(len(obs) for obs in seen.values()))
-
-
 def _unprobed_below(ceiling: int, floor_bytes: int, seen: dict[int, list[bool]]) -> int | None:
     """A size below the ceiling that the search has not probed: near three quarters of it."""
     candidate = floor_bytes + (ceiling - floor_bytes) * 3 // 4
@@ -142,9 +96,10 @@ def _summarise(seen: dict[int, list[bool]], ceiling: int | None, hi: int | None,
 def find_ceiling_batched(fits_many: BatchPredicate, *, cap_bytes: int, floor_bytes: int = 0,
                          confirm: int = DEFAULT_CONFIRM, start_bytes: int = GALLOP_START_BYTES,
                          spot_check: bool = True, width: int = DEFAULT_WIDTH) -> SearchResult:
-    """``find_ceiling`` with several sizes per round, within the same probe bound and the same confirmations.
+    """The bisection with several sizes per round, within the same probe bound and the same confirmations.
 
-    ``width`` is the most sizes one bisection round asks; with 1 it probes exactly as ``find_ceiling``.
+    ``width`` is the most sizes one bisection round asks; with 1 it probes exactly as a
+    one-size-at-a-time bisection (the tests keep that reference).
     """
     return drive(ceiling_search(cap_bytes=cap_bytes, floor_bytes=floor_bytes, confirm=confirm,
                                 start_bytes=start_bytes, spot_check=spot_check, width=width), fits_many)
@@ -293,8 +248,8 @@ def _gallop_batched(run: _Rounds, points: list[int], lo: int, budget: int,
                     width: int) -> Generator[list[int], Sequence[bool], tuple[int, int | None]]:
     """The gallop: its points (the cap among them) in one round where the probes fit in ``budget`` whatever
     the answers, the widest bracket between them split further while they still fit (``_first_round``);
-    else one point per round, as ``find_ceiling`` does. Returns (largest pass below the first fail, first
-    fail); later answers of the round are only recorded."""
+    else one point per round, as a one-size-at-a-time bisection does. Returns (largest pass below the first
+    fail, first fail); later answers of the round are only recorded."""
     together = _first_round(points, lo, budget, width)
     for group in ([together] if together else [[n] for n in points]):
         answers = yield from run.ask(group)

@@ -1,30 +1,18 @@
 """What one probe can come back with: its outcome class, the CUDA error classification, and the
 result types of every kind of launch (probe, residency, cluster, march, leftover). Plain data, shared
-by every backend and by the kernels' ABI; each has ``outcome``, ``detail`` and ``ok``."""
+by every backend and by the kernels' ABI; each is a ``ProbeResult`` (``outcome``, ``detail``, ``ok``)
+with its own counts."""
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 
 from bisect_smem.core.integrity import SmMarch
+from bisect_smem.core.outcomes import TOO_BIG, Outcome
 
+# The classes are core facts; backends and experiments take them from here with the results.
+__all__ = ["TOO_BIG", "Outcome"]
 
-class Outcome(enum.StrEnum):
-    """The class of a probe's result. Only OK counts as success; only TOO_BIG classes mean "too big"."""
-
-    OK = "ok"
-    VERIFY_FAILED = "verify_failed"  # launched, but the pattern did not read back over every byte
-    INVALID_VALUE = "invalid_value"
-    OUT_OF_RESOURCES = "out_of_resources"
-    NO_BINARY = "no_binary"
-    CLUSTER_MISCONFIG = "cluster_misconfig"
-    ILLEGAL_ADDRESS = "illegal_address"
-    TIMEOUT = "timeout"
-    OTHER = "other"
-
-
-TOO_BIG = frozenset({Outcome.INVALID_VALUE, Outcome.OUT_OF_RESOURCES})
 
 _ERROR_CLASSES: tuple[tuple[tuple[str, ...], Outcome], ...] = (
     (("CUDA_ERROR_INVALID_VALUE", "cudaErrorInvalidValue"), Outcome.INVALID_VALUE),
@@ -68,35 +56,35 @@ class SmemRegisters:
 
 
 @dataclass(frozen=True)
-class LaunchOutcome:
-    """The result of one probe: an attribute call or a launch with its read-back check."""
+class ProbeResult:
+    """What every kind of launch comes back with: its outcome class and the driver's words. Each kind adds
+    its own counts; only a verified success (``ok``) means the launch ran as asked."""
 
     outcome: Outcome
     detail: str = ""
-    registers: SmemRegisters | None = None
-    bytes_verified: int = 0
-    dynamic_base_offset_bytes: int | None = None  # where the dynamic array starts in the shared window
 
     @property
     def ok(self) -> bool:
-        """Only a verified success counts."""
+        """Only a verified success counts (a march's or cluster's own bytes are checked separately)."""
         return self.outcome is Outcome.OK
 
 
 @dataclass(frozen=True)
-class ResidencyOutcome:
+class LaunchOutcome(ProbeResult):
+    """The result of one probe: an attribute call or a launch with its read-back check."""
+
+    registers: SmemRegisters | None = None
+    bytes_verified: int = 0
+    dynamic_base_offset_bytes: int | None = None  # where the dynamic array starts in the shared window
+
+
+@dataclass(frozen=True)
+class ResidencyOutcome(ProbeResult):
     """How many blocks sat on each SM at once (peak per SM, min and max over SMs), and the API's answer."""
 
-    outcome: Outcome
-    detail: str = ""
     blocks_per_sm_min: int | None = None
     blocks_per_sm_max: int | None = None
     api_blocks_per_sm: int | None = None
-
-    @property
-    def ok(self) -> bool:
-        """Only a verified success counts."""
-        return self.outcome is Outcome.OK
 
 
 def residency_from_peaks(peaks: list[int], api_blocks_per_sm: int | None) -> ResidencyOutcome:
@@ -108,20 +96,13 @@ def residency_from_peaks(peaks: list[int], api_blocks_per_sm: int | None) -> Res
 
 
 @dataclass(frozen=True)
-class ClusterOutcome:
+class ClusterOutcome(ProbeResult):
     """One cluster launched with distributed shared memory checked across every block of it."""
 
-    outcome: Outcome
-    detail: str = ""
     blocks_ran: int = 0
     bytes_checked: int = 0
     bytes_wrong: int = 0
     cluster_size_seen: int = 0
-
-    @property
-    def ok(self) -> bool:
-        """The cluster launched (its bytes are checked separately)."""
-        return self.outcome is Outcome.OK
 
     def dsm_verified(self, cluster_size: int, dynamic_bytes: int) -> bool:
         """Every block ran, saw the cluster size asked for, and read all of its neighbour's bytes right."""
@@ -130,48 +111,27 @@ class ClusterOutcome:
 
 
 @dataclass(frozen=True)
-class ClusterResidencyOutcome:
+class ClusterResidencyOutcome(ProbeResult):
     """How many clusters ran at once over the whole GPU, and the API's prediction."""
 
-    outcome: Outcome
-    detail: str = ""
     active_clusters: int | None = None
     api_active_clusters: int | None = None
 
-    @property
-    def ok(self) -> bool:
-        """Only a verified success counts."""
-        return self.outcome is Outcome.OK
-
 
 @dataclass(frozen=True)
-class MarchOutcome:
+class MarchOutcome(ProbeResult):
     """One launch of the march kernel: a slot per block that ran (blocks that never ran are left out)."""
 
-    outcome: Outcome
-    detail: str = ""
     blocks: tuple[SmMarch, ...] = ()
-
-    @property
-    def ok(self) -> bool:
-        """The launch ran (each block's own result is in ``blocks``)."""
-        return self.outcome is Outcome.OK
 
 
 @dataclass(frozen=True)
-class LeftoverOutcome:
+class LeftoverOutcome(ProbeResult):
     """One launch of a leftover kernel: per block, its SM, the words written or read, and matches."""
 
-    outcome: Outcome
-    detail: str = ""
     sm_ids: tuple[int, ...] = ()
     words: int = 0
     matching_words: int = 0
-
-    @property
-    def ok(self) -> bool:
-        """The launch ran."""
-        return self.outcome is Outcome.OK
 
 
 @dataclass(frozen=True)

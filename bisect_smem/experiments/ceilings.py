@@ -21,11 +21,9 @@ from bisect_smem.core.quantities import (
     DEFAULT_CEILING,
     GRANULARITY,
     OPTIN_CEILING,
-    REGISTERS,
     RESERVED,
-    STATIC_SPLITS,
-    Filled,
 )
+from bisect_smem.core.records import REGISTERS, STATIC_SPLITS, Filled
 from bisect_smem.devices.probes import Launch, ProbeKernel
 from bisect_smem.experiments.context import StepContext
 from bisect_smem.experiments.expect import NOTHING_TOO_BIG, expect

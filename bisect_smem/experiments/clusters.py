@@ -13,7 +13,7 @@ from typing import ClassVar
 
 from bisect_smem.core.hardware import NONPORTABLE_CLUSTER_SIZE, PORTABLE_CLUSTER_SIZE, ceil_div
 from bisect_smem.core.model import ClusterMeasurement
-from bisect_smem.core.quantities import CLUSTERS, CLUSTERS_SKIPPED, Filled
+from bisect_smem.core.records import CLUSTERS, CLUSTERS_SKIPPED, Filled
 from bisect_smem.devices.backends.base import DeviceSession
 from bisect_smem.devices.backends.families import Clusters
 from bisect_smem.devices.probes import TOO_BIG, Outcome

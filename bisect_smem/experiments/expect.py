@@ -2,27 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Protocol
-
 from bisect_smem.core.errors import ProbeFault
-from bisect_smem.devices.probes import TOO_BIG, Outcome
+from bisect_smem.devices.probes import TOO_BIG, Outcome, ProbeResult
 
 NOTHING_TOO_BIG: frozenset[Outcome] = frozenset()  # where the probe must run: any failure is a fault
 
 
-class HasOutcome(Protocol):
-    """Every outcome type of devices/probes.py."""
-
-    outcome: Outcome
-    detail: str
-
-    @property
-    def ok(self) -> bool:
-        """Only a verified success counts."""
-        ...
-
-
-def expect(outcome: HasOutcome, what: str, too_big: frozenset[Outcome] = TOO_BIG) -> bool:
+def expect(outcome: ProbeResult, what: str, too_big: frozenset[Outcome] = TOO_BIG) -> bool:
     """True for a verified success, False for an outcome class in ``too_big`` (the CUDA errors that mean
     "too big" unless told otherwise); anything else raises ProbeFault naming ``what``."""
     if outcome.ok:

@@ -15,7 +15,8 @@ from typing import ClassVar
 from bisect_smem.core.errors import MeasurementError
 from bisect_smem.core.levels import STAIRCASE_THREADS
 from bisect_smem.core.model import CarveoutPoint, ResidencyStep
-from bisect_smem.core.quantities import CARVEOUT, PER_SM, RESIDENCY, Filled
+from bisect_smem.core.quantities import PER_SM
+from bisect_smem.core.records import CARVEOUT, RESIDENCY, Filled
 from bisect_smem.core.search import search_together
 from bisect_smem.devices.backends.base import DeviceSession
 from bisect_smem.devices.backends.families import Carveout, Residency

@@ -3,7 +3,7 @@
 A step is the unit a restarted worker resumes after: each is a small frozen dataclass (picklable, so it
 crosses from a worker to the parent as a dictionary key) that runs itself with a StepContext
 (``run(ctx) -> value``) and says what its value fills (``contribute``: typed ``Filled`` values of the quantities and records declared in
-core/quantities.py). ``key``
+core/quantities.py and core/records.py). ``key``
 is its stable name in events, progress lines and ``--inject-fault`` (``static_split:0:128``). The steps
 themselves live with their experiments: ceilings, residency, clusters, validation.
 """
@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from bisect_smem.core.model import Ceiling, Measured
-from bisect_smem.core.quantities import MEASURED_FIELDS, Filled, Record
+from bisect_smem.core.quantities import MEASURED_FIELDS
+from bisect_smem.core.records import Filled, Record
 from bisect_smem.devices.backends.families import Ceilings
 from bisect_smem.experiments.context import StepContext
 
@@ -59,7 +60,7 @@ class Step:
         raise NotImplementedError
 
     def contribute(self, value: Any) -> tuple[Filled, ...]:
-        """What this step's result fills: each declared quantity (core/quantities.py) or record, and its value."""
+        """What this step's result fills: each declared quantity or record, and its value."""
         raise NotImplementedError
 
     @classmethod

@@ -15,7 +15,7 @@ from typing import ClassVar
 
 from bisect_smem.core.errors import MeasurementError, ProbeFault
 from bisect_smem.core.integrity import GranuleSweep, Leftovers, MarchResult, SmMarch
-from bisect_smem.core.quantities import GRANULE_SWEEP, LEFTOVERS, MARCH, Filled
+from bisect_smem.core.records import GRANULE_SWEEP, LEFTOVERS, MARCH, Filled
 from bisect_smem.devices.backends.base import DeviceSession
 from bisect_smem.devices.backends.families import Integrity
 from bisect_smem.devices.probes import TOO_BIG, Launch, ProbeKernel

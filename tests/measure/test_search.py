@@ -12,12 +12,12 @@ from hypothesis import strategies as st
 
 from bisect_smem.core.search import (
     ceiling_search,
-    find_ceiling,
     find_ceiling_batched,
     gallop_points,
     probe_bound,
     search_together,
 )
+from tests.measure.sequential_search import find_ceiling
 
 
 @settings(max_examples=400, deadline=None)

@@ -27,6 +27,7 @@ from bisect_smem.core.levels import LEVELS
 from bisect_smem.core.model import BASELINE_SCHEMA, REPORT_SCHEMA, DeviceReport, Report
 from bisect_smem.core.profiles import ArchProfile
 from bisect_smem.core.quantities import declared
+from bisect_smem.core.records import schema_bounds
 from bisect_smem.core.rows import VERDICT_KINDS, VERDICTS
 from bisect_smem.core.status import RESULTS, STATUSES
 
@@ -44,6 +45,7 @@ FIELDS: dict[str, dict[str, Any]] = {
     # The values a device can have, as every reader refuses the others (core/quantities.py declares them).
     **{f"{cls}.{q.name}": {"minimum": q.bounds[0], "maximum": q.bounds[1]}
        for q in declared() for cls in (("Measured",) if q.part == "measured" else ("DeviceAttributes", "DriverAttributes"))},
+    **schema_bounds(),  # and the values each record's fields can have (core/records.py declares them)
 }
 _NULLABLE_INT = {"anyOf": [{"type": "integer"}, {"type": "null"}]}
 _NULLABLE_STR = {"anyOf": [{"type": "string"}, {"type": "null"}]}

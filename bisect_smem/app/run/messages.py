@@ -35,80 +35,78 @@ class WorkerJob:
 
 
 @dataclass(frozen=True)
-class Opened:
-    """The device opened: what it reports about itself."""
+class WorkerMessage:
+    """What every message says first: the device it is about (one worker per device)."""
 
     index: int
+
+
+@dataclass(frozen=True)
+class Opened(WorkerMessage):
+    """The device opened: what it reports about itself."""
+
     info: DeviceInfo
 
 
 @dataclass(frozen=True)
-class OpenFailed:
+class OpenFailed(WorkerMessage):
     """The device could not be opened (compile, load or driver failure)."""
 
-    index: int
     error: str
 
 
 @dataclass(frozen=True)
-class Progress:
+class Progress(WorkerMessage):
     """A line for the progress display."""
 
-    index: int
     text: str
 
 
 @dataclass(frozen=True)
-class StepStarted:
+class StepStarted(WorkerMessage):
     """The worker began a step: a hang from here on is this step's."""
 
-    index: int
     step: Step
 
 
 @dataclass(frozen=True)
-class StepDone:
+class StepDone(WorkerMessage):
     """A step finished (possibly with its own error)."""
 
-    index: int
     result: StepResult
 
 
 @dataclass(frozen=True)
-class StepFaulted:
+class StepStopped(WorkerMessage):
+    """A step ended the worker: the step it was in, and why."""
+
+    step: Step
+    detail: str
+
+
+@dataclass(frozen=True)
+class StepFaulted(StepStopped):
     """A sticky fault: the context is lost and the worker ends."""
 
-    index: int
-    step: Step
-    detail: str
-
 
 @dataclass(frozen=True)
-class WorkerCrashed:
+class WorkerCrashed(StepStopped):
     """An exception that is not a GPU fault: a bug, reported before the worker ends."""
 
-    index: int
-    step: Step
-    detail: str
-
 
 @dataclass(frozen=True)
-class Finished:
+class Finished(WorkerMessage):
     """Every step is done."""
 
-    index: int
-
 
 @dataclass(frozen=True)
-class Exited:
+class Exited(WorkerMessage):
     """The worker's stream ended and its process exited with ``code`` (negative: ended by that signal)."""
 
-    index: int
     code: int | None
 
 
-Message = (Opened | OpenFailed | Progress | StepStarted | StepDone | StepFaulted | WorkerCrashed
-           | Finished | Exited)
+Message = WorkerMessage  # the supervisor matches each on its type
 
 
 class Channel:
