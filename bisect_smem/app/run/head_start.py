@@ -15,7 +15,6 @@ its workers itself, as it would without this module.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import signal
 import threading
@@ -24,7 +23,6 @@ from collections.abc import Collection
 from typing import TYPE_CHECKING, TypeAlias
 
 from bisect_smem.app.run.timeline import mark
-from bisect_smem.devices.backends import REQUIRED_MODULES
 
 if TYPE_CHECKING:
     # Deferred to type checking: this module runs before anything else loads, so it imports only what it uses.
@@ -156,11 +154,13 @@ def planned_workers(argv: list[str], subcommands: Collection[str]) -> list[tuple
                 devices.append(int(value))
             else:
                 return []  # the parser will refuse it
-    backends = ("cupy", "numba") if backend == "all" else (backend,)
-    if not all(name in REQUIRED_MODULES for name in backends):
+    # Deferred: only a command line that may measure reads the backends' table; the others load no devices.
+    from bisect_smem.devices.backends.table import BACKENDS, REAL_BACKENDS
+
+    backends = REAL_BACKENDS if backend == "all" else (backend,)
+    if not all(name in REAL_BACKENDS for name in backends):
         return []
-    installed = [name for name in backends
-                 if all(importlib.util.find_spec(m.split(".")[0]) for m in REQUIRED_MODULES[name])]
+    installed = [name for name in backends if BACKENDS[name].missing_module() is None]
     if not devices and not (os.environ.get("CUDA_VISIBLE_DEVICES") or device_nodes()):
         return []  # no sign of a GPU: the run will say so without any worker
     return [(name, index) for name in installed for index in dict.fromkeys(devices) or likely_devices()]

@@ -7,7 +7,6 @@ cupy_integrity, which reach CuPy through the module this one hands them (``_cupy
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import threading
 from collections.abc import Sequence
@@ -18,13 +17,14 @@ from bisect_smem.core.attributes import DeviceContext, NvmlInfo
 from bisect_smem.core.errors import BackendUnavailable, KernelCompileError
 from bisect_smem.core.hardware import DriverAttribute
 from bisect_smem.devices import attributes
-from bisect_smem.devices.backends import REQUIRED_MODULES, driver_calls
+from bisect_smem.devices.backends import driver_calls
 from bisect_smem.devices.backends.base import CudaErrorFunnel, DeviceIdentity, RealDevices
 from bisect_smem.devices.backends.batches import launch_rows
-from bisect_smem.devices.backends.cupy_clusters import CupyClusters
-from bisect_smem.devices.backends.cupy_integrity import CupyIntegrity
-from bisect_smem.devices.backends.cupy_residency import CupyResidency
-from bisect_smem.devices.backends.cupy_wheel import INSTALL_HINT, check_driver_for_cupy, cupy_cuda_major
+from bisect_smem.devices.backends.cupy import BACKEND
+from bisect_smem.devices.backends.cupy.clusters import CupyClusters
+from bisect_smem.devices.backends.cupy.integrity import CupyIntegrity
+from bisect_smem.devices.backends.cupy.residency import CupyResidency
+from bisect_smem.devices.backends.cupy.wheel import INSTALL_HINT, check_driver_for_cupy, cupy_cuda_major
 from bisect_smem.devices.backends.driver_calls import DriverError
 from bisect_smem.devices.backends.families import Ceilings, FaultSeam
 from bisect_smem.devices.backends.libcuda import libcuda
@@ -184,7 +184,7 @@ class CupyBackend(RealDevices):
     def device_count(self) -> int:
         lib = libcuda()
         count = lib.device_count()  # no driver is the more basic answer, so it is checked first
-        if importlib.util.find_spec(REQUIRED_MODULES["cupy"][0]) is None:
+        if BACKEND.missing_module() is not None:
             raise BackendUnavailable(f"the cupy backend needs CuPy, which is not installed: {INSTALL_HINT}")
         check_driver_for_cupy(lib.driver_version(), cupy_cuda_major())
         return count

@@ -1,16 +1,15 @@
 """The Numba backend: the same probes written as numba-cuda kernels, compiled by NVVM (not NVRTC) and
 launched through numba's own driver layer: a second, independent path to every ceiling.
 
-numba-cuda has no API for the shared-memory opt-in; numba_driver's ``set_kernel_max_dynamic_smem`` shows
+numba-cuda has no API for the shared-memory opt-in; driver.py's ``set_kernel_max_dynamic_smem`` shows
 the recipe (the driver attribute on the compiled kernel, through cuda-bindings). The kernels themselves are in
-numba_kernels (imported here, inside functions, so the parent process never pays for numba); numba caches
+kernels.py (imported here, inside functions, so the parent process never pays for numba); numba caches
 them on disk (``cache=True``: per compute capability, in numba's cache directory or ``NUMBA_CACHE_DIR``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import itertools
 import sys
 from collections.abc import Iterator, Sequence
@@ -20,13 +19,13 @@ from typing import Any
 from bisect_smem.core.attributes import DeviceContext, NvmlInfo
 from bisect_smem.core.errors import BackendUnavailable
 from bisect_smem.devices import attributes
-from bisect_smem.devices.backends import REQUIRED_MODULES
 from bisect_smem.devices.backends.base import CudaErrorFunnel, DeviceIdentity, RealDevices
 from bisect_smem.devices.backends.batches import launch_rows
 from bisect_smem.devices.backends.families import Ceilings
 from bisect_smem.devices.backends.libcuda import libcuda
-from bisect_smem.devices.backends.numba_driver import cuda_error_text, set_kernel_max_dynamic_smem
-from bisect_smem.devices.backends.numba_residency import NumbaResidency
+from bisect_smem.devices.backends.numba import BACKEND
+from bisect_smem.devices.backends.numba.driver import cuda_error_text, set_kernel_max_dynamic_smem
+from bisect_smem.devices.backends.numba.residency import NumbaResidency
 from bisect_smem.devices.kernel_abi import RESULT_WORDS
 from bisect_smem.devices.probes import Launch, LaunchOutcome, Outcome, ProbeKernel, classify_cuda_error
 
@@ -83,7 +82,7 @@ def compile_kernels(cuda: Any, cc: tuple[int, int], static_sizes: tuple[int, ...
     Each is its own dispatcher over the same function: two kernels, so the default one is never opted
     in; the second of a pair (and every kernel in a later run) is loaded from numba's disk cache.
     """
-    from bisect_smem.devices.backends import numba_kernels as nk  # deferred: it imports numba
+    from bisect_smem.devices.backends.numba import kernels as nk  # deferred: it imports numba
 
     functions = nk.kernel_functions(cc, static_sizes)
     with scipy_hidden():
@@ -201,9 +200,9 @@ class NumbaBackend(RealDevices):
 
     def device_count(self) -> int:
         count = libcuda().device_count()
-        for module in REQUIRED_MODULES["numba"]:
-            if importlib.util.find_spec(module.split(".")[0]) is None:
-                raise BackendUnavailable(f"the numba backend needs {module}, which is not installed: {INSTALL_HINT}")
+        missing = BACKEND.missing_module()
+        if missing is not None:
+            raise BackendUnavailable(f"the numba backend needs {missing}, which is not installed: {INSTALL_HINT}")
         return count
 
     def preload(self) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 from bisect_smem.devices.backends.base import CudaErrorFunnel, driver_value
 from bisect_smem.devices.backends.batches import read_then_decode
 from bisect_smem.devices.backends.families import Residency
-from bisect_smem.devices.backends.numba_driver import kernel_handle, set_kernel_max_dynamic_smem
+from bisect_smem.devices.backends.numba.driver import kernel_handle, set_kernel_max_dynamic_smem
 from bisect_smem.devices.kernel_abi import RESIDENCY_COUNTER_WORDS, ResidencyWord
 from bisect_smem.devices.probes import (
     Outcome,
