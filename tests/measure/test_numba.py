@@ -142,7 +142,7 @@ def test_the_numpy_shim_restores_row_stack(monkeypatch: pytest.MonkeyPatch) -> N
     import numpy as np
 
     monkeypatch.delattr(np, "row_stack", raising=False)
-    numba_backend.apply_numpy_compat()
+    numba_backend.numpy_with_compat()
     assert np.row_stack is np.vstack
 
 

@@ -1,8 +1,8 @@
 """The CuPy backend: NVRTC through RawModule (all probe variants in one compile), launches through CuPy.
 
-The only module that imports cupy, and only inside functions: the parent process never pays for it. The
-session's probe families beyond the ceilings are mixins in cupy_residency, cupy_clusters and
-cupy_integrity, which reach CuPy through the module this one hands them (``_cupy``).
+The only module that imports cupy, and only in ``import_cupy``: the parent process never pays for it. The
+session's probe families beyond the ceilings are mixins in residency.py, clusters.py and integrity.py,
+which reach CuPy through the module this one hands them (``_cupy``).
 """
 
 from __future__ import annotations
@@ -64,20 +64,26 @@ class ContextStarter:
         self._thread.join()
 
 
+def import_cupy() -> Any:
+    """CuPy; BackendUnavailable, with the install hint, where it cannot be imported."""
+    try:
+        # Deferred: CuPy loads only in the process that opens a CuPy device, a second or more of its start.
+        import cupy
+    except ImportError as exc:
+        raise BackendUnavailable(f"CuPy could not be imported ({exc}): {INSTALL_HINT}") from exc
+    return cupy
+
+
 class CupySession(CupyResidency, CupyClusters, CupyIntegrity, Ceilings, FaultSeam):
     """One device: every probe kernel compiled in a single NVRTC call and loaded once. Its ceilings and
-    fault seam are here; each other probe family is a module of its own (cupy_residency, cupy_clusters,
-    cupy_integrity), reaching CuPy through this session."""
+    fault seam are here; each other probe family is a module of its own (residency, clusters,
+    integrity), reaching CuPy through this session."""
 
     def __init__(self, index: int, static_sizes: tuple[int, ...], step_kinds: frozenset[str] | None = None) -> None:
         # The driver starts and the context is created while this thread imports CuPy and reads the
         # kernel source: in a fresh process each takes a few hundred milliseconds.
         context = ContextStarter(index)
-        try:
-            import cupy
-        except ImportError as exc:
-            raise BackendUnavailable(f"CuPy could not be imported ({exc}): {INSTALL_HINT}") from exc
-        self._cupy = cupy
+        self._cupy = cupy = import_cupy()
         self.index = index
         names = module_name_expressions(static_sizes, step_kinds)
         source = module_source()
@@ -191,9 +197,7 @@ class CupyBackend(RealDevices):
 
     def loaded_static_smem(self, path: Path, kernel: str) -> int | None:
         """Load a cubin or PTX file on device 0 and ask the driver for the kernel's SHARED_SIZE_BYTES."""
-        import cupy
-
-        module = cupy.RawModule(path=str(path))
+        module = import_cupy().RawModule(path=str(path))
         return int(module.get_function(kernel).shared_size_bytes)
 
     def open(self, index: int, static_sizes: tuple[int, ...],
