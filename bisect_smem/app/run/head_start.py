@@ -111,7 +111,7 @@ def _serve_forked(index: int, backend: str) -> int:
 
         return worker_process.main([str(index), "--context", "--preload", backend])
     except BaseException:  # noqa: BLE001 - the supervisor sees the exit code; the reason goes to stderr
-        import traceback
+        import traceback  # deferred: only a worker that failed prints one
 
         traceback.print_exc()
         return 1
