@@ -15,9 +15,10 @@ its workers itself, as it would without this module.
 
 from __future__ import annotations
 
+import _thread
 import os
 import signal
-import threading
+import sys
 import time
 from collections.abc import Collection
 from typing import TYPE_CHECKING, TypeAlias
@@ -72,7 +73,7 @@ class ForkedWorker:
         self.stdin = os.fdopen(job_write, "wb")
         self.stdout = os.fdopen(messages_read, "rb")
         self.returncode: int | None = None
-        self._reaping = threading.Lock()
+        self._reaping = _thread.allocate_lock()  # threading's Lock, without importing threading
 
     def poll(self) -> int | None:
         """The exit code (negative: the signal that ended it) once it has ended, else None. Safe from
@@ -175,7 +176,8 @@ def start(argv: list[str], subcommands: Collection[str]) -> None:
     """Fork the workers the command line will want (see planned_workers; ``subcommands``: the names that
     make it something else than a measuring run). Never raises: a head start that cannot be had leaves the
     workers to the runner."""
-    if threading.active_count() != 1:
+    threading = sys.modules.get("threading")  # not imported here: no command that measures nothing needs it
+    if threading is not None and threading.active_count() != 1:
         return  # a fork is only as clean as a fresh interpreter while no other thread runs
     try:
         for backend, index in planned_workers(argv, subcommands):
