@@ -81,7 +81,7 @@ def summary(samples: list[float]) -> dict[str, float]:
 
 def latency_session() -> tuple[object, object]:
     """One device opened in this process, its opt-in probe raised to LATENCY_BYTES: both latencies use it."""
-    from bisect_smem.devices.backends.cupy_backend import CupySession
+    from bisect_smem.devices.backends.cupy.backend import CupySession
     from bisect_smem.devices.probes import ProbeKernel
 
     session = CupySession(0, (0,))
@@ -293,7 +293,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--out", default="bench.json")
     args = parser.parse_args()
-    from bisect_smem.devices.backends.cupy_backend import CupyBackend
+    from bisect_smem.devices.backends.cupy.backend import CupyBackend
 
     backend = CupyBackend()
     if not backend.is_available():

@@ -16,7 +16,7 @@ import pytest
 def gpu_unavailable_reason() -> str | None:
     """None when a CUDA device and CuPy are usable here, else why not."""
     from bisect_smem.core.errors import BackendUnavailable
-    from bisect_smem.devices.backends.cupy_backend import CupyBackend
+    from bisect_smem.devices.backends.cupy.backend import CupyBackend
 
     try:
         count = CupyBackend().device_count()

@@ -24,10 +24,10 @@ def offered() -> dict[str, list[str]]:
     from bisect_smem.analysis.fit.triton.rule import WARPS
     from bisect_smem.app.run.requests import ALL_BACKENDS
     from bisect_smem.core.profiles import profile_names
-    from bisect_smem.devices.backends import BACKEND_NAMES
+    from bisect_smem.devices.backends.table import BACKENDS
 
     operands = sorted({*OPERANDS, *ALIASES, *TRITON_DTYPES})
-    return {"--backend": [*BACKEND_NAMES, ALL_BACKENDS], "--simulate": profile_names(), "--arch": profile_names(),
+    return {"--backend": [*BACKENDS, ALL_BACKENDS], "--simulate": profile_names(), "--arch": profile_names(),
             "--dtype": operands, "--dtype-a": operands, "--dtype-b": operands, "--c-dtype": sorted(OUTPUT_BITS),
             "--d-dtype": sorted(set(OUTPUT_BITS) - {"void"}), "--warps": [str(w) for w in WARPS]}
 

@@ -15,6 +15,10 @@ from __future__ import annotations
 
 LEVELS = ("quick", "standard", "full")
 DEFAULT_LEVEL = "standard"
+# How many times the search sees the ceiling and ceiling + 1 each; declared here, beside the level, so that
+# the parser offers both without loading the search.
+DEFAULT_CONFIRM = 2
+MAX_CONFIRM = 32  # more repeats say nothing new, and each costs two probes per round of every search
 REFERENCE_STATIC_BYTES = 0
 REFERENCE_THREADS = 128  # the block size of the reference opt-in ceiling that later steps build on
 STAIRCASE_THREADS = 32  # small blocks, so that the block limit and shared memory bind, not threads

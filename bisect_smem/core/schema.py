@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
+import sys
 import types
 import typing
 from collections.abc import Callable
@@ -114,8 +115,32 @@ def _checker(tp: Any, skip: frozenset[str] = frozenset()) -> Checker:
     return _plain_checker((tp,) if tp is not float else (int, float), _expected(tp), tp is bool)
 
 
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    """The dataclass's field types, as ``typing.get_type_hints`` gives them, resolved once for its checker
+    and its builder. Each annotation is a string (``from __future__ import annotations``) that
+    get_type_hints compiles again for every class; here each string is evaluated once per module."""
+    hints: dict[str, Any] = {}
+    for base in reversed(cls.__mro__):
+        for name, text in base.__dict__.get("__annotations__", {}).items():
+            hints[name] = _evaluated(text, base.__module__) if isinstance(text, str) else text
+    if not all(map(_resolved, hints.values())):
+        return typing.get_type_hints(cls)  # a name left quoted inside an annotation: typing resolves those
+    return hints
+
+
+def _resolved(tp: Any) -> bool:
+    return not isinstance(tp, str | typing.ForwardRef) and all(map(_resolved, typing.get_args(tp)))
+
+
+@functools.cache
+def _evaluated(text: str, module: str) -> Any:
+    """An annotation of the package's own, in the names of the module that wrote it."""
+    return eval(text, vars(sys.modules[module]))  # the text is an annotation in the package's own source
+
+
 def _dataclass_checker(cls: type, skip: frozenset[str]) -> Checker:
-    hints = typing.get_type_hints(cls)
+    hints = _hints(cls)
     known = frozenset(f.name for f in dataclasses.fields(cls))
     fields = []
     for f in dataclasses.fields(cls):
@@ -283,7 +308,7 @@ def _builder(tp: Any) -> Builder:
 
 
 def _dataclass_builder(cls: type) -> Builder:
-    hints = typing.get_type_hints(cls)
+    hints = _hints(cls)
     fields = [(f.name, _builder(hints[f.name]),
                f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING)
               for f in dataclasses.fields(cls) if f.init]

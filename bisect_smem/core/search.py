@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from bisect_smem.core.hardware import ceil_div
+from bisect_smem.core.levels import DEFAULT_CONFIRM
 
 Predicate = Callable[[int], bool]
 """Answers True when ``n`` bytes fit, False when they are too big; raises for anything unexpected."""
@@ -27,8 +28,6 @@ BatchPredicate = Callable[[Sequence[int]], Sequence[bool]]
 GALLOP_START_BYTES = 4096
 EXTRA_PROBES = 6  # beyond ceil(log2(cap)): three gallop points, two confirmations, one spot check
 DEFAULT_WIDTH = 4  # the most sizes one bisection round may put in flight
-DEFAULT_CONFIRM = 2  # times the ceiling and ceiling + 1 are each seen
-MAX_CONFIRM = 32  # more repeats say nothing new, and each costs two probes per round of every search
 
 
 def probe_bound(cap_bytes: int, confirm: int = DEFAULT_CONFIRM) -> int:

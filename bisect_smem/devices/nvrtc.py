@@ -17,6 +17,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 try:
     import fcntl
@@ -43,13 +44,20 @@ class Compiled:
     image: bytes  # a cubin for sm_XX targets, PTX for compute_XX
 
 
-@functools.cache
-def supported_archs() -> tuple[int, ...]:
-    """The ``sm_XX`` numbers this NVRTC can target; NvrtcUnavailable without cuda-bindings' NVRTC."""
+def bindings() -> Any:
+    """cuda-bindings' NVRTC module; NvrtcUnavailable where cuda-bindings is not installed."""
     try:
+        # Deferred: cuda-bindings is an extra, loaded only where a probe module or fit --ptx compiles.
         from cuda.bindings import nvrtc
     except ImportError as exc:
         raise NvrtcUnavailable(f"cuda-bindings is not installed ({exc})") from exc
+    return nvrtc
+
+
+@functools.cache
+def supported_archs() -> tuple[int, ...]:
+    """The ``sm_XX`` numbers this NVRTC can target; NvrtcUnavailable without cuda-bindings' NVRTC."""
+    nvrtc = bindings()
     try:
         err, archs = nvrtc.nvrtcGetSupportedArchs()
     except RuntimeError as exc:  # the NVRTC library itself could not be found
@@ -61,17 +69,14 @@ def supported_archs() -> tuple[int, ...]:
 
 def nvrtc_version() -> str:
     """``13.0``."""
-    from cuda.bindings import nvrtc
-
-    _, major, minor = nvrtc.nvrtcVersion()
+    _, major, minor = bindings().nvrtcVersion()
     return f"{major}.{minor}"
 
 
 def compile_source(source: str, arch: str, names: list[str], options: tuple[str, ...] = (),
                    cubin: bool = False) -> Compiled:
     """Compile for ``arch`` (``sm_90``): a cubin with ``cubin``, else PTX for the matching compute_XX."""
-    from cuda.bindings import nvrtc
-
+    nvrtc = bindings()
     err, prog = nvrtc.nvrtcCreateProgram(source.encode(), b"probe.cu", 0, [], [])
     if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
         raise NvrtcUnavailable(f"nvrtcCreateProgram failed ({err})")

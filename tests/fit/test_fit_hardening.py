@@ -153,7 +153,7 @@ def test_no_cuda_is_imported_without_local_devices(extra: list[str], cubin: byte
             *[str(report) if a == "REPORT" else a for a in extra]]
     script = ("import sys; from bisect_smem.app.cli.main import main; code = main(sys.argv[1:]); "
               "loaded = sorted(m for m in sys.modules if m.startswith(('cupy', 'numba', 'cuda')) "
-              "or m.endswith(('cupy_backend', 'numba_backend', 'runner'))); print(loaded); sys.exit(code)")
+              "or m.endswith(('cupy.backend', 'numba.backend', 'runner'))); print(loaded); sys.exit(code)")
     done = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, cwd=ROOT,
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
     assert done.returncode == 0, done.stderr

@@ -89,9 +89,9 @@ def test_only_the_two_backends_import_cupy_and_numba() -> None:
     users = {module: sorted({name.split(".")[0] for name in _imports(path)} & {"cupy", "numba"})
              for module, path in MODULES.items()}
     assert {m: u for m, u in users.items() if u} == {
-        "bisect_smem.devices.backends.cupy_backend": ["cupy"],
-        "bisect_smem.devices.backends.numba_backend": ["numba"],
-        "bisect_smem.devices.backends.numba_kernels": ["numba"],  # the kernels, imported by numba_backend only
+        "bisect_smem.devices.backends.cupy.backend": ["cupy"],
+        "bisect_smem.devices.backends.numba.backend": ["numba"],
+        "bisect_smem.devices.backends.numba.kernels": ["numba"],  # the kernels, imported by numba/backend.py only
     }
 
 

@@ -15,8 +15,8 @@ from bisect_smem.core.model import DeviceReport, Measured, to_jsonable
 from bisect_smem.core.quantities import json_quantities, quantities
 from bisect_smem.core.rows import Family
 from bisect_smem.devices.attributes import driver_view, runtime_view
-from bisect_smem.devices.backends.sim import SimBackend
-from bisect_smem.devices.backends.sim_spec import SimSpec
+from bisect_smem.devices.backends.sim.backend import SimBackend
+from bisect_smem.devices.backends.sim.spec import SimSpec
 
 REPORTED = ReportedAttributes(DriverAttributes(max_shared_memory_per_block_optin_bytes=232448, multiprocessor_count=132),
                               DeviceAttributes(max_shared_memory_per_block_optin_bytes=101376,

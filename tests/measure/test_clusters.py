@@ -9,9 +9,9 @@ import pytest
 from bisect_smem.analysis.verdicts import cluster_verdicts
 from bisect_smem.core.model import Measured
 from bisect_smem.core.profiles import PROFILES, ArchProfile, find_profile
-from bisect_smem.devices.backends.sim import SimSession
-from bisect_smem.devices.backends.sim_model import DeviceModel
-from bisect_smem.devices.backends.sim_spec import SimSpec
+from bisect_smem.devices.backends.sim.backend import SimSession
+from bisect_smem.devices.backends.sim.model import DeviceModel
+from bisect_smem.devices.backends.sim.spec import SimSpec
 from bisect_smem.devices.probes import ClusterOutcome
 from bisect_smem.experiments.clusters import ACTIVE_SIZES, ClusterExperiments, cluster_probe_sizes
 from tests.conftest import run_cli_json

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import signal
@@ -159,7 +160,7 @@ def test_ctrl_c_stops_every_worker_and_writes_nothing(tmp_path: Path) -> None:
 
 
 def test_no_visible_device_is_exit_3(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    from bisect_smem.devices.backends import cupy_backend
+    from bisect_smem.devices.backends.cupy import backend as cupy_backend
 
     class NoDevices:
         def device_count(self) -> int:
@@ -169,14 +170,14 @@ def test_no_visible_device_is_exit_3(monkeypatch: pytest.MonkeyPatch, capsys: py
             return 13000
 
     monkeypatch.setattr(cupy_backend, "libcuda", lambda: NoDevices())
-    monkeypatch.setattr(cupy_backend.importlib.util, "find_spec", lambda name: object())
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: object())
     assert cli.main([]) == 3
     assert "no CUDA device is visible (check CUDA_VISIBLE_DEVICES)" in capsys.readouterr().err
 
 
 def test_a_driver_older_than_cupy_is_exit_3(monkeypatch: pytest.MonkeyPatch,
                                             capsys: pytest.CaptureFixture[str]) -> None:
-    from bisect_smem.devices.backends import cupy_backend
+    from bisect_smem.devices.backends.cupy import backend as cupy_backend
 
     class OldDriver:
         def device_count(self) -> int:
@@ -186,7 +187,7 @@ def test_a_driver_older_than_cupy_is_exit_3(monkeypatch: pytest.MonkeyPatch,
             return 12040
 
     monkeypatch.setattr(cupy_backend, "libcuda", lambda: OldDriver())
-    monkeypatch.setattr(cupy_backend.importlib.util, "find_spec", lambda name: object())
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: object())
     monkeypatch.setattr(cupy_backend, "cupy_cuda_major", lambda: 13)
     assert cli.main([]) == 3
     err = capsys.readouterr().err.strip()
@@ -207,7 +208,7 @@ def test_workers_start_for_the_likely_devices(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_cupys_cuda_major_is_read_from_its_dist_info_folder(tmp_path: Path) -> None:
-    from bisect_smem.devices.backends.cupy_backend import cupy_cuda_major
+    from bisect_smem.devices.backends.cupy.backend import cupy_cuda_major
 
     (tmp_path / "numpy-2.0.0.dist-info").mkdir()
     assert cupy_cuda_major([str(tmp_path / "missing"), str(tmp_path)]) is None

@@ -44,7 +44,7 @@ def test_exit_code_follows_the_verdicts(gpu_report: tuple[int, dict]) -> None:
 
 
 def test_the_default_kernel_is_never_opted_in(tmp_path: Path) -> None:
-    from bisect_smem.devices.backends.cupy_backend import CupySession
+    from bisect_smem.devices.backends.cupy.backend import CupySession
     from bisect_smem.devices.probes import Outcome, ProbeKernel
 
     session = CupySession(0, (0,))
@@ -154,7 +154,7 @@ def test_a_real_illegal_access_ends_only_a_worker(tmp_path: Path, capsys: pytest
 
 
 def test_a_batch_of_launches_answers_as_single_launches() -> None:
-    from bisect_smem.devices.backends.cupy_backend import CupySession
+    from bisect_smem.devices.backends.cupy.backend import CupySession
     from bisect_smem.devices.probes import Launch, Outcome, ProbeKernel
 
     session = CupySession(0, (0, 1024))
@@ -178,7 +178,7 @@ def test_a_batch_of_launches_answers_as_single_launches() -> None:
 
 
 def test_a_batch_of_residency_probes_counts_as_single_probes() -> None:
-    from bisect_smem.devices.backends.cupy_backend import CupySession
+    from bisect_smem.devices.backends.cupy.backend import CupySession
     from bisect_smem.devices.probes import ResidencyProbe
 
     session = CupySession(0, (0,), frozenset({"residency", "carveout"}))
@@ -252,7 +252,7 @@ def test_full_level_records_the_cross_process_answer(full_report: tuple[int, dic
 
 def test_the_march_kernel_reads_its_sm_and_every_word() -> None:
     from bisect_smem.core.integrity import MARCH_READS_PER_WORD
-    from bisect_smem.devices.backends.cupy_backend import CupySession
+    from bisect_smem.devices.backends.cupy.backend import CupySession
 
     session = CupySession(0, (0,))
     try:

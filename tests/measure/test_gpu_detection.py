@@ -20,7 +20,7 @@ HOLE_BYTES = 65536  # a granule multiple far below every opt-in ceiling
 
 @pytest.fixture(scope="module")
 def session():
-    from bisect_smem.devices.backends.cupy_backend import CupySession
+    from bisect_smem.devices.backends.cupy.backend import CupySession
 
     opened = CupySession(0, (0,), frozenset({"sm_march", "granule_sweep"}))
     yield opened

@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from bisect_smem.app.cli import main as cli
 from bisect_smem.core.integrity import MARCH_READS_PER_WORD
-from bisect_smem.devices.backends.sim import SimBackend
-from bisect_smem.devices.backends.sim_memory import leftover_file, simulate_march
-from bisect_smem.devices.backends.sim_spec import SimSpec
+from bisect_smem.devices.backends.sim.backend import SimBackend
+from bisect_smem.devices.backends.sim.memory import leftover_file, simulate_march
+from bisect_smem.devices.backends.sim.spec import SimSpec
 from bisect_smem.devices.probes import MarchOutcome, Outcome
 from bisect_smem.devices.validation_abi import MARCH_SLOT_WORDS, decode_march_slot, leftover_word, march_word
 from bisect_smem.experiments.measure import MeasureConfig

@@ -89,7 +89,7 @@ def test_workers_that_miss_one_entry_at_once_compile_it_once(tmp_path: Path, mon
 
 def test_the_supervisor_compiles_the_module_each_worker_then_loads(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    from bisect_smem.devices.backends import cupy_backend
+    from bisect_smem.devices.backends.cupy import backend as cupy_backend
 
     class H200s:
         def attribute(self, attribute_id: int, ordinal: int) -> int:

@@ -3,6 +3,7 @@ internals it reaches for the opt-in are still where it expects them, and cross-c
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import json
 import os
@@ -21,7 +22,7 @@ from tests.conftest import run_cli_json
 from tests.nvrtc import target
 from tests.paths import ROOT
 
-numba_backend = pytest.importorskip("bisect_smem.devices.backends.numba_backend")
+numba_backend = pytest.importorskip("bisect_smem.devices.backends.numba.backend")
 pytest.importorskip("numba_cuda", reason="numba-cuda is in the test extra")
 
 
@@ -31,7 +32,7 @@ def cuda():
 
 
 def _kernels():
-    from bisect_smem.devices.backends import numba_kernels
+    from bisect_smem.devices.backends.numba import kernels as numba_kernels
 
     return numba_kernels
 
@@ -68,8 +69,8 @@ def test_numba_kernels_compile_to_ptx_for_every_profile(profile: ArchProfile, cu
 def _closure_key(cc: tuple[int, int]) -> str:
     """The part of numba's cache key that comes from what each kernel closes over, computed in a fresh
     process (numba hashes ``serialize.dumps`` of the closure's values)."""
-    code = ("import hashlib, sys; from bisect_smem.devices.backends import numba_backend as nb; nb.import_cuda(); "
-            "from numba.cuda.serialize import dumps; from bisect_smem.devices.backends import numba_kernels as nk; "
+    code = ("import hashlib, sys; from bisect_smem.devices.backends.numba import backend as nb; nb.import_cuda(); "
+            "from numba.cuda.serialize import dumps; from bisect_smem.devices.backends.numba import kernels as nk; "
             f"fns = nk.kernel_functions({cc!r}, (0, 1024)); "
             "print(sorted((n, hashlib.sha256(dumps(tuple(c.cell_contents for c in f.__closure__ or ()))).hexdigest()) "
             "for n, f in fns.items()))")
@@ -141,7 +142,7 @@ def test_the_numpy_shim_restores_row_stack(monkeypatch: pytest.MonkeyPatch) -> N
     import numpy as np
 
     monkeypatch.delattr(np, "row_stack", raising=False)
-    numba_backend.apply_numpy_compat()
+    numba_backend.numpy_with_compat()
     assert np.row_stack is np.vstack
 
 
@@ -161,9 +162,9 @@ def test_missing_numba_names_the_extra(monkeypatch: pytest.MonkeyPatch, capsys: 
         def device_count(self) -> int:
             return 1
 
-    real = numba_backend.importlib.util.find_spec
+    real = importlib.util.find_spec
     monkeypatch.setattr(numba_backend, "libcuda", lambda: OneDevice())
-    monkeypatch.setattr(numba_backend.importlib.util, "find_spec",
+    monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name.startswith("numba") else real(name, *a))
     assert cli.main(["--backend", "numba"]) == 3
     err = capsys.readouterr().err
@@ -201,7 +202,7 @@ def test_cross_check_names_both_values_when_backends_disagree(tmp_path: Path,
 
 CACHED_RUN = """
 import json
-from bisect_smem.devices.backends.numba_backend import NumbaSession
+from bisect_smem.devices.backends.numba.backend import NumbaSession
 from bisect_smem.devices.probes import ProbeKernel
 
 session = NumbaSession(0, (0, 1024))
@@ -232,7 +233,7 @@ def test_a_second_process_loads_every_numba_kernel_from_the_cache(tmp_path: Path
 def test_scipy_is_hidden_while_numba_loads_and_only_then(monkeypatch: pytest.MonkeyPatch) -> None:
     import types
 
-    from bisect_smem.devices.backends.numba_backend import scipy_hidden
+    from bisect_smem.devices.backends.numba.backend import scipy_hidden
 
     monkeypatch.delitem(sys.modules, "scipy", raising=False)
     with scipy_hidden(), pytest.raises(ImportError):

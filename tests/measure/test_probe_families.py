@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from bisect_smem.core.errors import UsageError
-from bisect_smem.devices.backends import get_backend
 from bisect_smem.devices.backends.families import (
     FAMILIES,
     Carveout,
@@ -24,9 +23,10 @@ from bisect_smem.devices.backends.families import (
     inject_illegal_access,
     supports,
 )
-from bisect_smem.devices.backends.sim import SimBackend
-from bisect_smem.devices.backends.sim_ceilings import SimCeilings
-from bisect_smem.devices.backends.sim_spec import SimSpec
+from bisect_smem.devices.backends.sim.backend import SimBackend
+from bisect_smem.devices.backends.sim.ceilings import SimCeilings
+from bisect_smem.devices.backends.sim.spec import SimSpec
+from bisect_smem.devices.backends.table import get_backend
 from bisect_smem.devices.probes import Outcome, ProbeKernel
 from bisect_smem.experiments.config import MeasureConfig
 from bisect_smem.experiments.plan import plan_steps
@@ -149,7 +149,7 @@ def test_a_session_without_a_family_gives_the_rest_of_the_report(monkeypatch: py
 
 
 def test_a_fault_is_injected_only_through_a_fault_seam() -> None:
-    session = get_backend("sim", (SimSpec.parse("h200"),)).open(0, (0,))
+    session = get_backend("sim", ("h200",)).open(0, (0,))
     inject_illegal_access(session, "sim")
     assert session.launch(ProbeKernel(0, False), 1024, 128).outcome is Outcome.ILLEGAL_ADDRESS
     with pytest.raises(UsageError, match="^--inject-fault needs the cupy backend: the numba backend has no faulting"):

@@ -12,11 +12,11 @@ from bisect_smem.app.render.rows import size_text
 from bisect_smem.core.errors import UsageError
 from bisect_smem.core.levels import STAIRCASE_THREADS
 from bisect_smem.core.profiles import find_profile
-from bisect_smem.devices.backends import open_address
 from bisect_smem.devices.backends.base import DeviceAddress
-from bisect_smem.devices.backends.sim import SimBackend, SimSession
-from bisect_smem.devices.backends.sim_model import DeviceModel, load_replay
-from bisect_smem.devices.backends.sim_spec import SimSpec
+from bisect_smem.devices.backends.sim.backend import SimBackend, SimSession
+from bisect_smem.devices.backends.sim.model import DeviceModel, load_replay
+from bisect_smem.devices.backends.sim.spec import SimSpec
+from bisect_smem.devices.backends.table import open_address
 from bisect_smem.devices.probes import Outcome, ProbeKernel
 from tests.paths import H200_REPORT
 
@@ -137,6 +137,6 @@ def test_a_device_is_opened_again_by_its_address() -> None:
 
 
 def test_the_simulate_keys_are_documented_where_they_are_parsed() -> None:
-    from bisect_smem.devices.backends import sim_spec
+    from bisect_smem.devices.backends.sim import spec as sim_spec
 
     assert all(f"{key}=" in (sim_spec.__doc__ or "") for key in (*sim_spec.PROFILE_KEYS, "device"))

@@ -9,9 +9,9 @@ import pytest
 
 from bisect_smem.app.cli import main as cli
 from bisect_smem.core.profiles import PROFILES, ArchProfile
-from bisect_smem.devices.backends.sim import SimSession
-from bisect_smem.devices.backends.sim_model import DeviceModel
-from bisect_smem.devices.backends.sim_spec import SimSpec
+from bisect_smem.devices.backends.sim.backend import SimSession
+from bisect_smem.devices.backends.sim.model import DeviceModel
+from bisect_smem.devices.backends.sim.spec import SimSpec
 from bisect_smem.experiments.residency import STAIRCASE_THREADS, Limits, split_point
 from tests.conftest import run_cli_json
 

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from bisect_smem.core.profiles import PROFILES
 from bisect_smem.core.search import probe_bound
-from bisect_smem.devices.backends.sim import SimBackend
-from bisect_smem.devices.backends.sim_spec import SimSpec
+from bisect_smem.devices.backends.sim.backend import SimBackend
+from bisect_smem.devices.backends.sim.spec import SimSpec
 from bisect_smem.devices.device_info import open_device
 from bisect_smem.experiments.config import MeasureConfig
 from bisect_smem.experiments.measure import DeviceMeasurement

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import pytest
 
 from bisect_smem.app.run.runner import run_concurrently
-from bisect_smem.devices.backends import cupy_backend
+from bisect_smem.devices.backends.cupy import backend as cupy_backend
 from bisect_smem.devices.kernel_abi import (
     FAULT_VARIANT_NAMES,
     ILLEGAL_ACCESS_NAME,

@@ -8,8 +8,8 @@ import inspect
 import pytest
 
 from bisect_smem.core.errors import ProbeFault
-from bisect_smem.devices.backends.sim import SimBackend
-from bisect_smem.devices.backends.sim_spec import SimSpec
+from bisect_smem.devices.backends.sim.backend import SimBackend
+from bisect_smem.devices.backends.sim.spec import SimSpec
 from bisect_smem.devices.device_info import open_device
 from bisect_smem.devices.probes import ClusterOutcome, LaunchOutcome, LeftoverOutcome, Outcome
 from bisect_smem.experiments import context

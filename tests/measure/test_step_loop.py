@@ -19,8 +19,8 @@ from bisect_smem.core.levels import (
 from bisect_smem.core.model import Measured
 from bisect_smem.core.profiles import find_profile
 from bisect_smem.core.quantities import quantities, quantity_level
-from bisect_smem.devices.backends.sim import SimBackend
-from bisect_smem.devices.backends.sim_spec import SimSpec
+from bisect_smem.devices.backends.sim.backend import SimBackend
+from bisect_smem.devices.backends.sim.spec import SimSpec
 from bisect_smem.experiments.context import DeviceFacts, Prior
 from bisect_smem.experiments.measure import DeviceMeasurement, MeasureConfig
 from bisect_smem.experiments.plan import plan_steps

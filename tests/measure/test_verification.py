@@ -7,9 +7,9 @@ import pytest
 from bisect_smem.analysis.verdicts import build_verdicts
 from bisect_smem.core.attributes import DriverAttributes, ReportedAttributes
 from bisect_smem.core.profiles import find_profile
-from bisect_smem.devices.backends.sim import SimSession
-from bisect_smem.devices.backends.sim_model import DeviceModel
-from bisect_smem.devices.backends.sim_spec import SimSpec
+from bisect_smem.devices.backends.sim.backend import SimSession
+from bisect_smem.devices.backends.sim.model import DeviceModel
+from bisect_smem.devices.backends.sim.spec import SimSpec
 from bisect_smem.devices.kernel_abi import RESULT_WORDS, decode_probe_result, pattern_byte
 from bisect_smem.devices.probes import LaunchOutcome, Outcome, ProbeKernel, classify_cuda_error
 from bisect_smem.experiments.measure import DeviceMeasurement, MeasureConfig

@@ -3,6 +3,7 @@ handed to the run it belongs to, and every one no run claims is ended before any
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -26,7 +27,7 @@ from tests.processes import alive
 def two_gpus(monkeypatch: pytest.MonkeyPatch) -> None:
     """Two visible devices, and every backend's library installed, whatever this host has."""
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
-    monkeypatch.setattr(head_start.importlib.util, "find_spec", lambda name: object())
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: object())
 
 
 @pytest.mark.parametrize(("argv", "workers"), [
@@ -54,10 +55,10 @@ def test_anything_else_gets_no_head_start(two_gpus: None, argv: list[str]) -> No
 def test_no_worker_without_a_sign_of_a_gpu_or_the_backends_library(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     monkeypatch.setattr(head_start, "device_nodes", lambda: [])
-    monkeypatch.setattr(head_start.importlib.util, "find_spec", lambda name: object())
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: object())
     assert head_start.planned_workers([], SUBCOMMANDS) == []
     assert head_start.planned_workers(["--device", "0"], SUBCOMMANDS) == [("cupy", 0)]  # asked for by name
-    monkeypatch.setattr(head_start.importlib.util, "find_spec", lambda name: None if name == "numba" else object())
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None if name == "numba" else object())
     assert head_start.planned_workers(["--backend", "all", "--device", "0"], SUBCOMMANDS) == [("cupy", 0)]
 
 

@@ -16,8 +16,8 @@ from bisect_smem.app.run import leftover_writer
 from bisect_smem.app.run.leftover_writer import WriteAnswer, WriteRequest, write_elsewhere
 from bisect_smem.core.errors import MeasurementError, ProbeFault
 from bisect_smem.devices.backends.base import DeviceAddress
-from bisect_smem.devices.backends.sim import SimBackend
-from bisect_smem.devices.backends.sim_spec import SimSpec
+from bisect_smem.devices.backends.sim.backend import SimBackend
+from bisect_smem.devices.backends.sim.spec import SimSpec
 from bisect_smem.devices.probes import LeftoverOutcome, Outcome
 from bisect_smem.experiments.validation import LEFTOVER_THREADS, Validation
 

@@ -10,8 +10,7 @@ import argparse
 
 from bisect_smem.app import render
 from bisect_smem.app.cli.argtypes import WEEK, Once, int_in, non_negative_int, positive_float
-from bisect_smem.core.levels import DEFAULT_LEVEL, LEVELS
-from bisect_smem.core.search import DEFAULT_CONFIRM, MAX_CONFIRM
+from bisect_smem.core.levels import DEFAULT_CONFIRM, DEFAULT_LEVEL, LEVELS, MAX_CONFIRM
 from bisect_smem.core.status import NFD_DEFAULT_EXPIRY_S
 
 MAX_RESTARTS = 100  # restarts of one device beyond which faults are not worth retrying

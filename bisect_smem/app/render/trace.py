@@ -350,7 +350,7 @@ def render_json(e: Explained) -> str:
     pure Python, ten times slower and six times the memory for a trace of a hundred thousand requests)."""
     document = to_json(e)
     try:
-        import orjson
+        import orjson  # deferred: optional (the fast extra); where it is missing the standard encoder serves
     except ImportError:  # pragma: no cover - the standard encoder alone
         return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
     return orjson.dumps(document, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n"

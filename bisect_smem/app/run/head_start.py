@@ -15,16 +15,15 @@ its workers itself, as it would without this module.
 
 from __future__ import annotations
 
-import importlib.util
+import _thread
 import os
 import signal
-import threading
+import sys
 import time
 from collections.abc import Collection
 from typing import TYPE_CHECKING, TypeAlias
 
 from bisect_smem.app.run.timeline import mark
-from bisect_smem.devices.backends import REQUIRED_MODULES
 
 if TYPE_CHECKING:
     # Deferred to type checking: this module runs before anything else loads, so it imports only what it uses.
@@ -74,7 +73,7 @@ class ForkedWorker:
         self.stdin = os.fdopen(job_write, "wb")
         self.stdout = os.fdopen(messages_read, "rb")
         self.returncode: int | None = None
-        self._reaping = threading.Lock()
+        self._reaping = _thread.allocate_lock()  # threading's Lock, without importing threading
 
     def poll(self) -> int | None:
         """The exit code (negative: the signal that ended it) once it has ended, else None. Safe from
@@ -113,7 +112,7 @@ def _serve_forked(index: int, backend: str) -> int:
 
         return worker_process.main([str(index), "--context", "--preload", backend])
     except BaseException:  # noqa: BLE001 - the supervisor sees the exit code; the reason goes to stderr
-        import traceback
+        import traceback  # deferred: only a worker that failed prints one
 
         traceback.print_exc()
         return 1
@@ -156,11 +155,13 @@ def planned_workers(argv: list[str], subcommands: Collection[str]) -> list[tuple
                 devices.append(int(value))
             else:
                 return []  # the parser will refuse it
-    backends = ("cupy", "numba") if backend == "all" else (backend,)
-    if not all(name in REQUIRED_MODULES for name in backends):
+    # Deferred: only a command line that may measure reads the backends' table; the others load no devices.
+    from bisect_smem.devices.backends.table import BACKENDS, REAL_BACKENDS
+
+    backends = REAL_BACKENDS if backend == "all" else (backend,)
+    if not all(name in REAL_BACKENDS for name in backends):
         return []
-    installed = [name for name in backends
-                 if all(importlib.util.find_spec(m.split(".")[0]) for m in REQUIRED_MODULES[name])]
+    installed = [name for name in backends if BACKENDS[name].missing_module() is None]
     if not devices and not (os.environ.get("CUDA_VISIBLE_DEVICES") or device_nodes()):
         return []  # no sign of a GPU: the run will say so without any worker
     return [(name, index) for name in installed for index in dict.fromkeys(devices) or likely_devices()]
@@ -175,7 +176,8 @@ def start(argv: list[str], subcommands: Collection[str]) -> None:
     """Fork the workers the command line will want (see planned_workers; ``subcommands``: the names that
     make it something else than a measuring run). Never raises: a head start that cannot be had leaves the
     workers to the runner."""
-    if threading.active_count() != 1:
+    threading = sys.modules.get("threading")  # not imported here: no command that measures nothing needs it
+    if threading is not None and threading.active_count() != 1:
         return  # a fork is only as clean as a fresh interpreter while no other thread runs
     try:
         for backend, index in planned_workers(argv, subcommands):

@@ -25,8 +25,8 @@ from typing import IO, Any
 
 from bisect_smem.app.run.subprocesses import python_command, python_environment
 from bisect_smem.core.errors import MeasurementError
-from bisect_smem.devices.backends import open_address
 from bisect_smem.devices.backends.base import DeviceAddress, DeviceSession
+from bisect_smem.devices.backends.table import open_address
 from bisect_smem.devices.probes import LeftoverOutcome, Outcome
 from bisect_smem.experiments.validation import LEFTOVER_THREADS, WriteElsewhere
 

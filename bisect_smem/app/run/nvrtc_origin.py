@@ -32,6 +32,7 @@ def mapped_nvrtc() -> list[str]:
 def origin(arch: str = "sm_90") -> dict[str, Any]:
     """What the lookup found, what compiling the probe module loaded, and the CUDA variables that could
     point elsewhere."""
+    # Deferred: cuda-pathfinder comes with cuda-bindings, an extra; only this diagnosis asks where NVRTC is.
     from cuda.pathfinder import load_nvidia_dynamic_lib
 
     found = load_nvidia_dynamic_lib("nvrtc")

@@ -11,8 +11,8 @@ from typing import Any
 
 from bisect_smem.core.errors import UsageError
 from bisect_smem.core.numbers import whole_number
-from bisect_smem.devices.backends import BACKEND_NAMES, REAL_BACKENDS, get_backend
 from bisect_smem.devices.backends.base import Backend
+from bisect_smem.devices.backends.table import BACKENDS, REAL_BACKENDS, get_backend
 from bisect_smem.devices.probes import MarchFault
 from bisect_smem.experiments.config import MeasureConfig, PlantedFaults
 
@@ -55,10 +55,7 @@ def backend_for(name: str | None, simulate: Sequence[str] | None = None) -> Back
     if simulate:
         if name != "sim":
             raise UsageError(f"--simulate runs on the sim backend, not {name!r}")
-        # Deferred: the --simulate parser (and the simulator's model) loads only where a run simulates.
-        from bisect_smem.devices.backends.sim_spec import SimSpec
-
-        return get_backend("sim", tuple(SimSpec.parse(text) for text in simulate))
+        return get_backend("sim", tuple(simulate))
     if name == "sim":
         raise UsageError("the sim backend needs --simulate PROFILE (see `bisect-smem profiles`)")
     return get_backend(name)
@@ -73,8 +70,8 @@ def build_requests(backend: str | None, simulate: Sequence[str] | None,
                    **options: Any) -> tuple[list[RunRequest], list[str]]:
     """One request per backend to run: ``all`` means every real backend available here. Returns the
     requests and, for ``all``, why each missing backend was left out."""
-    if backend not in (None, *BACKEND_NAMES, ALL_BACKENDS):
-        raise UsageError(f"unknown backend {backend!r}; valid: {', '.join(BACKEND_NAMES)}, {ALL_BACKENDS}")
+    if backend not in (None, *BACKENDS, ALL_BACKENDS):
+        raise UsageError(f"unknown backend {backend!r}; valid: {', '.join(BACKENDS)}, {ALL_BACKENDS}")
     if backend != ALL_BACKENDS:
         return [build_request(backend, simulate, **options)], []
     if simulate:

@@ -52,7 +52,7 @@ def main(argv: list[str]) -> int:
     # Deferred: the measurement's modules load after the context has started, while the driver creates it.
     from bisect_smem.app.run.messages import Channel
     from bisect_smem.app.run.worker import serve
-    from bisect_smem.devices.backends import get_backend
+    from bisect_smem.devices.backends.table import get_backend
 
     if "--preload" in argv[1:]:
         get_backend(argv[argv.index("--preload") + 1]).preload()

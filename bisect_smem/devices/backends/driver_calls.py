@@ -4,8 +4,8 @@ queries that take a function handle. Each call's result code goes through ``driv
 ``driver_value`` (backends/base.py); a refused attribute raises DriverError, which the backend's
 CUDA-error funnel turns into the probe's outcome.
 
-cuda-bindings is imported in each function (deferred): it is an extra, and only a device's worker
-that launches clusters or asks the occupancy API needs it.
+cuda-bindings is imported in one place, ``cuda_driver`` (deferred): it is an extra, and only a device's
+worker that launches clusters, asks the occupancy API or drives numba's kernels needs it.
 """
 
 from __future__ import annotations
@@ -23,10 +23,18 @@ class DriverError(Exception):
     """A cuda-bindings call that failed; the message is the CUDA error name."""
 
 
+def cuda_driver() -> Any:
+    """cuda-bindings' driver module (ImportError where the extra is not installed)."""
+    # Deferred: an extra, loaded only by a worker that makes one of these calls.
+    from cuda.bindings import driver
+
+    return driver
+
+
 def bindings_installed() -> bool:
     """Whether cuda-bindings' driver module can be imported here."""
     try:
-        from cuda.bindings import driver  # noqa: F401
+        cuda_driver()
     except ImportError:
         return False
     return True
@@ -35,8 +43,7 @@ def bindings_installed() -> bool:
 def function_handle(pointer: int, nonportable: bool = False) -> Any:
     """The CUfunction at ``pointer`` (a CuPy function's ``kernel.ptr``), allowed non-portable cluster sizes
     where asked; a refusal raises DriverError."""
-    from cuda.bindings import driver as cu
-
+    cu = cuda_driver()
     handle = cu.CUfunction(pointer)
     if nonportable:
         (err,) = cu.cuFuncSetAttribute(handle, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
@@ -50,8 +57,7 @@ def function_handle(pointer: int, nonportable: bool = False) -> Any:
 def launch_config(grid: int, threads: int, dynamic_bytes: int, cluster_size: int | None) -> Any:
     """A CUlaunchConfig of ``grid`` blocks of ``threads``, with ``dynamic_bytes`` of dynamic shared memory
     and, where given, clusters of ``cluster_size`` blocks, on the legacy default stream."""
-    from cuda.bindings import driver as cu
-
+    cu = cuda_driver()
     config = cu.CUlaunchConfig()
     config.gridDimX, config.gridDimY, config.gridDimZ = grid, 1, 1
     config.blockDimX, config.blockDimY, config.blockDimZ = threads, 1, 1
@@ -71,8 +77,7 @@ def launch_config(grid: int, threads: int, dynamic_bytes: int, cluster_size: int
 def launch(handle: Any, config: Any, args: Sequence[Any], types: Sequence[str]) -> str | None:
     """cuLaunchKernelEx with ``args`` of the ``types`` named in KERNEL_ARGUMENT_TYPES; the CUDA error name
     when it fails (a cluster that cannot launch is refused here, synchronously)."""
-    from cuda.bindings import driver as cu
-
+    cu = cuda_driver()
     (err,) = cu.cuLaunchKernelEx(config, handle, (tuple(args), tuple(KERNEL_ARGUMENT_TYPES[t] for t in types)), 0)
     return driver_failure(err)
 
@@ -80,7 +85,7 @@ def launch(handle: Any, config: Any, args: Sequence[Any], types: Sequence[str]) 
 def available_dynamic_smem(pointer: int, threads: int) -> int | None:
     """cuOccupancyAvailableDynamicSMemPerBlock at one block per SM; None without cuda-bindings or an answer."""
     try:
-        from cuda.bindings import driver as cu
+        cu = cuda_driver()
     except ImportError:
         return None
     size = driver_value(cu.cuOccupancyAvailableDynamicSMemPerBlock(cu.CUfunction(pointer), 1, threads))
@@ -89,15 +94,13 @@ def available_dynamic_smem(pointer: int, threads: int) -> int | None:
 
 def max_active_clusters(handle: Any, config: Any) -> int | None:
     """cuOccupancyMaxActiveClusters for a launch configuration; None where it does not answer."""
-    from cuda.bindings import driver as cu
-
+    cu = cuda_driver()
     count = driver_value(cu.cuOccupancyMaxActiveClusters(handle, config))
     return None if count is None else int(count)
 
 
 def max_potential_cluster_size(handle: Any, config: Any) -> int | None:
     """cuOccupancyMaxPotentialClusterSize for a launch configuration; None where it does not answer."""
-    from cuda.bindings import driver as cu
-
+    cu = cuda_driver()
     size = driver_value(cu.cuOccupancyMaxPotentialClusterSize(handle, config))
     return None if size is None else int(size)

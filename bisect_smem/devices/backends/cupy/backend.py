@@ -1,13 +1,12 @@
 """The CuPy backend: NVRTC through RawModule (all probe variants in one compile), launches through CuPy.
 
-The only module that imports cupy, and only inside functions: the parent process never pays for it. The
-session's probe families beyond the ceilings are mixins in cupy_residency, cupy_clusters and
-cupy_integrity, which reach CuPy through the module this one hands them (``_cupy``).
+The only module that imports cupy, and only in ``import_cupy``: the parent process never pays for it. The
+session's probe families beyond the ceilings are mixins in residency.py, clusters.py and integrity.py,
+which reach CuPy through the module this one hands them (``_cupy``).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import threading
 from collections.abc import Sequence
@@ -18,13 +17,14 @@ from bisect_smem.core.attributes import DeviceContext, NvmlInfo
 from bisect_smem.core.errors import BackendUnavailable, KernelCompileError
 from bisect_smem.core.hardware import DriverAttribute
 from bisect_smem.devices import attributes
-from bisect_smem.devices.backends import REQUIRED_MODULES, driver_calls
+from bisect_smem.devices.backends import driver_calls
 from bisect_smem.devices.backends.base import CudaErrorFunnel, DeviceIdentity, RealDevices
 from bisect_smem.devices.backends.batches import launch_rows
-from bisect_smem.devices.backends.cupy_clusters import CupyClusters
-from bisect_smem.devices.backends.cupy_integrity import CupyIntegrity
-from bisect_smem.devices.backends.cupy_residency import CupyResidency
-from bisect_smem.devices.backends.cupy_wheel import INSTALL_HINT, check_driver_for_cupy, cupy_cuda_major
+from bisect_smem.devices.backends.cupy import BACKEND
+from bisect_smem.devices.backends.cupy.clusters import CupyClusters
+from bisect_smem.devices.backends.cupy.integrity import CupyIntegrity
+from bisect_smem.devices.backends.cupy.residency import CupyResidency
+from bisect_smem.devices.backends.cupy.wheel import INSTALL_HINT, check_driver_for_cupy, cupy_cuda_major
 from bisect_smem.devices.backends.driver_calls import DriverError
 from bisect_smem.devices.backends.families import Ceilings, FaultSeam
 from bisect_smem.devices.backends.libcuda import libcuda
@@ -64,20 +64,26 @@ class ContextStarter:
         self._thread.join()
 
 
+def import_cupy() -> Any:
+    """CuPy; BackendUnavailable, with the install hint, where it cannot be imported."""
+    try:
+        # Deferred: CuPy loads only in the process that opens a CuPy device, a second or more of its start.
+        import cupy
+    except ImportError as exc:
+        raise BackendUnavailable(f"CuPy could not be imported ({exc}): {INSTALL_HINT}") from exc
+    return cupy
+
+
 class CupySession(CupyResidency, CupyClusters, CupyIntegrity, Ceilings, FaultSeam):
     """One device: every probe kernel compiled in a single NVRTC call and loaded once. Its ceilings and
-    fault seam are here; each other probe family is a module of its own (cupy_residency, cupy_clusters,
-    cupy_integrity), reaching CuPy through this session."""
+    fault seam are here; each other probe family is a module of its own (residency, clusters,
+    integrity), reaching CuPy through this session."""
 
     def __init__(self, index: int, static_sizes: tuple[int, ...], step_kinds: frozenset[str] | None = None) -> None:
         # The driver starts and the context is created while this thread imports CuPy and reads the
         # kernel source: in a fresh process each takes a few hundred milliseconds.
         context = ContextStarter(index)
-        try:
-            import cupy
-        except ImportError as exc:
-            raise BackendUnavailable(f"CuPy could not be imported ({exc}): {INSTALL_HINT}") from exc
-        self._cupy = cupy
+        self._cupy = cupy = import_cupy()
         self.index = index
         names = module_name_expressions(static_sizes, step_kinds)
         source = module_source()
@@ -184,16 +190,14 @@ class CupyBackend(RealDevices):
     def device_count(self) -> int:
         lib = libcuda()
         count = lib.device_count()  # no driver is the more basic answer, so it is checked first
-        if importlib.util.find_spec(REQUIRED_MODULES["cupy"][0]) is None:
+        if BACKEND.missing_module() is not None:
             raise BackendUnavailable(f"the cupy backend needs CuPy, which is not installed: {INSTALL_HINT}")
         check_driver_for_cupy(lib.driver_version(), cupy_cuda_major())
         return count
 
     def loaded_static_smem(self, path: Path, kernel: str) -> int | None:
         """Load a cubin or PTX file on device 0 and ask the driver for the kernel's SHARED_SIZE_BYTES."""
-        import cupy
-
-        module = cupy.RawModule(path=str(path))
+        module = import_cupy().RawModule(path=str(path))
         return int(module.get_function(kernel).shared_size_bytes)
 
     def open(self, index: int, static_sizes: tuple[int, ...],

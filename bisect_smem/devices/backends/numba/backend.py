@@ -1,16 +1,15 @@
 """The Numba backend: the same probes written as numba-cuda kernels, compiled by NVVM (not NVRTC) and
 launched through numba's own driver layer: a second, independent path to every ceiling.
 
-numba-cuda has no API for the shared-memory opt-in; numba_driver's ``set_kernel_max_dynamic_smem`` shows
+numba-cuda has no API for the shared-memory opt-in; driver.py's ``set_kernel_max_dynamic_smem`` shows
 the recipe (the driver attribute on the compiled kernel, through cuda-bindings). The kernels themselves are in
-numba_kernels (imported here, inside functions, so the parent process never pays for numba); numba caches
+kernels.py (imported here, inside functions, so the parent process never pays for numba); numba caches
 them on disk (``cache=True``: per compute capability, in numba's cache directory or ``NUMBA_CACHE_DIR``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import itertools
 import sys
 from collections.abc import Iterator, Sequence
@@ -20,13 +19,13 @@ from typing import Any
 from bisect_smem.core.attributes import DeviceContext, NvmlInfo
 from bisect_smem.core.errors import BackendUnavailable
 from bisect_smem.devices import attributes
-from bisect_smem.devices.backends import REQUIRED_MODULES
 from bisect_smem.devices.backends.base import CudaErrorFunnel, DeviceIdentity, RealDevices
 from bisect_smem.devices.backends.batches import launch_rows
 from bisect_smem.devices.backends.families import Ceilings
 from bisect_smem.devices.backends.libcuda import libcuda
-from bisect_smem.devices.backends.numba_driver import cuda_error_text, set_kernel_max_dynamic_smem
-from bisect_smem.devices.backends.numba_residency import NumbaResidency
+from bisect_smem.devices.backends.numba import BACKEND
+from bisect_smem.devices.backends.numba.driver import cuda_error_text, set_kernel_max_dynamic_smem
+from bisect_smem.devices.backends.numba.residency import NumbaResidency
 from bisect_smem.devices.kernel_abi import RESULT_WORDS
 from bisect_smem.devices.probes import Launch, LaunchOutcome, Outcome, ProbeKernel, classify_cuda_error
 
@@ -42,13 +41,16 @@ _RUNTIME_NAMES = {  # numba device attribute -> cudaDeviceProp name used by the 
 }
 
 
-def apply_numpy_compat() -> None:
-    """numba-cuda 0.30.4 registers an overload for ``np.row_stack``, which NumPy 2.5 removed; without the
-    alias its first kernel compile fails with AttributeError. ``row_stack`` was always ``vstack``."""
+def numpy_with_compat() -> Any:
+    """NumPy, with the alias numba-cuda needs: numba-cuda 0.30.4 registers an overload for ``np.row_stack``,
+    which NumPy 2.5 removed; without the alias its first kernel compile fails with AttributeError.
+    ``row_stack`` was always ``vstack``."""
+    # Deferred: NumPy comes with numba, an extra; only the process that opens a numba device loads it.
     import numpy as np
 
     if not hasattr(np, "row_stack"):
         np.row_stack = np.vstack
+    return np
 
 
 @contextlib.contextmanager
@@ -68,13 +70,20 @@ def scipy_hidden() -> Iterator[None]:
             del sys.modules["scipy"]
 
 
-def import_cuda() -> Any:
-    """numba.cuda, after the NumPy compatibility alias it needs (and without scipy: scipy_hidden)."""
-    apply_numpy_compat()
+def import_numba() -> Any:
+    """The numba package with numba.cuda loaded, after the NumPy alias it needs (and without scipy:
+    scipy_hidden); ``numba.cuda``, ``numba.config`` and ``numba.cuda.dispatcher`` are reached from it."""
+    numpy_with_compat()
     with scipy_hidden():
-        from numba import cuda
+        # Deferred: numba loads only in the process that opens a numba device, and after the alias above.
+        import numba.cuda.dispatcher
 
-    return cuda
+    return numba
+
+
+def import_cuda() -> Any:
+    """numba.cuda, loaded as import_numba loads it."""
+    return import_numba().cuda
 
 
 def compile_kernels(cuda: Any, cc: tuple[int, int], static_sizes: tuple[int, ...]) -> tuple[dict, Any]:
@@ -83,7 +92,8 @@ def compile_kernels(cuda: Any, cc: tuple[int, int], static_sizes: tuple[int, ...
     Each is its own dispatcher over the same function: two kernels, so the default one is never opted
     in; the second of a pair (and every kernel in a later run) is loaded from numba's disk cache.
     """
-    from bisect_smem.devices.backends import numba_kernels as nk  # deferred: it imports numba
+    # Deferred: the kernels' module imports numba at its top, which import_numba has loaded by now.
+    from bisect_smem.devices.backends.numba import kernels as nk
 
     functions = nk.kernel_functions(cc, static_sizes)
     with scipy_hidden():
@@ -95,10 +105,8 @@ def compile_kernels(cuda: Any, cc: tuple[int, int], static_sizes: tuple[int, ...
 
 def cached_jit(cuda: Any, signature: str, function: Any) -> Any:
     """``cuda.jit(signature, cache=True)``; without a writable cache directory, compiled every run."""
-    from numba.cuda.dispatcher import CUDACache
-
     try:
-        CUDACache(function)  # finds (and creates) the cache directory, as cache=True does
+        cuda.dispatcher.CUDACache(function)  # finds (and creates) the cache directory, as cache=True does
     except RuntimeError:  # numba found no directory it may write (in-tree, NUMBA_CACHE_DIR, user cache)
         return cuda.jit(signature)(function)
     return cuda.jit(signature, cache=True)(function)
@@ -110,17 +118,15 @@ class NumbaSession(NumbaResidency, Ceilings):
     no carveout, and the validation kernels and the faulting probe are CuPy's only."""
 
     def __init__(self, index: int, static_sizes: tuple[int, ...]) -> None:
-        self._cuda = cuda = import_cuda()
-        from numba import config
-
-        config.CUDA_LOW_OCCUPANCY_WARNINGS = 0  # single-block probes are small on purpose
+        numba = import_numba()
+        self._cuda = cuda = numba.cuda
+        self._numba_version = numba.__version__
+        numba.config.CUDA_LOW_OCCUPANCY_WARNINGS = 0  # single-block probes are small on purpose
         self.index = index
         cuda.select_device(index)
         self._kernels, self._residency = compile_kernels(cuda, tuple(cuda.get_current_device().compute_capability),
                                                          static_sizes)
-        import numpy as np
-
-        self._np = np
+        self._np = numpy_with_compat()
         self._streams: list[Any] = []  # for launch_batch, created as needed
         self._seeds = itertools.count(1)
         self._residency_grid = libcuda().residency_grid(index)
@@ -134,10 +140,8 @@ class NumbaSession(NumbaResidency, Ceilings):
         dev = self._cuda.get_current_device()
         name = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
         pci = f"{dev.PCI_DOMAIN_ID:04x}:{dev.PCI_BUS_ID:02x}:{dev.PCI_DEVICE_ID:02x}.0"
-        import numba
-
         return DeviceIdentity(self.index, name, tuple(dev.compute_capability), pci,
-                              DeviceContext(numba_version=numba.__version__))
+                              DeviceContext(numba_version=self._numba_version))
 
     def driver_attributes(self) -> dict[int, int | None]:
         return libcuda().attributes(attributes.DRIVER_ATTRIBUTE_IDS, self.index)
@@ -201,9 +205,9 @@ class NumbaBackend(RealDevices):
 
     def device_count(self) -> int:
         count = libcuda().device_count()
-        for module in REQUIRED_MODULES["numba"]:
-            if importlib.util.find_spec(module.split(".")[0]) is None:
-                raise BackendUnavailable(f"the numba backend needs {module}, which is not installed: {INSTALL_HINT}")
+        missing = BACKEND.missing_module()
+        if missing is not None:
+            raise BackendUnavailable(f"the numba backend needs {missing}, which is not installed: {INSTALL_HINT}")
         return count
 
     def preload(self) -> None:

@@ -1,9 +1,9 @@
-"""The simulated backend: one session that answers every probe from a DeviceModel (sim_model.py), so the whole
+"""The simulated backend: one session that answers every probe from a DeviceModel (model.py), so the whole
 pipeline runs without a GPU, on a published profile or on a replayed report. A question the model's recording
 answers gets the recorded answer; on a replayed report, any other is answered "not measured in the replayed
 report"; on a profile, the documented rules answer. The session keeps the state a real context has
-(sim_context.py) and implements every probe family, one module each: sim_ceilings, sim_residency,
-sim_clusters, sim_integrity.
+(context.py) and implements every probe family, one module each: ceilings, residency, clusters,
+integrity.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from bisect_smem.core.attributes import DeviceAttributes, DeviceContext, DriverA
 from bisect_smem.core.hardware import DEFAULT_SMEM_PER_BLOCK_BYTES, has_clusters
 from bisect_smem.devices import attributes
 from bisect_smem.devices.backends.base import DeviceIdentity
-from bisect_smem.devices.backends.sim_ceilings import SimCeilings
-from bisect_smem.devices.backends.sim_clusters import SimClusters
-from bisect_smem.devices.backends.sim_integrity import SimIntegrity
-from bisect_smem.devices.backends.sim_spec import SimSpec
+from bisect_smem.devices.backends.sim.ceilings import SimCeilings
+from bisect_smem.devices.backends.sim.clusters import SimClusters
+from bisect_smem.devices.backends.sim.integrity import SimIntegrity
+from bisect_smem.devices.backends.sim.spec import SimSpec
 
 
 class SimSession(SimCeilings, SimClusters, SimIntegrity):
@@ -108,3 +108,8 @@ class SimBackend:
     def open(self, index: int, static_sizes: tuple[int, ...],
              step_kinds: frozenset[str] | None = None) -> SimSession:
         return SimSession(index, self.specs[index], static_sizes)
+
+
+def from_specs(texts: tuple[str, ...]) -> SimBackend:
+    """The simulator of the ``--simulate`` texts, one device each (a malformed text is a UsageError)."""
+    return SimBackend(tuple(SimSpec.parse(text) for text in texts))

@@ -14,8 +14,8 @@ from bisect_smem.core.hardware import (
 )
 from bisect_smem.devices.backends.batches import launch_each
 from bisect_smem.devices.backends.families import Ceilings
-from bisect_smem.devices.backends.sim_context import INVALID, POISONED, SimContext
-from bisect_smem.devices.backends.sim_model import UNRECORDED
+from bisect_smem.devices.backends.sim.context import INVALID, POISONED, SimContext
+from bisect_smem.devices.backends.sim.model import UNRECORDED
 from bisect_smem.devices.probes import Launch, LaunchOutcome, Outcome, ProbeKernel, SmemRegisters
 
 

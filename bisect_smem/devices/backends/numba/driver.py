@@ -1,7 +1,7 @@
 """The driver calls numba-cuda does not offer, made on the kernels it compiled through cuda-bindings: the
 shared-memory opt-in (numba-cuda has no API for it) and the CUDA error name of a failed call.
 
-Nothing here imports numba: the dispatchers are numba's, handed in by numba_backend.
+Nothing here imports numba: the dispatchers are numba's, handed in by backend.py.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from bisect_smem.devices.backends.base import driver_failure
+from bisect_smem.devices.backends.driver_calls import cuda_driver
 
 
 def kernel_handle(dispatcher: Any) -> int:
@@ -28,8 +29,7 @@ def set_kernel_max_dynamic_smem(dispatcher: Any, nbytes: int, device: int) -> st
     The handle is a CUkernel: cuFuncSetAttribute on it answers CUDA_ERROR_INVALID_HANDLE, while
     cuKernelSetAttribute works (a plain CUfunction, in older numba, takes cuFuncSetAttribute).
     """
-    from cuda.bindings import driver as cu
-
+    cu = cuda_driver()
     attr = cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
     handle = kernel_handle(dispatcher)
     (err,) = cu.cuKernelSetAttribute(attr, nbytes, cu.CUkernel(handle), cu.CUdevice(device))
@@ -42,8 +42,7 @@ def cuda_error_text(exc: BaseException) -> str:
     """The exception's text, led by the CUDA error name where it carries only a result code."""
     code = getattr(exc, "code", None)
     if isinstance(code, int):
-        from cuda.bindings import driver as cu
-
+        cu = cuda_driver()
         try:
             return f"{cu.CUresult(code).name}: {exc}"
         except ValueError:

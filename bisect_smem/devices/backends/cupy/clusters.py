@@ -2,7 +2,7 @@
 functions through cuda-bindings (driver_calls): distributed shared memory checked in clusters of each size,
 and how many clusters co-reside.
 
-A mixin of CupySession (cupy_backend.py), which imports CuPy and hands it over as ``_cupy``.
+A mixin of CupySession (backend.py), which imports CuPy and hands it over as ``_cupy``.
 """
 
 from __future__ import annotations

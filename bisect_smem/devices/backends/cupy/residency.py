@@ -1,7 +1,7 @@
 """The CuPy backend's residency and carveout probes: every SM filled with blocks of one size, the blocks that
 were resident at once counted in device memory beside what the occupancy API predicts.
 
-A mixin of CupySession (cupy_backend.py), which imports CuPy and hands it over as ``_cupy``.
+A mixin of CupySession (backend.py), which imports CuPy and hands it over as ``_cupy``.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 blocks resident at once counted beside what the driver's occupancy API predicts. numba-cuda has no
 carveout preference, so this backend does not implement the carveout family.
 
-A mixin of NumbaSession (numba_backend.py), which imports numba and hands over its ``cuda`` module.
+A mixin of NumbaSession (backend.py), which imports numba and hands over its ``cuda`` module.
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from typing import Any
 
 from bisect_smem.devices.backends.base import CudaErrorFunnel, driver_value
 from bisect_smem.devices.backends.batches import read_then_decode
+from bisect_smem.devices.backends.driver_calls import cuda_driver
 from bisect_smem.devices.backends.families import Residency
-from bisect_smem.devices.backends.numba_driver import kernel_handle, set_kernel_max_dynamic_smem
+from bisect_smem.devices.backends.numba.driver import kernel_handle, set_kernel_max_dynamic_smem
 from bisect_smem.devices.kernel_abi import RESIDENCY_COUNTER_WORDS, ResidencyWord
 from bisect_smem.devices.probes import (
     Outcome,
@@ -44,8 +45,7 @@ class NumbaResidency(Residency):
     def residency_batch(self, probes: Sequence[ResidencyProbe]) -> list[ResidencyOutcome]:
         # One after another on the default stream (each fills every SM alone), each counting into its own
         # row, read with one copy; an attribute set between two launches applies to the later one only.
-        from cuda.bindings import driver as cu
-
+        cu = cuda_driver()
         np, cuda = self._np, self._cuda
         with self.cuda_errors() as failed:
             counters = cuda.to_device(np.zeros((len(probes), RESIDENCY_COUNTER_WORDS), dtype=np.uint32))

@@ -11,9 +11,9 @@ import time
 from bisect_smem.core.errors import KernelCompileError
 from bisect_smem.core.hardware import STATIC_SMEM_COMPILE_CAP_BYTES
 from bisect_smem.devices.backends.families import FaultSeam
-from bisect_smem.devices.backends.sim_memory import SharedMemory
-from bisect_smem.devices.backends.sim_model import DeviceModel, RecordedMemory
-from bisect_smem.devices.backends.sim_spec import SimSpec
+from bisect_smem.devices.backends.sim.memory import SharedMemory
+from bisect_smem.devices.backends.sim.model import DeviceModel, RecordedMemory
+from bisect_smem.devices.backends.sim.spec import SimSpec
 from bisect_smem.devices.probes import LaunchOutcome, Outcome, ProbeKernel
 
 POISONED = "CUDA_ERROR_ILLEGAL_ADDRESS (simulated, poisoned context)"

@@ -29,7 +29,7 @@ from bisect_smem.core.errors import UsageError
 from bisect_smem.core.numbers import decimal, whole_number
 from bisect_smem.core.profiles import find_profile, profile_names
 from bisect_smem.core.sizes import parse_size
-from bisect_smem.devices.backends.sim_model import DeviceModel, load_replay
+from bisect_smem.devices.backends.sim.model import DeviceModel, load_replay
 
 FAULT_KEYS = ("flaky", "seed", "hole", "sticky", "hang")  # the faults a replayed report takes too
 _FAULT_SIZE_KEYS = ("hole", "sticky", "hang")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from bisect_smem.core.hardware import MAX_THREADS_PER_BLOCK
 from bisect_smem.devices.backends.base import DeviceAddress
 from bisect_smem.devices.backends.families import Integrity
-from bisect_smem.devices.backends.sim_context import INVALID, POISONED, SimContext
+from bisect_smem.devices.backends.sim.context import INVALID, POISONED, SimContext
 from bisect_smem.devices.probes import LaunchOutcome, LeftoverOutcome, MarchFault, MarchOutcome, Outcome
 
 

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from bisect_smem.core.hardware import MAX_THREADS_PER_BLOCK
 from bisect_smem.devices.backends.batches import residency_each
 from bisect_smem.devices.backends.families import Carveout, Residency
-from bisect_smem.devices.backends.sim_context import INVALID, POISONED, SimContext
-from bisect_smem.devices.backends.sim_model import UNRECORDED
+from bisect_smem.devices.backends.sim.context import INVALID, POISONED, SimContext
+from bisect_smem.devices.backends.sim.model import UNRECORDED
 from bisect_smem.devices.probes import Outcome, ResidencyOutcome, ResidencyProbe
 
 

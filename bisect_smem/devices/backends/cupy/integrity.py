@@ -1,7 +1,7 @@
 """The CuPy backend's integrity probes (--level full): the march test and the leftover kernels, one block
 per SM at the opt-in ceiling, each block with its own result slot, all read after one synchronisation.
 
-A mixin of CupySession (cupy_backend.py), which imports CuPy and hands it over as ``_cupy``.
+A mixin of CupySession (backend.py), which imports CuPy and hands it over as ``_cupy``.
 """
 
 from __future__ import annotations

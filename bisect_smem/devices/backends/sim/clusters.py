@@ -6,9 +6,9 @@ from __future__ import annotations
 from bisect_smem.core.hardware import NONPORTABLE_CLUSTER_SIZE, PORTABLE_CLUSTER_SIZE, SMS_PER_GPC, has_clusters
 from bisect_smem.core.profiles import cc_text
 from bisect_smem.devices.backends.families import Clusters
-from bisect_smem.devices.backends.sim_context import INVALID, POISONED
-from bisect_smem.devices.backends.sim_model import UNRECORDED
-from bisect_smem.devices.backends.sim_residency import SimResidency
+from bisect_smem.devices.backends.sim.context import INVALID, POISONED
+from bisect_smem.devices.backends.sim.model import UNRECORDED
+from bisect_smem.devices.backends.sim.residency import SimResidency
 from bisect_smem.devices.probes import ClusterOutcome, ClusterResidencyOutcome, Outcome
 
 
