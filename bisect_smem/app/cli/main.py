@@ -21,8 +21,9 @@ from bisect_smem.app.outputs import stderr, writer
 from bisect_smem.app.outputs.delivery import NotAllDelivered
 from bisect_smem.app.run import head_start
 from bisect_smem.app.run.timeline import mark
-from bisect_smem.core import input as reader
+from bisect_smem.core import session as sessions
 from bisect_smem.core.errors import BisectSmemError, ExitCode, UsageError
+from bisect_smem.core.session import Session
 from bisect_smem.core.text import printable_lines
 
 EXIT_CODES_HELP = manual.exit_codes_help()
@@ -86,20 +87,24 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """The command line: parse, run, and map every outcome to one line and an exit code."""
+def main(argv: Sequence[str] | None = None, session: Session | None = None) -> int:
+    """The command line: parse, run, and map every outcome to one line and an exit code. ``session``: the
+    run's state, when the entry point made it (with workers started ahead); else a new one."""
     mark("parent start")
     if sys.stderr is None:  # closed by the caller: errors go nowhere, never to stdout
         sys.stderr = open(os.devnull, "w")  # noqa: SIM115
     if sys.stdout is None:
         return _fail(ExitCode.USAGE, "stdout is closed; nothing could be reported")
+    with sessions.begin(session) as run:
+        return _run(argv, run)
+
+
+def _run(argv: Sequence[str] | None, session: Session) -> int:
     previous: dict[int, interrupts.Handler] = {}
     try:
-        reader.forget_reads()
-        writer.forget()
         # SIGTERM or SIGHUP: raised where the program is, like KeyboardInterrupt (SIGINT, left to Python here),
         # so that the runner's cleanup ends every worker.
-        previous = interrupts.install((signal.SIGTERM, signal.SIGHUP))
+        previous = interrupts.install(session, (signal.SIGTERM, signal.SIGHUP))
         code = _main(argv)
         sys.stdout.flush()
         mark("output written")
@@ -112,8 +117,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BaseException as exc:  # Ctrl-C, SIGTERM, SIGHUP, or one of them wrapped (a class being created)
         return _signalled(exc)
     finally:
-        head_start.release()  # workers started for a run that never came (bad usage, --help)
-        writer.forget()  # closes what was opened for outputs never written
+        head_start.release(session)  # workers started for a run that never came (bad usage, --help)
+        writer.close_planned()  # what was opened for outputs never written
         interrupts.restore(previous)
 
 
