@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, TypeAlias
 
 from bisect_smem.app.run.timeline import mark
 from bisect_smem.core.session import Session
-from bisect_smem.devices.backends import REQUIRED_MODULES
 
 if TYPE_CHECKING:
     # Deferred to type checking: this module runs before anything else loads, so it imports only what it uses.
@@ -157,6 +156,10 @@ def planned_workers(argv: list[str], subcommands: Collection[str]) -> list[tuple
                 devices.append(int(value))
             else:
                 return []  # the parser will refuse it
+    # Deferred: only a command line that may measure a real device needs the backends' table; check, fit
+    # and --help, which every command line reaches here first, load nothing of devices.
+    from bisect_smem.devices.backends import REQUIRED_MODULES
+
     backends = ("cupy", "numba") if backend == "all" else (backend,)
     if not all(name in REQUIRED_MODULES for name in backends):
         return []
