@@ -9,7 +9,6 @@ BisectSmemError ends the run with one ``error:`` line and the code its class car
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -91,8 +90,7 @@ def main(argv: Sequence[str] | None = None, session: Session | None = None) -> i
     """The command line: parse, run, and map every outcome to one line and an exit code. ``session``: the
     run's state, when the entry point made it (with workers started ahead); else a new one."""
     mark("parent start")
-    if sys.stderr is None:  # closed by the caller: errors go nowhere, never to stdout
-        sys.stderr = open(os.devnull, "w")  # noqa: SIM115
+    stderr.replace_closed_stderr()
     if sys.stdout is None:
         return _fail(ExitCode.USAGE, "stdout is closed; nothing could be reported")
     with sessions.begin(session) as run:
@@ -112,7 +110,7 @@ def _run(argv: Sequence[str] | None, session: Session) -> int:
     except OSError as exc:  # stdout to a full device, a broken pipe
         if interrupts.signal_of(exc) is not None:
             return _signalled(exc)
-        _silence_stdout()
+        stderr.silence_stdout()
         return _fail(ExitCode.USAGE, f"cannot write the output to stdout: {exc.strerror or exc}")
     except BaseException as exc:  # Ctrl-C, SIGTERM, SIGHUP, or one of them wrapped (a class being created)
         return _signalled(exc)
@@ -129,16 +127,6 @@ def _signalled(exc: BaseException) -> int:
     if signum is None:
         raise exc
     return _fail(interrupts.exit_code(signum), interrupts.ended_line(signum, writer.written()))
-
-
-def _silence_stdout() -> None:
-    """Point stdout at /dev/null so that the interpreter's final flush cannot fail again."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError, AttributeError):
-        pass
 
 
 def _main(argv: Sequence[str] | None) -> int:
