@@ -1,5 +1,5 @@
 """What ``fit`` shows: the answer on the first line, then (for several targets or --verbose) the table,
-and for a GEMM kernel where every byte goes. Text only; cli.py prints it."""
+and for a GEMM kernel where every byte goes. Text only; cli/main.py prints it."""
 
 from __future__ import annotations
 
