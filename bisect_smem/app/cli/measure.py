@@ -4,10 +4,11 @@ report, write it, save and compare baselines, and draw the plot.
 Its options are measure_options.py's; ``parse(args)`` reads them once into a frozen MeasureRequest,
 refusing before anything is measured what could not be honoured (every output is checked then,
 outputs/writer.py); ``run(args)`` returns the text for stdout and the exit code. The devices are measured,
-and the Report with the host around them built, by the run wing (run/measure.py); this module compares it,
-hands it to the renderers and delivers the files. Every requested file is written, whatever became of the others, before
-the text is returned (outputs/delivery.py), so a failure to print never costs a file; what a person needs
-to know meanwhile goes to stderr (outputs/stderr.py). The baselines are compared before any is saved, and
+and the Report with the host around them built, by the run wing (run/measure.py); the exit code it calls
+for is analysis/outcome.py's; this module hands it to the renderers and delivers the files. Every
+requested file is written, whatever became of the others, before the text is returned
+(outputs/delivery.py), so a failure to print never costs a file; what a person needs to know meanwhile
+goes to stderr (outputs/stderr.py). The baselines are compared before any is saved, and
 --save-baseline and --compare naming one folder are refused.
 """
 
@@ -25,6 +26,7 @@ from bisect_smem.analysis.baseline import (
     compare_device,
     refuse_existing,
 )
+from bisect_smem.analysis.outcome import compare_code, exit_code
 from bisect_smem.app.outputs import fleet, stderr, writer
 from bisect_smem.app.outputs.delivery import Delivery, NotAllDelivered
 from bisect_smem.app.outputs.fleet import FleetPaths
@@ -36,7 +38,7 @@ from bisect_smem.app.run import measure as measuring
 from bisect_smem.app.run.measure import Measurement
 from bisect_smem.core import session as sessions
 from bisect_smem.core.errors import BisectSmemError, ExitCode, UsageError
-from bisect_smem.core.model import DeviceReport, Report
+from bisect_smem.core.model import Report
 from bisect_smem.core.status import NFD_DEFAULT_EXPIRY_S
 
 
@@ -216,22 +218,6 @@ def _measure(request: MeasureRequest) -> Report:
         raise
 
 
-def compare_code(devices: tuple[DeviceReport, ...], comparisons: list[Comparison] | None,
-                 allow_missing: bool) -> int | None:
-    """The exit code the comparisons call for, so that it says what happened: 1 for any regression, whatever
-    else; else 4 for a device measured incompletely or a baseline saved from an incomplete run; else 2 for a
-    missing baseline (unless allowed); else 0. None without --compare."""
-    if comparisons is None:
-        return None
-    if any(c.regressions for c in comparisons):
-        return ExitCode.MISMATCH
-    if any(d.incomplete for d in devices) or any(c.unmeasured or c.baseline_problem for c in comparisons):
-        return ExitCode.INCOMPLETE
-    if any(c.baseline is None for c in comparisons) and not allow_missing:
-        return ExitCode.USAGE
-    return ExitCode.OK
-
-
 def _show_comparisons(report: Report, comparisons: list[Comparison] | None, allow_missing: bool,
                       to_stderr: bool, width: int) -> str:
     """Each device's comparison with its baseline, for stdout (or already on stderr when stdout has the
@@ -248,20 +234,3 @@ def _show_comparisons(report: Report, comparisons: list[Comparison] | None, allo
         if result.baseline is None and not allow_missing:
             stderr.say(f"{result.note} (use --allow-missing to accept)", "error")
     return text
-
-
-def exit_code(devices: tuple[DeviceReport, ...], compare_code: int | None, strict: bool) -> int:
-    """1 for a mismatch (or, strict, a ``differs`` row), 4 for an incomplete measurement, else 0."""
-    if compare_code is not None:
-        # Against a baseline, what the device reports is no longer the reference: the baseline is.
-        if compare_code != ExitCode.OK:
-            return compare_code
-        return ExitCode.INCOMPLETE if any(d.incomplete for d in devices) else ExitCode.OK
-    if any(d.mismatches for d in devices):
-        return ExitCode.MISMATCH
-    if any(d.incomplete for d in devices):
-        return ExitCode.INCOMPLETE
-    # A device that does better than a prediction or a hint is shown and counted, and fails only when asked.
-    if strict and any(d.differences for d in devices):
-        return ExitCode.MISMATCH
-    return ExitCode.OK
