@@ -4,6 +4,7 @@ one instead of clearing or patching module state."""
 
 from __future__ import annotations
 
+import ast
 import json
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from bisect_smem.app.run.runner import run_all, wait_for_exits
 from bisect_smem.core import input as reader
 from bisect_smem.core import session as sessions
 from bisect_smem.core.session import Session
-from tests.paths import H200_REPORT
+from tests.paths import H200_REPORT, PACKAGE
 
 
 def test_a_file_read_is_refused_as_an_output_of_its_own_run_only(tmp_path: Path) -> None:
@@ -68,3 +69,19 @@ def test_the_workers_a_run_ended_are_waited_for_through_its_session() -> None:
     assert sessions.current().exiting == []  # not in whatever session this thread has
     wait_for_exits(session)
     assert session.exiting == []
+
+
+# The modules that keep a run's state keep it in the session: none holds a dict, list or set of its own
+# at module level, which a second run (or a test) would find already filled.
+RUN_STATE_MODULES = ("core/input.py", "app/outputs/writer.py", "app/run/head_start.py", "app/run/runner.py",
+                     "app/cli/interrupts.py", "app/cli/main.py", "app/run/measure.py")
+
+
+@pytest.mark.parametrize("name", RUN_STATE_MODULES)
+def test_no_run_state_in_module_globals(name: str) -> None:
+    tree = ast.parse((PACKAGE / name).read_text())
+    containers = (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp)
+    held = [node.lineno for node in tree.body if isinstance(node, ast.Assign | ast.AnnAssign)
+            and (isinstance(node.value, containers) or isinstance(node.value, ast.Call)
+                 and getattr(node.value.func, "id", None) in ("dict", "list", "set", "Session"))]
+    assert held == []
