@@ -63,7 +63,7 @@ def parse(args: argparse.Namespace) -> MeasureRequest:
     """The request; a UsageError for options that cannot be honoured, before anything is measured."""
     timeouts_given = args.probe_timeout is not None or args.device_timeout is not None
     # A simulated device runs in this process unless its faults need a worker; a timeout needs one too.
-    measurement = measuring.plan(
+    measurement = measuring.plan_measurement(
         args.backend, args.simulate, args.device, level=args.level, confirm=args.confirm,
         isolate=False if args.inline else (True if timeouts_given else None), device_timeout_s=args.device_timeout,
         probe_timeout_s=args.probe_timeout, max_restarts=args.max_restarts, inject_fault=args.inject_fault)

@@ -1,8 +1,8 @@
-"""Measuring the devices a run asked for, into a Report: the run planned from its options (``plan``), then
-every device of every backend measured, in workers or in this process, with the progress line drawn
-meanwhile, and the host around them described (``measure_report``); the workers' exits waited for once
-the report is built; and the devices of a simulated run opened before measuring, to name their
-baselines. The command line (app/cli/measure.py) and the public API both measure through here."""
+"""Measuring the devices a run asked for, into a Report: the run planned from its options
+(``plan_measurement``), then every device of every backend measured, in workers or in this process, with
+the progress line drawn meanwhile, and the host around them described (``measure_report``); the workers'
+exits waited for once the report is built; and the devices of a simulated run opened before measuring,
+to name their baselines. The command line (app/cli/measure.py) and the public API both measure through here."""
 
 from __future__ import annotations
 
@@ -41,16 +41,17 @@ class Measurement:
     level: str
 
 
-def plan(backend: str | None = None, simulate: Sequence[str] | None = None, devices: Sequence[int] | None = None, *,
-         level: str = DEFAULT_LEVEL, confirm: int = DEFAULT_CONFIRM, isolate: bool | None = None,
-         device_timeout_s: float | None = None, probe_timeout_s: float | None = None, max_restarts: int | None = None,
-         inject_fault: Sequence[str] | None = None) -> Measurement:
+def plan_measurement(backend: str | None = None, simulate: Sequence[str] | None = None,
+                     devices: Sequence[int] | None = None, *, level: str = DEFAULT_LEVEL,
+                     confirm: int = DEFAULT_CONFIRM, isolate: bool | None = None,
+                     device_timeout_s: float | None = None, probe_timeout_s: float | None = None,
+                     max_restarts: int | None = None, inject_fault: Sequence[str] | None = None) -> Measurement:
     """The Measurement for these options, as the command line names them: ``backend`` (cupy, numba, all, sim;
     None: cupy, or sim with ``simulate``), ``simulate`` (``--simulate`` specs), ``devices`` (indices; None:
     every visible one), ``level`` (quick, standard, full), ``confirm`` (times the ceiling is seen),
     ``isolate`` (worker processes; None: unless the backend needs none), the timeouts in seconds and
-    ``max_restarts`` (None: RunRequest's defaults) and the test-only ``inject_fault`` values. Options that cannot be honoured are a
-    UsageError (exit 2), before anything is measured."""
+    ``max_restarts`` (None: RunRequest's defaults) and the test-only ``inject_fault`` values. Options that
+    cannot be honoured are a UsageError (exit 2), before anything is measured."""
     if level == "full" and backend in ("numba", ALL_BACKENDS):
         raise UsageError(f"--level full needs the cupy backend (or --simulate), not {backend!r}: "
                          "the validation kernels run through CuPy")
