@@ -6,10 +6,17 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
+from bisect_smem.app.cli.main import main
+from bisect_smem.app.run.measure import measure_report, plan_measurement
 from bisect_smem.app.run.subprocesses import python_environment
+from bisect_smem.core.errors import UsageError
+from bisect_smem.core.model import Report
+from bisect_smem.core.saved import load_report
 from tests.paths import H200_REPORT, PACKAGE
 
 # trace still sets up its collector itself until that moves to app/run/traced.py (cli/ruff.toml says the same).
@@ -55,3 +62,29 @@ def test_no_command_imports_devices() -> None:
         if found and path.name not in STILL_REACHING_DEVICES:
             reaching[path.name] = found
     assert reaching == {}
+
+
+def test_the_command_writes_the_report_that_run_returns(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The measuring command adds only its status fields to what run/measure.py measured: a caller of the
+    # run layer (the public API) gets the same devices, rows and host.
+    out = tmp_path / "report.json"
+    assert main(["--simulate", "h200", "--simulate", "a100", "--level", "quick", "--quiet", "--json", str(out)]) == 0
+    capsys.readouterr()
+    measured = measure_report(plan_measurement(simulate=["h200", "a100"], level="quick"))
+    written = load_report(out)
+    assert (measured.backend, measured.level, measured.host_context) == (written.backend, written.level, {})
+    assert (measured.exit_code, written.exit_code) == (None, 0)  # the status is the command's to add
+
+    def answers(report: Report) -> list[tuple[object, ...]]:
+        untimed = [replace(d.measured, timings_s={}, probes={}) for d in report.devices]
+        return [(d.index, d.name, d.compute_capability, d.reported, m, d.verdicts, d.error)
+                for d, m in zip(report.devices, untimed, strict=True)]
+
+    assert len(measured.devices) == 2 and answers(measured) == answers(written)
+
+
+def test_a_plan_that_cannot_be_honoured_is_refused_before_measuring() -> None:
+    with pytest.raises(UsageError, match="--level full needs the cupy backend"):
+        plan_measurement("numba", level="full")
+    with pytest.raises(UsageError, match="no such step"):
+        plan_measurement(simulate=["h200"], inject_fault=["no-such-step"])
