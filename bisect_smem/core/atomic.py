@@ -1,5 +1,5 @@
 """The one way the tool replaces a file: readers, in this process or another, see the old file or the
-whole new one, never a part. The reports, baselines, plots and fit results (app/output.py) and the
+whole new one, never a part. The reports, baselines, plots and fit results (app/outputs/writer.py) and the
 compiled-module cache (devices/nvrtc.py) are all written through it.
 
 The one kind of I/O core does beside reading back the tool's own files (saved.py): it lives here because

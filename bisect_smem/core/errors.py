@@ -22,7 +22,6 @@ class ExitCode(enum.IntEnum):
 
 
 SIGNAL_EXIT_BASE = 128  # ended by signal N: 128 + N
-INTERRUPTED = SIGNAL_EXIT_BASE + 2  # Ctrl-C (SIGINT)
 
 
 class BisectSmemError(Exception):

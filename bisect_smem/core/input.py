@@ -7,8 +7,8 @@ put the file's name in front.
 JSON text is read only where it holds no more values per KiB than any report does (``check_density``),
 so that parsing a file takes memory of at most a small multiple of its size.
 
-The reader says what it read: each file's device and inode are kept (``was_read``), so that the writer
-can refuse to replace a file this run took as input, however it is named.
+The reader says what it read: each file's device and inode are kept in the run's session (core/session.py,
+``was_read``), so that the writer can refuse to replace a file this run took as input, however it is named.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bisect_smem.core import session
 from bisect_smem.core.errors import UsageError
 
 MAX_DIGITS = 4300  # Python's own limit for turning digits into an int; far beyond any count the tool writes
@@ -27,7 +28,6 @@ MAX_VALUES_PER_KIB = 128
 DENSITY_FROM_BYTES = 1 << 20
 _FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
 _CHUNK = 1 << 20
-_read: dict[tuple[int, int], str] = {}
 
 
 class InputError(UsageError):
@@ -81,7 +81,7 @@ def read_file(path: Path | str, limit: int) -> Input:
         os.close(fd)
     if size > limit:  # grew while it was read
         raise InputError(f"larger than {limit} B")
-    _read[(info.st_dev, info.st_ino)] = str(path)
+    session.current().reads[(info.st_dev, info.st_ino)] = str(path)
     return Input(b"".join(chunks), info.st_dev, info.st_ino)
 
 
@@ -134,9 +134,4 @@ def parse_json(data: bytes) -> Any:
 
 def was_read(device: int, inode: int) -> str | None:
     """The name under which this run read the file (device, inode), or None."""
-    return _read.get((device, inode))
-
-
-def forget_reads() -> None:
-    """Start a new run: no file has been read yet."""
-    _read.clear()
+    return session.current().reads.get((device, inode))

@@ -86,11 +86,6 @@ class Leftovers:
     reader_sms: int  # SMs this process read
 
     @property
-    def within_process_visible(self) -> bool:
-        """A kernel saw words an earlier kernel of this process left."""
-        return self.within_process_words_matching > 0
-
-    @property
     def across_processes_visible(self) -> bool:
         """A kernel saw words an earlier, ended process left."""
         return self.across_processes_words_matching > 0

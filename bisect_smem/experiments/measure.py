@@ -49,14 +49,11 @@ class DeviceMeasurement:
         return StepContext(self.session, self.progress, self.config, self.facts, earlier, prior,
                            self.write_elsewhere, self.probes)
 
-    def run_step(self, step: Step, done: Done) -> StepResult:
-        """Run one step. A sticky fault propagates (only a new process recovers); any other error becomes
-        the step's error, and the quantities it would have measured stay None."""
-        return self.run_steps([step], done)[0]
-
     def run_steps(self, steps: list[Step], done: Done) -> list[StepResult]:
         """Run one step, or the steps of one group together (their probes share rounds), each with its own
-        context; the group's seconds are shared out evenly. Errors as in ``run_step``, each step's its own."""
+        context; the group's seconds are shared out evenly. A sticky fault propagates (only a new process
+        recovers); any other error becomes that step's error, and the quantities it would have measured
+        stay None."""
         contexts = [self.context(done) for _ in steps]
         before = Counter(self.probes)
         start = time.perf_counter()

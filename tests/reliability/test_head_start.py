@@ -20,6 +20,7 @@ from bisect_smem.app.run import head_start
 from bisect_smem.app.run.requests import build_request
 from bisect_smem.app.run.runner import run
 from bisect_smem.app.run.subprocesses import python_environment, start_worker
+from bisect_smem.core.session import Session
 from tests.processes import alive
 
 
@@ -76,14 +77,14 @@ def test_every_registered_subcommand_gets_no_head_start(two_gpus: None, name: st
 
 def test_a_claimed_worker_leaves_the_pool_and_the_rest_are_ended() -> None:
     mine, other = start_worker(0, "sim", context=False), start_worker(1, "sim", context=False)
-    head_start._started.update({("sim", 0): mine, ("sim", 1): other})
+    session, elsewhere = Session(started={("sim", 0): mine, ("sim", 1): other}), Session()
     try:
-        assert head_start.claim("sim", (0, 2)) == {0: mine}
-        head_start.release()
-        assert other.returncode is not None and not head_start._started
+        assert head_start.claim(elsewhere, "sim", (0, 1)) == {}  # another run's workers are not this one's
+        assert head_start.claim(session, "sim", (0, 2)) == {0: mine}
+        head_start.release(session)
+        assert other.returncode is not None and not session.started
         assert mine.poll() is None  # the claimed one is its run's to end
     finally:
-        head_start._started.clear()
         mine.kill()
         mine.wait()
 
@@ -181,7 +182,7 @@ head_start.planned_workers = lambda argv, subcommands: [("sim", 0)]
 class SlowToLoad:  # the command line's modules take long to load, as on a cold node: the signal comes then
     def find_spec(self, name, path=None, target=None):
         if name == "bisect_smem.app.cli.main":
-            worker = head_start._started["sim", 0]
+            worker = entry._SESSION.started["sim", 0]
             # A sleeper holds the worker's job pipe open: the worker cannot leave by itself on end of file.
             sleeper = subprocess.Popen(["sleep", "60"], pass_fds=[worker.stdin.fileno()],
                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -1,4 +1,4 @@
-"""Every output goes through one writer (app/output.py) and one delivery (app/delivery.py): the requested
+"""Every output goes through one writer (app/outputs/writer.py) and one delivery (app/outputs/delivery.py): the requested
 files are written before stdout, so a stdout that fails costs no file; a file is decided by its type,
 never by its path; read-only files and this run's own inputs are never replaced; a FIFO without a reader
 is refused before measuring; path parts taken from data stay in the folder asked for."""

@@ -10,6 +10,7 @@ from pathlib import Path
 from bisect_smem.app.cli.argtypes import WEEK, Once, positive_float
 from bisect_smem.app.cli.commands import SUBCOMMANDS
 from bisect_smem.app.outputs import stderr, writer
+from bisect_smem.app.outputs.delivery import Delivery
 from bisect_smem.app.render import nfd, prom
 from bisect_smem.core.errors import ExitCode, UsageError
 from bisect_smem.core.saved import load_report
@@ -51,5 +52,7 @@ def run(args: argparse.Namespace) -> tuple[str, int]:
     text = render(args.format, Path(args.report), args.nfd_expiry or NFD_DEFAULT_EXPIRY_S)
     if path is None:
         return text, ExitCode.OK
-    writer.write_atomic(path, text, what="the export")
+    delivery = Delivery()
+    delivery.file(path, "the export", text)
+    delivery.write()
     return "", ExitCode.OK

@@ -4,7 +4,8 @@ Standard library only, since the entry point imports it before anything else. It
 handled signal raises (``Signalled``), finds a signal however Python wrapped it (a ``RuntimeError`` from
 ``__set_name__`` while a class is created carries the ``KeyboardInterrupt`` as its cause), writes the line
 that names the files written whole before it, and keeps a signal that comes while the entry module is
-still loading until the entry point can answer it.
+still loading until the entry point can answer it. What it replaced and what it kept are the run's
+(core/session.py): ``held_handlers`` and ``pending_signals``.
 """
 
 from __future__ import annotations
@@ -16,13 +17,12 @@ from collections.abc import Callable, Sequence
 from types import FrameType
 
 from bisect_smem.core.errors import SIGNAL_EXIT_BASE
+from bisect_smem.core.session import Session
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _CHAIN_LIMIT = 64  # exceptions followed along __cause__/__context__: a chain is short, a cycle is not
 
 Handler = Callable[[int, FrameType | None], object] | int | None
-_originals: dict[int, Handler] = {}  # signal -> the handler before the entry point's (restored at the end)
-_pending: list[int] = []  # signals that came before the entry point could answer them
 
 
 class Signalled(BaseException):
@@ -76,44 +76,46 @@ def _is_the_program() -> bool:
         os.path.basename(sys.argv[0] if sys.argv else "") == "bisect-smem"
 
 
-def _keep(signum: int, _frame: FrameType | None) -> None:
-    if not _pending:
-        _pending.append(signum)
-
-
-def hold_early() -> None:
-    """While the entry point loads: keep a signal for ``install`` instead of letting Python turn it into a
-    traceback (SIGINT) or end the process without a line (SIGTERM, SIGHUP). Only in the tool's own process."""
-    if _originals or not _is_the_program():
+def hold_early(session: Session) -> None:
+    """While the entry point loads: keep a signal in ``session`` for ``install`` instead of letting Python turn
+    it into a traceback (SIGINT) or end the process without a line (SIGTERM, SIGHUP). Only in the tool's
+    own process."""
+    if session.held_handlers or not _is_the_program():
         return
+
+    def keep(signum: int, _frame: FrameType | None) -> None:
+        if not session.pending_signals:
+            session.pending_signals.append(signum)
+
     try:
         for signum in SIGNALS:
             # A signal the caller ignores (nohup's SIGHUP, a background job's SIGINT) stays ignored.
             if signal.getsignal(signum) is not signal.SIG_IGN:
-                _originals[signum] = signal.signal(signum, _keep)
+                session.held_handlers[signum] = signal.signal(signum, keep)
     except ValueError:  # not the main thread: signals are not ours to take
-        _originals.clear()
+        session.held_handlers.clear()
 
 
-def install(signals: tuple[int, ...] = SIGNALS) -> dict[int, Handler]:
-    """Raise ``Signalled`` on each of ``signals`` the caller does not ignore; returns the handlers to restore
-    at the end (none off the main thread, where signals are not ours to take). ``raise_pending`` then
-    answers a signal that came while the entry point loaded."""
-    previous = dict(_originals) or {signum: signal.getsignal(signum) for signum in signals
-                                    if signal.getsignal(signum) is not signal.SIG_IGN}
+def install(session: Session, signals: tuple[int, ...] = SIGNALS) -> dict[int, Handler]:
+    """Raise ``Signalled`` on each of ``signals`` the caller does not ignore (those ``hold_early`` holds in
+    ``session``, where it held them); returns the handlers to restore at the end (none off the main thread,
+    where signals are not ours to take). ``raise_pending`` then answers a signal that came while the entry
+    point loaded."""
+    previous = dict(session.held_handlers) or {signum: signal.getsignal(signum) for signum in signals
+                                               if signal.getsignal(signum) is not signal.SIG_IGN}
     try:
         for signum in previous:
             signal.signal(signum, raise_signalled)
     except ValueError:  # not the main thread: the first one is refused, before any is set
         return {}
-    _originals.clear()
+    session.held_handlers.clear()
     return previous
 
 
-def raise_pending() -> None:
+def raise_pending(session: Session) -> None:
     """Raise ``Signalled`` for a signal that came while the entry point loaded, if one did."""
-    if _pending:
-        raise Signalled(_pending.pop())
+    if session.pending_signals:
+        raise Signalled(session.pending_signals.pop())
 
 
 def restore(previous: dict[int, Handler]) -> None:

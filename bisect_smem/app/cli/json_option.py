@@ -1,6 +1,6 @@
 """``--json PATH`` for the commands that print a table or a line (merge, profiles, check), as fit and trace
-have it: the document is written to PATH atomically (the path checked before any work), and with ``-``
-it is printed on stdout instead of the text."""
+have it: the document is delivered to PATH (outputs/delivery.py: atomically, the path checked before any
+work), and with ``-`` it is printed on stdout instead of the text."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 
 from bisect_smem.app.cli.argtypes import Once
 from bisect_smem.app.outputs import writer
+from bisect_smem.app.outputs.delivery import Delivery
 
 
 def add(parser: argparse.ArgumentParser, what: str) -> None:
@@ -26,5 +27,7 @@ def shown(given: str | None, path: Path | None, document: str, text: str, what: 
     """What goes to stdout: the document for ``--json -``, else ``text``; the document is written to
     ``path`` first, so that a stdout that fails never costs the file."""
     if path is not None:
-        writer.write_atomic(path, document, what=what)
+        delivery = Delivery()
+        delivery.file(path, what, document)
+        delivery.write()
     return document if given == "-" else text

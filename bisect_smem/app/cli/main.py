@@ -9,7 +9,6 @@ BisectSmemError ends the run with one ``error:`` line and the code its class car
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -21,8 +20,9 @@ from bisect_smem.app.outputs import stderr, writer
 from bisect_smem.app.outputs.delivery import NotAllDelivered
 from bisect_smem.app.run import head_start
 from bisect_smem.app.run.timeline import mark
-from bisect_smem.core import input as reader
+from bisect_smem.core import session as sessions
 from bisect_smem.core.errors import BisectSmemError, ExitCode, UsageError
+from bisect_smem.core.session import Session
 from bisect_smem.core.text import printable_lines
 
 EXIT_CODES_HELP = manual.exit_codes_help()
@@ -86,20 +86,23 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """The command line: parse, run, and map every outcome to one line and an exit code."""
+def main(argv: Sequence[str] | None = None, session: Session | None = None) -> int:
+    """The command line: parse, run, and map every outcome to one line and an exit code. ``session``: the
+    run's state, when the entry point made it (with workers started ahead); else a new one."""
     mark("parent start")
-    if sys.stderr is None:  # closed by the caller: errors go nowhere, never to stdout
-        sys.stderr = open(os.devnull, "w")  # noqa: SIM115
+    stderr.replace_closed_stderr()
     if sys.stdout is None:
         return _fail(ExitCode.USAGE, "stdout is closed; nothing could be reported")
+    with sessions.begin(session) as run:
+        return _run(argv, run)
+
+
+def _run(argv: Sequence[str] | None, session: Session) -> int:
     previous: dict[int, interrupts.Handler] = {}
     try:
-        reader.forget_reads()
-        writer.forget()
         # SIGTERM or SIGHUP: raised where the program is, like KeyboardInterrupt (SIGINT, left to Python here),
         # so that the runner's cleanup ends every worker.
-        previous = interrupts.install((signal.SIGTERM, signal.SIGHUP))
+        previous = interrupts.install(session, (signal.SIGTERM, signal.SIGHUP))
         code = _main(argv)
         sys.stdout.flush()
         mark("output written")
@@ -107,13 +110,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:  # stdout to a full device, a broken pipe
         if interrupts.signal_of(exc) is not None:
             return _signalled(exc)
-        _silence_stdout()
+        stderr.silence_stdout()
         return _fail(ExitCode.USAGE, f"cannot write the output to stdout: {exc.strerror or exc}")
     except BaseException as exc:  # Ctrl-C, SIGTERM, SIGHUP, or one of them wrapped (a class being created)
         return _signalled(exc)
     finally:
-        head_start.release()  # workers started for a run that never came (bad usage, --help)
-        writer.forget()  # closes what was opened for outputs never written
+        head_start.release(session)  # workers started for a run that never came (bad usage, --help)
+        writer.close_planned()  # what was opened for outputs never written
         interrupts.restore(previous)
 
 
@@ -124,16 +127,6 @@ def _signalled(exc: BaseException) -> int:
     if signum is None:
         raise exc
     return _fail(interrupts.exit_code(signum), interrupts.ended_line(signum, writer.written()))
-
-
-def _silence_stdout() -> None:
-    """Point stdout at /dev/null so that the interpreter's final flush cannot fail again."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError, AttributeError):
-        pass
 
 
 def _main(argv: Sequence[str] | None) -> int:

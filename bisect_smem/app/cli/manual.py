@@ -34,11 +34,10 @@ def environment() -> Rows:
     """Every variable the tool reads, named by the constant each module reads it through."""
     # Deferred: these modules load the commands they serve; only the man page's generation needs their names.
     from bisect_smem.app.cli.check import REPORT_ENV
+    from bisect_smem.app.run.environment import CACHE_ENV, CUPTI_ENV
     from bisect_smem.app.run.timeline import ENV as TIMELINE_ENV
     from bisect_smem.app.run.traced import INJECTION
     from bisect_smem.app.run.tracing import COLLECTOR_CHOICE
-    from bisect_smem.devices.collector.libcupti import OVERRIDE as CUPTI_ENV
-    from bisect_smem.devices.nvrtc import CACHE_ENV
 
     return (
         (REPORT_ENV, "the report check reads when no path is given (default /var/lib/bisect-smem/report.json)"),

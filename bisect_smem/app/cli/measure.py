@@ -3,23 +3,22 @@ report, write it, save and compare baselines, and draw the plot.
 
 Its options are measure_options.py's; ``parse(args)`` reads them once into a frozen MeasureRequest,
 refusing before anything is measured what could not be honoured (every output is checked then,
-outputs/writer.py); ``run(args)`` returns the text for stdout and the exit code. The devices are measured
-by the run wing (run/measure.py). Every requested file is written, whatever became of the others, before
-the text is returned (outputs/delivery.py), so a failure to print never costs a file; what a person needs
-to know meanwhile goes to stderr (outputs/stderr.py). The baselines are compared before any is saved, and
+outputs/writer.py); ``run(args)`` returns the text for stdout and the exit code. The devices are measured,
+and the Report with the host around them built, by the run wing (run/measure.py); the exit code it calls
+for is analysis/outcome.py's; this module hands it to the renderers and delivers the files. Every
+requested file is written, whatever became of the others, before the text is returned
+(outputs/delivery.py), so a failure to print never costs a file; what a person needs to know meanwhile
+goes to stderr (outputs/stderr.py). The baselines are compared before any is saved, and
 --save-baseline and --compare naming one folder are refused.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import os
-import platform
 from dataclasses import dataclass
 from pathlib import Path
 
-from bisect_smem import __version__
 from bisect_smem.analysis.baseline import (
     Comparison,
     baseline_documents,
@@ -27,6 +26,7 @@ from bisect_smem.analysis.baseline import (
     compare_device,
     refuse_existing,
 )
+from bisect_smem.analysis.outcome import compare_code, exit_code
 from bisect_smem.app.outputs import fleet, stderr, writer
 from bisect_smem.app.outputs.delivery import Delivery, NotAllDelivered
 from bisect_smem.app.outputs.fleet import FleetPaths
@@ -35,24 +35,18 @@ from bisect_smem.app.render import baselines, plot, renderer
 from bisect_smem.app.render import json as json_render
 from bisect_smem.app.render.rows import RenderOptions
 from bisect_smem.app.run import measure as measuring
-from bisect_smem.app.run.requests import ALL_BACKENDS, RunRequest, build_requests, planted_faults
-from bisect_smem.app.run.worker import planned_steps
+from bisect_smem.app.run.measure import Measurement
+from bisect_smem.core import session as sessions
 from bisect_smem.core.errors import BisectSmemError, ExitCode, UsageError
-from bisect_smem.core.model import DeviceReport, Report
-from bisect_smem.core.numbers import whole_number
+from bisect_smem.core.model import Report
 from bisect_smem.core.status import NFD_DEFAULT_EXPIRY_S
-from bisect_smem.devices.host import host_context
-from bisect_smem.experiments.config import MeasureConfig
 
 
 @dataclass(frozen=True)
 class MeasureRequest:
-    """A measuring run as the options asked for it, checked."""
+    """A measuring run as the options asked for it, checked: what to measure, and what to do with it."""
 
-    runs: tuple[RunRequest, ...]  # one per backend
-    skipped: tuple[str, ...]  # with --backend all: why each backend that is not here was left out
-    backend: str  # the report's backend: one name, or "all"
-    level: str
+    measurement: Measurement  # the backends and devices, planned by the run wing
     format: str  # what stdout shows (FORMATS); json as well with --json -
     options: RenderOptions
     json_path: Path | None
@@ -67,22 +61,12 @@ class MeasureRequest:
 
 def parse(args: argparse.Namespace) -> MeasureRequest:
     """The request; a UsageError for options that cannot be honoured, before anything is measured."""
-    if args.level == "full" and args.backend in ("numba", ALL_BACKENDS):
-        raise UsageError(f"--level full needs the cupy backend (or --simulate), not {args.backend!r}: "
-                         "the validation kernels run through CuPy")
     timeouts_given = args.probe_timeout is not None or args.device_timeout is not None
-    inject_step, planted = planted_faults(args.inject_fault, args.level)
     # A simulated device runs in this process unless its faults need a worker; a timeout needs one too.
-    runs, skipped = build_requests(
-        args.backend, args.simulate, devices=tuple(args.device) if args.device else None,
-        config=MeasureConfig(confirm=args.confirm, level=args.level, planted=planted),
-        isolate=False if args.inline else (True if timeouts_given else None),
-        device_timeout_s=args.device_timeout or 300.0, probe_timeout_s=args.probe_timeout or 5.0,
-        max_restarts=args.max_restarts, **_injected(inject_step))
-    step_key = inject_step.rsplit("@", 1)[0] if inject_step else None
-    if step_key is not None and runs and step_key not in {step.key for step in planned_steps(runs[0])}:
-        raise UsageError(f"--inject-fault {inject_step}: no such step at --level {args.level}")
-    backend = ALL_BACKENDS if args.backend == ALL_BACKENDS else runs[0].backend.name if runs else ALL_BACKENDS
+    measurement = measuring.plan_measurement(
+        args.backend, args.simulate, args.device, level=args.level, confirm=args.confirm,
+        isolate=False if args.inline else (True if timeouts_given else None), device_timeout_s=args.device_timeout,
+        probe_timeout_s=args.probe_timeout, max_restarts=args.max_restarts, inject_fault=args.inject_fault)
     if args.json == "-" and args.format == "markdown":
         raise UsageError(f"--json - prints JSON on stdout; it cannot be combined with --format {args.format}")
     _check_options(args)
@@ -96,7 +80,7 @@ def parse(args: argparse.Namespace) -> MeasureRequest:
         plot_path = writer.output_path(args.plot, "the plot")
     if args.json == "-" or args.format == "json":
         _refuse_stdout_twice(args, {"--json": json_path, "--prom": fleet_paths.prom, "--nfd": fleet_paths.nfd})
-    return MeasureRequest(tuple(runs), tuple(skipped), backend, args.level, "json" if args.json == "-" else args.format,
+    return MeasureRequest(measurement, "json" if args.json == "-" else args.format,
                           RenderOptions(args.verbose, args.strict, text_width()), json_path, fleet_paths, plot_path,
                           Path(args.save_baseline) if args.save_baseline else None, args.force,
                           Path(args.compare) if args.compare else None, args.allow_missing,
@@ -124,17 +108,6 @@ def _fleet_paths(args: argparse.Namespace) -> FleetPaths:
     if args.nfd_expiry is not None and paths["nfd"] is None:
         raise UsageError("--nfd-expiry only applies to --nfd")
     return FleetPaths(paths["prom"], paths["nfd"], args.nfd_expiry or NFD_DEFAULT_EXPIRY_S)
-
-
-def _injected(text: str | None) -> dict[str, str | int | None]:
-    """``--inject-fault STEP[@DEVICE]`` as the request's fields: the step, and the one device to fault on."""
-    if text is None or "@" not in text:
-        return {"inject_fault": text}
-    step, device = text.rsplit("@", 1)
-    try:
-        return {"inject_fault": step, "inject_device": whole_number(device, "--inject-fault device")}
-    except UsageError:
-        raise UsageError(f"--inject-fault takes STEP or STEP@DEVICE, a device index (got {text!r})") from None
 
 
 def _check_options(args: argparse.Namespace) -> None:
@@ -177,12 +150,11 @@ def run(args: argparse.Namespace) -> tuple[str, int]:
 
 def execute(request: MeasureRequest) -> tuple[str, int]:
     """Run a parsed request: measure, render, write the files, compare; the text for stdout and the code."""
-    if request.save_baseline and request.backend == "sim" and not request.force:
+    measurement = request.measurement
+    if request.save_baseline and measurement.backend == "sim" and not request.force:
         refuse_existing([baseline_path(request.save_baseline, stub)
-                         for stub in measuring.simulated_devices(request.runs[0])], force=False)
-    report = Report(tool_version=__version__, created_utc=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-                    host=platform.node(), backend=request.backend, devices=_measure(request),
-                    host_context=host_context() if request.backend != "sim" else {}, level=request.level)
+                         for stub in measuring.simulated_devices(measurement.runs[0])], force=False)
+    report = _measure(request)
     # Compared before anything is saved: a run is never its own reference.
     comparisons = [compare_device(request.compare, dev) for dev in report.devices] if request.compare else None
     code = exit_code(report.devices, compare_code(report.devices, comparisons, request.allow_missing),
@@ -203,7 +175,7 @@ def execute(request: MeasureRequest) -> tuple[str, int]:
                       f"warning: the plot {request.plot_path} shows nothing: no device measured the residency staircase")
     compared = _show_comparisons(report, comparisons, request.allow_missing, request.format == "json",
                                   request.options.width)
-    measuring.wait_for_workers()
+    measuring.wait_for_workers(sessions.current())
     delivery.write(refused, shown + compared)  # every file, then (from main) stdout
     return shown + compared, code
 
@@ -223,40 +195,27 @@ def _baselines(report: Report, request: MeasureRequest, delivery: Delivery) -> B
     return None
 
 
-def _measure(request: MeasureRequest) -> tuple[DeviceReport, ...]:
-    """Every device of every backend asked for; no backend available is exit 3, naming why each is missing.
-    When nothing could be measured (no GPU: exit 3; an error: exit 4), a report saying why is still written
-    wherever one was asked for (and printed, where stdout has the JSON) before the error goes on to main."""
-    for reason in request.skipped if request.runs else ():
+def _measure(request: MeasureRequest) -> Report:
+    """The report of every device of every backend asked for (the workers' exits still to wait for); no
+    backend available is exit 3, naming why each is missing. When nothing could be measured (no GPU: exit 3;
+    an error: exit 4), a report saying why is still written wherever one was asked for (and printed, where
+    stdout has the JSON) before the error goes on to main."""
+    measurement = request.measurement
+    for reason in measurement.skipped if measurement.runs else ():
         stderr.say(f"not cross-checked: {reason}", "hint")
     try:
-        return measuring.measure_all(request.runs, request.skipped, stderr.stream() if request.progress else None)
+        return measuring.measure_report(measurement, stderr.stream() if request.progress else None, wait_exits=False,
+                                        session=sessions.current())
     except BisectSmemError as exc:
         if exc.exit_code not in (ExitCode.NO_GPU, ExitCode.INCOMPLETE):
             raise
         no_gpu = exc.exit_code == ExitCode.NO_GPU
-        shown = fleet.write_failed(request.level, request.backend, request.json_path, request.fleet,
+        shown = fleet.write_failed(measurement.level, measurement.backend, request.json_path, request.fleet,
                                    exc.exit_code, f"no usable GPU: {exc}" if no_gpu else str(exc),
                                    request.format == "json")
         if shown:
             raise NotAllDelivered(exc, shown) from exc
         raise
-
-
-def compare_code(devices: tuple[DeviceReport, ...], comparisons: list[Comparison] | None,
-                 allow_missing: bool) -> int | None:
-    """The exit code the comparisons call for, so that it says what happened: 1 for any regression, whatever
-    else; else 4 for a device measured incompletely or a baseline saved from an incomplete run; else 2 for a
-    missing baseline (unless allowed); else 0. None without --compare."""
-    if comparisons is None:
-        return None
-    if any(c.regressions for c in comparisons):
-        return ExitCode.MISMATCH
-    if any(d.incomplete for d in devices) or any(c.unmeasured or c.baseline_problem for c in comparisons):
-        return ExitCode.INCOMPLETE
-    if any(c.baseline is None for c in comparisons) and not allow_missing:
-        return ExitCode.USAGE
-    return ExitCode.OK
 
 
 def _show_comparisons(report: Report, comparisons: list[Comparison] | None, allow_missing: bool,
@@ -275,20 +234,3 @@ def _show_comparisons(report: Report, comparisons: list[Comparison] | None, allo
         if result.baseline is None and not allow_missing:
             stderr.say(f"{result.note} (use --allow-missing to accept)", "error")
     return text
-
-
-def exit_code(devices: tuple[DeviceReport, ...], compare_code: int | None, strict: bool) -> int:
-    """1 for a mismatch (or, strict, a ``differs`` row), 4 for an incomplete measurement, else 0."""
-    if compare_code is not None:
-        # Against a baseline, what the device reports is no longer the reference: the baseline is.
-        if compare_code != ExitCode.OK:
-            return compare_code
-        return ExitCode.INCOMPLETE if any(d.incomplete for d in devices) else ExitCode.OK
-    if any(d.mismatches for d in devices):
-        return ExitCode.MISMATCH
-    if any(d.incomplete for d in devices):
-        return ExitCode.INCOMPLETE
-    # A device that does better than a prediction or a hint is shown and counted, and fails only when asked.
-    if strict and any(d.differences for d in devices):
-        return ExitCode.MISMATCH
-    return ExitCode.OK

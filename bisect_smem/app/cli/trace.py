@@ -11,6 +11,7 @@ from pathlib import Path
 from bisect_smem.analysis.fit.targets import Target
 from bisect_smem.app.cli.commands import SUBCOMMANDS
 from bisect_smem.app.outputs import stderr, writer
+from bisect_smem.app.outputs.delivery import Delivery
 from bisect_smem.app.render.trace import render_json, render_text, skipped_lines
 from bisect_smem.app.run import fit_targets, trace_folder, tracing
 from bisect_smem.app.run.trace_explain import explain_folder, recorded_limits
@@ -120,7 +121,9 @@ def summary(q: TraceQuery, folder: Path, here: Target | None, others: list[Targe
     if note and q.json != "-":
         text += f"  ({note})\n"
     if json_path is not None:
-        writer.write_atomic(json_path, render_json(explained), what="the trace summary")
+        delivery = Delivery()
+        delivery.file(json_path, "the trace summary", render_json(explained))
+        delivery.write()
     return text, bool(explained.refusals)
 
 

@@ -1,7 +1,7 @@
 """What a command hands over once its work is done: every requested file first, then the text for stdout,
 so that a stdout that is closed, full or a broken pipe never costs a file (nothing measured is lost).
 
-A command checks its outputs before any work (app/output.py), adds each file when it has its content, and
+A command checks its outputs before any work (outputs/writer.py), adds each file when it has its content, and
 delivers once. A file that cannot be written does not keep the others from being written; a refusal found
 on the way (a baseline that may not be saved) is raised only after everything else was delivered, as
 NotAllDelivered, which still carries the text for stdout.

@@ -1,8 +1,9 @@
 """What a measurement writes for a fleet besides the report: the status fields, the Prometheus textfile
 (``--prom``) and the NFD feature file (``--nfd``), and on exit 3 or 4 a report that says why.
 
-Paths are checked before anything is measured (by the command, with outputs/writer.py); every file is written atomically (a dot file in the
-same folder, then a rename: the textfile collector and NFD both ignore dot files).
+Paths are checked before anything is measured (by the command, with outputs/writer.py); every file goes
+out through a Delivery (outputs/delivery.py) and is written atomically (a dot file in the same folder,
+then a rename: the textfile collector and NFD both ignore dot files).
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from pathlib import Path
 from bisect_smem import __version__
 from bisect_smem.analysis.baseline import Comparison
 from bisect_smem.analysis.summary import with_status
-from bisect_smem.app.outputs import writer
 from bisect_smem.app.outputs.delivery import Delivery
 from bisect_smem.app.render import nfd, prom
 from bisect_smem.core.errors import ExitCode
@@ -49,23 +49,19 @@ def deliver(report: Report, paths: FleetPaths, delivery: Delivery) -> None:
         delivery.file(paths.nfd, "the feature file", nfd.render(report, paths.nfd_expiry_s))
 
 
-def write(report: Report, paths: FleetPaths) -> None:
-    """Write the Prometheus and NFD files asked for, now."""
-    delivery = Delivery()
-    deliver(report, paths, delivery)
-    delivery.write()
-
-
 def write_failed(level: str, backend: str, json_path: Path | None, paths: FleetPaths, code: int, error: str,
                  json_stdout: bool) -> str | None:
     """A run that measured nothing (no GPU: exit 3; an error: exit 4) still leaves a valid report, with
-    ``error`` set, wherever one was asked for: --json PATH, --prom and --nfd are written here; the JSON
-    for stdout (``json_stdout``: --json - or --format json) is returned to be printed, else None."""
+    ``error`` set, wherever one was asked for: --json PATH, --prom and --nfd are written here, each whatever
+    became of the others; the JSON for stdout (``json_stdout``: --json - or --format json) is returned to be
+    printed, else None. A file that cannot be written is NotAllDelivered, which still carries that JSON."""
     now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     report = with_status(Report(tool_version=__version__, created_utc=now, host=platform.node(), backend=backend,
                                 devices=(), level=level), code, error=error)
     text = dumps(report.to_dict())
+    delivery = Delivery()
     if json_path is not None:
-        writer.write_atomic(json_path, text, what="the report")
-    write(report, paths)
+        delivery.file(json_path, "the report", text)
+    deliver(report, paths, delivery)
+    delivery.write(text=text if json_stdout else "")
     return text if json_stdout else None

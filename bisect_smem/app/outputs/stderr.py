@@ -4,6 +4,7 @@ changes only itself) and never raising: a closed or broken stderr costs no resul
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import TextIO
 
@@ -47,3 +48,20 @@ def is_terminal() -> bool:
         return stream().isatty()
     except (OSError, ValueError, AttributeError):
         return False
+
+
+def replace_closed_stderr() -> None:
+    """A stderr the caller closed becomes /dev/null: the lines for a person go nowhere, never to stdout."""
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - it stays open as the process's stderr
+
+
+def silence_stdout() -> None:
+    """Point stdout at /dev/null so that the interpreter's final flush cannot fail again (a full device, a
+    broken pipe: the error was said once already)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass

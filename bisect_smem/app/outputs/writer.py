@@ -9,7 +9,7 @@ is this process's stdout or stderr is written through that descriptor, as the sh
 intends. Anything else that can be written (a terminal, /dev/null, a FIFO) is written in place, opened
 when it is checked and without blocking: a FIFO that has no reader is refused before any work, one with
 a reader keeps it until the output is written. Every OS error becomes an OutputError naming what the
-file was and where (exit 2).
+file was and where (exit 2). What a run has planned and written is kept in its session (core/session.py).
 """
 
 from __future__ import annotations
@@ -22,13 +22,11 @@ import sys
 from pathlib import Path
 
 from bisect_smem.core import input as reader
+from bisect_smem.core import session
 from bisect_smem.core.atomic import replace_atomically
 from bisect_smem.core.errors import OutputError, UsageError
 
 _SPECIAL_FLAGS = os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
-_planned: dict[str, tuple[str, int | None]] = {}  # path as given -> (what it is, a special file opened for it)
-_planned_files: dict[tuple[object, ...], tuple[str, str]] = {}  # file_identity -> (path as given, what it is)
-_written: list[str] = []  # files written whole in this run
 
 
 def target_of(path: Path) -> Path:
@@ -136,7 +134,7 @@ def output_path(text: str | None, what: str = "the report") -> Path | None:
     except OSError as exc:
         raise UsageError(f"cannot write {what} to {text}: {_problem(exc)}") from None
     _forget_planned(text)
-    _planned[text] = (what, fd)
+    session.current().planned[text] = (what, fd)
     return Path(text)
 
 
@@ -159,11 +157,12 @@ def _claim(text: str, what: str) -> None:
     identity = file_identity(Path(text))
     if identity is None:
         return
-    other = _planned_files.get(identity)
+    planned_files = session.current().planned_files
+    other = planned_files.get(identity)
     if other is not None and other[1] != what:
         raise UsageError(f"cannot write {what} to {text}: {other[1]} is written there too ({other[0]}); "
                          "give each output its own file")
-    _planned_files[identity] = (text, what)
+    planned_files[identity] = (text, what)
 
 
 def _open_special(path: Path) -> int:
@@ -181,7 +180,8 @@ def write_atomic(path: Path, content: str | bytes, exclusive: bool = False, what
     final name exists, decided atomically by link(2) on the finished temporary file, so of two concurrent
     writers exactly one succeeds. ``what`` defaults to what ``output_path`` was told the file is."""
     data = content.encode("utf-8") if isinstance(content, str) else content
-    planned_what, fd = _planned.pop(str(path), (None, None))
+    run = session.current()
+    planned_what, fd = run.planned.pop(str(path), (None, None))
     where = f"cannot write {what or planned_what or 'the file'} to {path}"
     try:
         if fd is not None:
@@ -195,7 +195,7 @@ def write_atomic(path: Path, content: str | bytes, exclusive: bool = False, what
     finally:
         if fd is not None:
             os.close(fd)
-    _written.append(str(path))
+    run.written.append(str(path))
 
 
 def _write_path(path: Path, data: bytes, exclusive: bool) -> None:
@@ -293,18 +293,16 @@ def remove_folders(made: list[Path]) -> None:
 
 def written() -> list[str]:
     """The files written whole in this run, in order."""
-    return list(_written)
+    return list(session.current().written)
 
 
 def _forget_planned(text: str) -> None:
-    _, fd = _planned.pop(text, (None, None))
+    _, fd = session.current().planned.pop(text, (None, None))
     if fd is not None:
         os.close(fd)
 
 
-def forget() -> None:
-    """End a run: close what was opened for outputs never written; nothing planned or written any more."""
-    for text in list(_planned):
+def close_planned() -> None:
+    """End a run: close what was opened for outputs never written (a FIFO, a terminal)."""
+    for text in list(session.current().planned):
         _forget_planned(text)
-    _planned_files.clear()
-    _written.clear()

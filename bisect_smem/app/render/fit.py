@@ -1,6 +1,6 @@
 """What ``fit`` shows: the answer on the first line, then (for several targets or --verbose) the table,
 and for a GEMM kernel where every byte goes, every line within the width it is given (a table's widest
-columns wrap within their cells, a longer line wraps at spaces). Text only; the command prints it."""
+columns wrap within their cells, a longer line wraps at spaces). Text only; cli/main.py prints it."""
 
 from __future__ import annotations
 

@@ -10,7 +10,8 @@ the worker the interpreter's own start. The runner later hands each its job (``c
 claims, because the options turned out to ask for something else or a device does not exist, is ended by
 ``release`` before anything is measured, and again when the command ends. Reading the command line here is
 deliberately narrow: anything it does not recognise for certain gets no head start, and the runner starts
-its workers itself, as it would without this module.
+its workers itself, as it would without this module. The started workers are the run's, kept in its
+session (core/session.py, ``started``) until claimed or released.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from collections.abc import Collection
 from typing import TYPE_CHECKING, TypeAlias
 
 from bisect_smem.app.run.timeline import mark
+from bisect_smem.core.session import Session
 
 if TYPE_CHECKING:
     # Deferred to type checking: this module runs before anything else loads, so it imports only what it uses.
@@ -101,7 +103,6 @@ class ForkedWorker:
 
 
 Worker: TypeAlias = "subprocess.Popen | ForkedWorker"  # a worker as the runner handles it, however it was started
-_started: dict[tuple[str, int], ForkedWorker] = {}
 
 
 def _serve_forked(index: int, backend: str) -> int:
@@ -172,30 +173,30 @@ def _abbreviates(name: str) -> bool:
     return name.startswith("--") and name not in READ_HERE and any(full.startswith(name) for full in READ_HERE)
 
 
-def start(argv: list[str], subcommands: Collection[str]) -> None:
+def start(argv: list[str], subcommands: Collection[str], session: Session) -> None:
     """Fork the workers the command line will want (see planned_workers; ``subcommands``: the names that
-    make it something else than a measuring run). Never raises: a head start that cannot be had leaves the
-    workers to the runner."""
+    make it something else than a measuring run) into ``session``. Never raises: a head start that cannot
+    be had leaves the workers to the runner."""
     threading = sys.modules.get("threading")  # not imported here: no command that measures nothing needs it
     if threading is not None and threading.active_count() != 1:
         return  # a fork is only as clean as a fresh interpreter while no other thread runs
     try:
         for backend, index in planned_workers(argv, subcommands):
-            _started[backend, index] = ForkedWorker(index, backend)
+            session.started[backend, index] = ForkedWorker(index, backend)
             mark("workers spawned")
     except OSError:
-        release()
+        release(session)
 
 
-def claim(backend: str, indices: tuple[int, ...]) -> dict[int, ForkedWorker]:
-    """The started workers of ``backend`` for these devices, which the caller now owns."""
-    return {i: _started.pop((backend, i)) for i in indices if (backend, i) in _started}
+def claim(session: Session, backend: str, indices: tuple[int, ...]) -> dict[int, ForkedWorker]:
+    """The workers ``session`` started for ``backend`` and these devices, which the caller now owns."""
+    return {i: session.started.pop((backend, i)) for i in indices if (backend, i) in session.started}
 
 
-def release() -> None:
-    """End every started worker that no run claimed."""
-    while _started:
-        _, proc = _started.popitem()
+def release(session: Session) -> None:
+    """End every worker ``session`` started that no run claimed."""
+    while session.started:
+        _, proc = session.started.popitem()
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:

@@ -6,6 +6,8 @@ ends only that worker: the supervisor records the event, starts a new worker tha
 last completed step, and gives a step up (with an error) after it faulted twice. After
 ``max_restarts`` restarts the device gets an error; the other devices are measured regardless. A
 backend that cannot poison anything (a plain simulated device) may run inline, in this process.
+The workers a run ended and has not yet waited for are kept in its session (core/session.py, ``exiting``),
+which is handed down to every thread that measures, since a thread starts outside the run.
 """
 
 from __future__ import annotations
@@ -44,15 +46,16 @@ from bisect_smem.app.run.requests import RunRequest
 from bisect_smem.app.run.subprocesses import start_worker
 from bisect_smem.app.run.timeline import mark
 from bisect_smem.app.run.worker import planned_steps
+from bisect_smem.core import session as sessions
 from bisect_smem.core.attributes import NvmlInfo
 from bisect_smem.core.errors import BackendUnavailable, UsageError
 from bisect_smem.core.model import DeviceReport
+from bisect_smem.core.session import Session
 from bisect_smem.devices.device_info import DeviceInfo
 from bisect_smem.experiments.measure import running_steps
 from bisect_smem.experiments.steps import Done, Step, StepResult
 
 ProgressSink = Callable[[int, str], None]
-_exiting: list[head_start.Worker] = []  # workers ended and not yet waited for (wait_for_exits)
 POLL_S = 0.05
 GIVE_UP_AFTER_FAULTS = 2
 BESIDE_TIMEOUT_S = 30.0  # NVML answers slowly on some systems; past this its fields stay unknown
@@ -81,14 +84,16 @@ def resolve_devices(request: RunRequest) -> tuple[int, ...]:
 
 
 def run(request: RunRequest, progress: ProgressSink | None = None, started: dict[int, head_start.Worker] | None = None,
-        wait_exits: bool = True) -> tuple[DeviceReport, ...]:
+        wait_exits: bool = True, session: Session | None = None) -> tuple[DeviceReport, ...]:
     """Measure every requested device and return their reports in index order; ``started`` are workers
-    already started for some of them (head_start), which this run now owns; ``wait_exits`` as run_all's."""
+    already started for some of them (head_start), which this run now owns; ``wait_exits`` as run_all's;
+    ``session``: the run's (default: the one in progress on this thread)."""
+    session = session if session is not None else sessions.current()
     sink = progress or (lambda _i, _t: None)
     if not request.isolated:
         indices = resolve_devices(request)
         return tuple(in_process.measure(request, i, lambda text, i=i: sink(i, text)) for i in indices)
-    supervisor = _Supervisor(request, sink, started or {})
+    supervisor = _Supervisor(request, sink, started or {}, session)
     # The first workers start while this process initialises the driver to count the devices: a
     # worker spends that time starting Python anyway. A device that turns out not to exist is dropped.
     early = early_devices(request)
@@ -103,7 +108,7 @@ def run(request: RunRequest, progress: ProgressSink | None = None, started: dict
         raise
     reports = supervisor.run()
     if wait_exits:
-        wait_for_exits()
+        wait_for_exits(session)
     return reports
 
 
@@ -132,8 +137,10 @@ class _Supervisor:
     """Starts, watches and restarts the workers; collects their steps into reports. NVML, which every
     device's report needs, is read here, once for all devices, beside the measurement."""
 
-    def __init__(self, request: RunRequest, sink: ProgressSink, started: dict[int, head_start.Worker]) -> None:
+    def __init__(self, request: RunRequest, sink: ProgressSink, started: dict[int, head_start.Worker],
+                 session: Session) -> None:
         self.request = request
+        self.session = session
         self.sink = sink
         self.started = started  # workers already running, waiting for their first job
         self.out: queue_module.Queue[tuple[int, Message]] = queue_module.Queue()
@@ -206,7 +213,7 @@ class _Supervisor:
             mark("workers done")
             self.stop()
             # Their exits (the driver releasing each context) pass while the report is built and rendered.
-            _exiting.extend(dev.proc for dev in self.devices.values() if dev.proc is not None)
+            self.session.exiting.extend(dev.proc for dev in self.devices.values() if dev.proc is not None)
         deadline = time.monotonic() + BESIDE_TIMEOUT_S
         for thread in self.beside:
             thread.join(timeout=max(deadline - time.monotonic(), 0))
@@ -287,11 +294,12 @@ class _Supervisor:
         self._start(dev)
 
 
-def wait_for_exits() -> None:
-    """Until every worker the runs ended has exited: called before the report goes out, so that a job that
-    starts after the check finds the GPU free (its contexts released), in an exclusive compute mode too."""
-    while _exiting:
-        _wait(_exiting.pop())
+def wait_for_exits(session: Session) -> None:
+    """Until every worker the session's runs ended has exited: called before the report goes out, so that a
+    job that starts after the check finds the GPU free (its contexts released), in an exclusive compute mode
+    too."""
+    while session.exiting:
+        _wait(session.exiting.pop())
     mark("workers exited")
 
 
@@ -316,24 +324,26 @@ def _wait(proc: head_start.Worker | None) -> None:
 
 
 def run_all(requests: list[RunRequest], progress: ProgressSink | None = None,
-            wait_exits: bool = True) -> tuple[DeviceReport, ...]:
+            wait_exits: bool = True, session: Session | None = None) -> tuple[DeviceReport, ...]:
     """Measure through each backend asked for; with several (``--backend all``), add cross-check rows.
-    No backend available is exit 3, naming why each is missing. Workers the head start began are handed
-    to the runs they belong to; any other is ended before anything is measured. Without ``wait_exits``
-    the caller calls wait_for_exits before its report goes out."""
-    started = {r.backend.name: head_start.claim(r.backend.name, early_devices(r))
+    No backend available is exit 3, naming why each is missing. Workers the session's head start began are
+    handed to the runs they belong to; any other is ended before anything is measured. Without
+    ``wait_exits`` the caller calls wait_for_exits before its report goes out. ``session``: the run's
+    (default: the one in progress on this thread)."""
+    session = session if session is not None else sessions.current()
+    started = {r.backend.name: head_start.claim(session, r.backend.name, early_devices(r))
                for r in requests if r.isolated and r.backend.primary_context}
-    head_start.release()
+    head_start.release(session)
 
     def measure(request: RunRequest, sink: ProgressSink | None) -> tuple[DeviceReport, ...]:
-        return run(request, sink, started.get(request.backend.name), wait_exits=False)
+        return run(request, sink, started.get(request.backend.name), wait_exits=False, session=session)
 
     try:
         return (measure(requests[0], progress) if len(requests) == 1
                 else with_cross_checks(run_concurrently(requests, measure, progress)))
     finally:
         if wait_exits:
-            wait_for_exits()
+            wait_for_exits(session)
 
 
 def run_concurrently(requests: list[RunRequest], measure: Callable[[RunRequest, ProgressSink | None], Any],
