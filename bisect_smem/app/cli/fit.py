@@ -261,16 +261,16 @@ def traced_answer(args: argparse.Namespace) -> tuple[str, int]:
         stderr.say(line, "warning")
     document = trace_json(explained)
     text = document if args.json == "-" else wrapped(render_text(explained), text_width()) + "\n"
-    _deliver(json_path, document, text)
+    _deliver(json_path, document, text, "the fit result")
     failing = any(explained.would_not_fit(t) for t in explained.targets)
     return text, EXIT_DOES_NOT_FIT if failing else EXIT_FITS
 
 
-def _deliver(json_path: Path | None, document: str, text: str) -> None:
+def _deliver(json_path: Path | None, document: str, text: str, what: str = "the result") -> None:
     """The --json file, written through the one writer before the text goes to stdout."""
     if json_path is not None:
         delivery = Delivery()
-        delivery.file(json_path, "the fit result", document)
+        delivery.file(json_path, what, document)
         delivery.write(text=text)
 
 
