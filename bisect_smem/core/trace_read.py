@@ -19,7 +19,19 @@ from bisect_smem.core import input as reader
 from bisect_smem.core import trace_events as records
 from bisect_smem.core import trace_lines
 from bisect_smem.core.trace_events import MAX_BLOCK_THREADS, MAX_BYTES, MAX_COUNT, MAX_INT32, Skip
-from bisect_smem.core.trace_lines import NO_DIMS, BadLine, dims, fast_loads, known, number, parse, text_of
+from bisect_smem.core.trace_lines import (
+    COLLECTOR_CONFIGURATION,
+    COLLECTOR_COUNT,
+    COLLECTOR_LAUNCH,
+    NO_DIMS,
+    BadLine,
+    dims,
+    fast_loads,
+    known,
+    number,
+    parse,
+    text_of,
+)
 from bisect_smem.core.trace_tally import Tally
 
 FORMATS = frozenset({1, 2})  # the record formats this reader knows
@@ -28,6 +40,9 @@ NOTICES_FILE = "notices.jsonl"  # written by the tool itself, beside the collect
 # call makes is written just before it by the same thread, so only other threads' lines come between them.
 PENDING_RECORDS = 4096
 UNNAMED_PAST_TABLE = "a kernel first seen past the table"
+# What the collector's lines repeat, kept once decoded (configurations, names, handles), across the files of a
+# folder: the workers of a server launch the same kernels alike. Emptied when full, so memory stays bounded.
+SEEN_MAX = 1 << 16
 
 
 def read_trace(folder: Path) -> records.Trace:
@@ -39,25 +54,28 @@ def read_trace(folder: Path) -> records.Trace:
         names = sorted(entry.name for entry in os.scandir(folder) if entry.name.endswith(".jsonl"))
     except OSError as exc:
         raise records.TraceError(f"cannot list {folder}: {exc.strerror or exc}") from None
-    tally = Tally()
+    tally, seen = Tally(), _Seen()
     collecting = gc.isenabled()
     # Reading makes millions of short-lived dicts and tuples and no cycle: the cyclic collector would scan the
     # growing tally again and again, almost half the time of a large trace.
     gc.disable()
     try:
         for name in names:
-            (_read_notices if name == NOTICES_FILE else _read_file)(tally, folder / name)
+            if name == NOTICES_FILE:
+                _read_notices(tally, folder / name)
+            else:
+                _read_file(tally, seen, folder / name)
     finally:
         if collecting:
             gc.enable()
     return tally.trace()
 
 
-def _read_file(tally: Tally, path: Path) -> None:
+def _read_file(tally: Tally, seen: _Seen, path: Path) -> None:
     try:
         reader.check_regular(path)
         with open(path, "rb", buffering=1 << 20) as stream:
-            _File(tally, path.name).read(stream)
+            _File(tally, seen, path.name).read(stream)
     except (OSError, reader.InputError):
         tally.skip(Skip.UNREADABLE, path.name)
 
@@ -77,13 +95,64 @@ def _read_notices(tally: Tally, path: Path) -> None:
 
 _UNKNOWN = (None, None, None)  # a kernel's attributes, where the record has none
 _LAUNCH, _NODE, _REPLAY, _REFUSED_REPLAY = (kind.value for kind in records.LaunchKind)
+# A launch still to be paired with the record of the other domain: its key, its id, and what pairing reads
+# again (its handle, the name and the api it was written with, each None where it has none).
+_Pending = tuple[tuple[Any, ...], int, "str | None", "str | None", "str | None"]
+
+
+class _Seen:
+    """The collector's configurations and texts as read from its lines' bytes, checked once each (at most
+    SEEN_MAX of each: past it, they are read again)."""
+
+    def __init__(self) -> None:
+        self.configurations: dict[bytes, tuple[Any, ...] | None] = {}
+        self.texts: dict[bytes, str | None] = {}
+
+    def configuration(self, raw: bytes) -> tuple[Any, ...] | None:
+        """The grid, block, cluster, dynamic and static bytes, result, capture and the kernel's attributes of a
+        launch line's configuration (COLLECTOR_LAUNCH's fifth group), bounds checked as ``_File.launch`` checks
+        them; None where one is out of bounds or written otherwise (the line is then read as any other)."""
+        if raw in self.configurations:
+            return self.configurations[raw]
+        if len(self.configurations) >= SEEN_MAX:
+            self.configurations.clear()
+        found = self.configurations[raw] = _configuration(raw)
+        return found
+
+    def text(self, raw: bytes) -> str | None:
+        """``raw``, the inside of a JSON string, as a string; None where it is not plain (trace_lines.plain_text)."""
+        if raw in self.texts:
+            return self.texts[raw]
+        if len(self.texts) >= SEEN_MAX:
+            self.texts.clear()
+        text = self.texts[raw] = trace_lines.plain_text(raw)
+        return text
+
+
+def _configuration(raw: bytes) -> tuple[Any, ...] | None:
+    m = COLLECTOR_CONFIGURATION(raw)
+    if m is None:
+        return None
+    (gx, gy, gz, bx, by, bz, cx, cy, cz, dynamic, static, result) = map(int, m.group(*range(1, 13)))
+    if not (gx < MAX_BYTES and gy < MAX_BYTES and gz < MAX_BYTES and bx < MAX_BYTES and by < MAX_BYTES and
+            bz < MAX_BYTES and cx < MAX_BYTES and cy < MAX_BYTES and cz < MAX_BYTES and dynamic < MAX_BYTES and
+            -1 <= static < MAX_BYTES and -MAX_INT32 <= result < MAX_INT32 and bx * by * bz <= MAX_BLOCK_THREADS):
+        return None
+    attributes = _UNKNOWN
+    if result:  # the kernel's attributes at the refusal, -1 where absent
+        values = tuple(-1 if value is None else int(value) for value in m.group(13, 14, 15))
+        if not all(-1 <= value < MAX_BYTES for value in values):
+            return None
+        attributes = tuple(known(value) for value in values)
+    return ((gx, gy, gz), (bx, by, bz), (cx, cy, cz), dynamic, None if static < 0 else static, result,
+            m[16] == b"true", attributes)
 
 
 class _File:
     """The state of one process image's file while it is read: what joins lines to each other."""
 
-    def __init__(self, tally: Tally, name: str) -> None:
-        self.tally, self.name, self.pid = tally, name, -1
+    def __init__(self, tally: Tally, seen: _Seen, name: str) -> None:
+        self.tally, self.seen, self.name, self.pid = tally, seen, name, -1
         self.pending: OrderedDict[tuple[str, int], dict[str, Any]] = OrderedDict()
         self.ids: dict[int, tuple[Any, ...]] = {}  # launch id -> its key in the tally
         self.counts: dict[int, int] = {}  # launch id -> the largest count written
@@ -94,9 +163,9 @@ class _File:
         self.overflow: dict[str | None, int] = {}  # handle -> the largest count past the table
         # Launches by correlation id, still to be paired with the record of the other domain: driver records
         # (two generations), and runtime records that came first.
-        self.recent: dict[int, Any] = {}
-        self.older: dict[int, Any] = {}
-        self.waiting: dict[int, Any] = {}
+        self.recent: dict[int, _Pending] = {}
+        self.older: dict[int, _Pending] = {}
+        self.waiting: dict[int, _Pending] = {}
 
     def read(self, stream: BinaryIO) -> None:
         first = next(trace_lines.numbered_lines(stream), None)
@@ -124,6 +193,11 @@ class _File:
         events = {"launch": self.launch, "graph_node": self.launch, "attribute": self.attribute, "count": self.count,
                   "function": self.function, "overflow": self.past_table, "replay": self.replay}
         readline, tally, loads = stream.readline, self.tally, fast_loads
+        # The collector's launch and count lines are most of a trace: read here, without a call per line.
+        collector_count, collector_launch, counts, ids, names = COLLECTOR_COUNT, COLLECTOR_LAUNCH, self.counts, \
+            self.ids, self.names
+        configurations, texts, configuration, text, pair = self.seen.configurations, self.seen.texts, \
+            self.seen.configuration, self.seen.text, self.pair
         while True:
             line = readline(records.MAX_LINE_BYTES + 1)
             if not line:
@@ -136,6 +210,37 @@ class _File:
                 while line and line[-1:] != b"\n":
                     line = readline(records.MAX_LINE_BYTES)
                 line = None
+            elif (m := collector_launch(line)) is not None:
+                # As launch() keeps it; a number out of bounds or a text that is not plain: launch() says why.
+                launch_id, api, domain, correlation, configured, handle, own = m.groups()
+                configured = configurations.get(configured) or configuration(configured)
+                handle = texts.get(handle) or text(handle)
+                launch_id, correlation = int(launch_id), int(correlation)
+                valid = configured is not None and handle is not None and launch_id < MAX_COUNT and \
+                    correlation < MAX_BYTES
+                if own is not None:
+                    own = texts.get(own) or text(own)
+                    valid = valid and own is not None
+                    own = own or None  # an empty name is none
+                if valid:
+                    api = texts.get(api) or text(api)
+                    if own is None:
+                        name = names.get(handle)
+                    else:
+                        names[handle] = name = own
+                    grid, block, cluster, dynamic, static, result, captured, attributes = configured
+                    is_runtime = domain == b"runtime"
+                    key = ids[launch_id] = (api, name, grid, block, cluster, dynamic, static, result,
+                                            "runtime" if is_runtime else "driver", captured, _LAUNCH, attributes, 0)
+                    pair((key, launch_id, handle, own, api), correlation, is_runtime)
+                    continue
+            elif (m := collector_count(line)) is not None:
+                entry, count = m.groups()
+                entry, count = int(entry), int(count)
+                if entry < MAX_COUNT and count <= MAX_COUNT:
+                    if count > counts.get(entry, 0):
+                        counts[entry] = count
+                    continue
             try:
                 try:
                     r, replaced = loads(line), False
@@ -231,39 +336,54 @@ class _File:
             self.join("launch", r)
             return
         name, handle, api, is_runtime = get("name"), get("handle"), get("api"), get("domain") == "runtime"
-        if type(name) is str and name:
-            if type(handle) is str:
-                self.names[handle] = name
-        else:
-            name = self.names.get(handle) if type(handle) is str else None
-        self.ids[launch_id] = (api if type(api) is str else "?", name, grid, block, cluster, dynamic,
-                               None if static < 0 else static, result, "runtime" if is_runtime else "driver",
-                               get("captured") is True, _LAUNCH, attributes, 0)
-        self.pair(r, launch_id, correlation, is_runtime)
+        handle = handle if type(handle) is str else None
+        own = name if type(name) is str and name else None
+        api = api if type(api) is str else None
+        key = (api or "?", self.named(own, handle), grid, block, cluster, dynamic, None if static < 0 else static,
+               result, "runtime" if is_runtime else "driver", get("captured") is True, _LAUNCH, attributes, 0)
+        self.ids[launch_id] = key
+        self.pair((key, launch_id, handle, own, api), correlation, is_runtime)
 
-    def pair(self, r: dict[str, Any], launch_id: int, correlation: int, is_runtime: bool) -> None:
+    def named(self, own: str | None, handle: str | None) -> str | None:
+        """A launch's kernel name: its own (then the name of its handle), else its handle's name."""
+        if own is not None:
+            if handle is not None:
+                self.names[handle] = own
+            return own
+        return None if handle is None else self.names.get(handle)
+
+    def pair(self, launch: _Pending, correlation: int, is_runtime: bool) -> None:
         """A launch counted by its id when the file ends, kept at once; its key is replaced should the record of
         the other domain with its correlation id come."""
         if is_runtime:  # its driver call was written just before it, by the same thread
             partner = self.recent.pop(correlation, None) or self.older.pop(correlation, None)
             if partner is None:
-                self.waiting[correlation] = (r, launch_id)
+                self.waiting[correlation] = launch
                 if len(self.waiting) > PENDING_RECORDS:
                     self.waiting.clear()  # runtime records whose driver call never came: kept alone
                 return
-            driver, driver_id = partner
-            runtime, runtime_id = r, launch_id
+            driver, runtime = partner, launch
         elif self.waiting and correlation in self.waiting:  # the runtime record came first
-            driver, driver_id = r, launch_id
-            runtime, runtime_id = self.waiting.pop(correlation)
+            driver, runtime = launch, self.waiting.pop(correlation)
         else:
             recent = self.recent
-            recent[correlation] = (r, launch_id)
+            recent[correlation] = launch
             if len(recent) > PENDING_RECORDS:  # two generations: what is older than both is paired with nothing
                 self.older, self.recent = recent, {}
             return
-        del self.ids[runtime_id]  # the runtime call's own count counts the same calls as its driver call's
-        self.ids[driver_id] = self.key(driver, runtime, _LAUNCH)
+        del self.ids[runtime[1]]  # the runtime call's own count counts the same calls as its driver call's
+        self.ids[driver[1]] = self.merged(driver, runtime)
+
+    def merged(self, driver: _Pending, runtime: _Pending) -> tuple[Any, ...]:
+        """The key of a driver launch made by a runtime call: the call the program made and the result it saw,
+        the driver's request, kernel name and attributes (the runtime's where the driver's record has none)."""
+        key, _, handle, own, _ = driver
+        runtime_key, _, runtime_handle, runtime_own, runtime_api = runtime
+        result, attributes = runtime_key[7], key[11]
+        if result and attributes == _UNKNOWN:  # a host stub has none; the driver's record has the kernel's
+            attributes = runtime_key[11]
+        return (runtime_api or key[0], self.named(own, handle) or self.named(runtime_own, runtime_handle),
+                *key[2:7], result, "runtime", key[9], _LAUNCH, attributes, 0)
 
     def replay(self, r: dict[str, Any]) -> None:
         exec_graph = r.get("exec")
@@ -340,9 +460,8 @@ class _File:
         while self.pending:
             (category, _), r = self.pending.popitem(last=False)
             self.keep(category, r, None)
-        add, launches, pid, counts = self.tally.add, self.tally.launches, self.pid, self.counts
-        for launch_id, key in self.ids.items():
-            add(launches, key, counts.get(launch_id, 1), pid, 0)
+        add, launches, pid = self.tally.add, self.tally.launches, self.pid
+        self.tally.add_counted(self.ids, self.counts, pid)
         for exec_graph, nodes in self.nodes.items():
             for key in nodes.values():
                 add(launches, key, self.replays.get(exec_graph, 0), pid, 0)
