@@ -72,15 +72,16 @@ except ImportError:  # pragma: no cover - the standard parser alone
 
 
 # The launch and count lines of the C collector, as collector.c writes them, are read without a JSON parser:
-# COLLECTOR_LAUNCH takes a line apart (its id, api, domain, correlation, configuration, handle and name), and
-# what it takes is checked once per distinct text (COLLECTOR_CONFIGURATION, plain_text), so that a line is read
-# as the JSON parser reads it or not this way at all: digits without a sign, leading zero or exponent; strings
-# without an escape or a control character; no key twice. A line that does not match is parsed as JSON.
+# COLLECTOR_LAUNCH takes a line apart (its id; its api and domain; its correlation; its configuration; its
+# handle and name), and each distinct part is checked once (COLLECTOR_CONFIGURATION, plain_text), so that a line
+# is read as the JSON parser reads it or not this way at all: digits without a sign, leading zero or exponent;
+# strings without an escape or a control character; no key twice. A line that does not match is parsed as JSON.
 COLLECTOR_LAUNCH = re.compile(
-    rb'\{"event":"launch","id":([1-9][0-9]{0,14}),"api":"([A-Za-z0-9_]{1,128})","domain":"(driver|runtime)",'
+    rb'\{"event":"launch","id":([1-9][0-9]{0,14}),"api":"([A-Za-z0-9_]{1,128}","domain":"(?:driver|runtime))",'
     rb'"correlation":(0|[1-9][0-9]{0,9}),("grid":[^"]*"block":[^"]*"cluster":[^"]*"dynamic_bytes":[^"]*'
     rb'"static_bytes":[^"]*"result":[^"]*(?:"max_dynamic_bytes":[^"]*"max_threads":[^"]*"registers":[^"]*)?'
-    rb'"captured":(?:true|false)),"handle":"([^"]{0,128})"(?:,"name":"(.*)")?\}\n').fullmatch
+    rb'"captured":(?:true|false)),"handle":"([^"]{0,128}(?:","name":".*)?)"\}\n').fullmatch
+NAME_FIELD = b'","name":"'  # between a launch line's handle and its name
 _DIMS = rb"\[(0|[1-9][0-9]{0,9}),(0|[1-9][0-9]{0,9}),(0|[1-9][0-9]{0,9})\]"
 _SIGNED = rb"(-1|0|-?[1-9][0-9]{0,9})"
 COLLECTOR_CONFIGURATION = re.compile(

@@ -101,12 +101,13 @@ _Pending = tuple[tuple[Any, ...], int, "str | None", "str | None", "str | None"]
 
 
 class _Seen:
-    """The collector's configurations and texts as read from its lines' bytes, checked once each (at most
-    SEEN_MAX of each: past it, they are read again)."""
+    """The collector's configurations, calls and kernels as read from its lines' bytes, checked once each (at
+    most SEEN_MAX of each: past it, they are read again)."""
 
     def __init__(self) -> None:
         self.configurations: dict[bytes, tuple[Any, ...] | None] = {}
-        self.texts: dict[bytes, str | None] = {}
+        self.calls: dict[bytes, tuple[str, str, bool]] = {}
+        self.kernels: dict[bytes, tuple[str, str | None] | None] = {}
 
     def configuration(self, raw: bytes) -> tuple[Any, ...] | None:
         """The grid, block, cluster, dynamic and static bytes, result, capture and the kernel's attributes of a
@@ -119,14 +120,28 @@ class _Seen:
         found = self.configurations[raw] = _configuration(raw)
         return found
 
-    def text(self, raw: bytes) -> str | None:
-        """``raw``, the inside of a JSON string, as a string; None where it is not plain (trace_lines.plain_text)."""
-        if raw in self.texts:
-            return self.texts[raw]
-        if len(self.texts) >= SEEN_MAX:
-            self.texts.clear()
-        text = self.texts[raw] = trace_lines.plain_text(raw)
-        return text
+    def call(self, raw: bytes) -> tuple[str, str, bool]:
+        """A launch line's api and domain (COLLECTOR_LAUNCH's second group): the api, the domain, whether it
+        is the runtime's."""
+        found = self.calls.get(raw)
+        if found is None:
+            if len(self.calls) >= SEEN_MAX:
+                self.calls.clear()
+            api, _, domain = raw.partition(b'","domain":"')
+            found = self.calls[raw] = (api.decode(), domain.decode(), domain == b"runtime")
+        return found
+
+    def kernel(self, raw: bytes) -> tuple[str, str | None] | None:
+        """A launch line's handle and kernel name (COLLECTOR_LAUNCH's fifth group), None for an empty name;
+        None where either is not plain text (trace_lines.plain_text)."""
+        if raw in self.kernels:
+            return self.kernels[raw]
+        if len(self.kernels) >= SEEN_MAX:
+            self.kernels.clear()
+        handle, named, name = raw.partition(trace_lines.NAME_FIELD)
+        handle, name = trace_lines.plain_text(handle), trace_lines.plain_text(name) if named else None
+        found = self.kernels[raw] = None if handle is None or (named and name is None) else (handle, name or None)
+        return found
 
 
 def _configuration(raw: bytes) -> tuple[Any, ...] | None:
@@ -196,8 +211,9 @@ class _File:
         # The collector's launch and count lines are most of a trace: read here, without a call per line.
         collector_count, collector_launch, counts, ids, names = COLLECTOR_COUNT, COLLECTOR_LAUNCH, self.counts, \
             self.ids, self.names
-        configurations, texts, configuration, text, pair = self.seen.configurations, self.seen.texts, \
-            self.seen.configuration, self.seen.text, self.pair
+        seen = self.seen
+        configurations, configuration, calls, call, kernels, kernel, pair = seen.configurations, seen.configuration, \
+            seen.calls, seen.call, seen.kernels, seen.kernel, self.pair
         while True:
             line = readline(records.MAX_LINE_BYTES + 1)
             if not line:
@@ -212,27 +228,27 @@ class _File:
                 line = None
             elif (m := collector_launch(line)) is not None:
                 # As launch() keeps it; a number out of bounds or a text that is not plain: launch() says why.
-                launch_id, api, domain, correlation, configured, handle, own = m.groups()
+                launch_id, called, correlation, configured, named = m.groups()
                 configured = configurations.get(configured) or configuration(configured)
-                handle = texts.get(handle) or text(handle)
+                named = kernels.get(named) or kernel(named)
                 launch_id, correlation = int(launch_id), int(correlation)
-                valid = configured is not None and handle is not None and launch_id < MAX_COUNT and \
-                    correlation < MAX_BYTES
-                if own is not None:
-                    own = texts.get(own) or text(own)
-                    valid = valid and own is not None
-                    own = own or None  # an empty name is none
-                if valid:
-                    api = texts.get(api) or text(api)
+                if configured is not None and named is not None and launch_id < MAX_COUNT and correlation < MAX_BYTES:
+                    api, domain, is_runtime = calls.get(called) or call(called)
+                    handle, own = named
                     if own is None:
                         name = names.get(handle)
                     else:
                         names[handle] = name = own
                     grid, block, cluster, dynamic, static, result, captured, attributes = configured
-                    is_runtime = domain == b"runtime"
-                    key = ids[launch_id] = (api, name, grid, block, cluster, dynamic, static, result,
-                                            "runtime" if is_runtime else "driver", captured, _LAUNCH, attributes, 0)
-                    pair((key, launch_id, handle, own, api), correlation, is_runtime)
+                    key = ids[launch_id] = (api, name, grid, block, cluster, dynamic, static, result, domain, captured,
+                                            _LAUNCH, attributes, 0)
+                    if is_runtime or self.waiting:
+                        pair((key, launch_id, handle, own, api), correlation, is_runtime)
+                    else:  # pair()'s most common case, without the call: a driver call, no runtime call waiting
+                        recent = self.recent
+                        recent[correlation] = (key, launch_id, handle, own, api)
+                        if len(recent) > PENDING_RECORDS:
+                            self.older, self.recent = recent, {}
                     continue
             elif (m := collector_count(line)) is not None:
                 entry, count = m.groups()
