@@ -391,17 +391,17 @@ static uint64_t mix(uint64_t h) { /* murmur3's finalizer: every input bit reache
     return h ^ (h >> 33);
 }
 
-/* Read field by field, as launch() writes them: a wide read of fields just stored one by one (memcpy, memcmp)
- * waits for the stores to retire, which cost more than the rest of a repeat. The hash sums each 64-bit word of
- * the configuration times its own odd constant (configurations that differ in one word never collide) and
- * mixes once: independent products, where a mix per word made a chain of twelve multiplications. */
+/* Read field by field, as launch() writes them, each 32-bit field times its own odd constant: a wide read of
+ * fields just stored one by one (memcpy, memcmp, or two fields read as one 64-bit word) waits for the stores to
+ * retire, which cost more than the rest of a repeat. The products are independent (a mix per word made a chain
+ * of twelve multiplications); their sum is mixed once. */
 static uint64_t config_hash(const bsm_config *c) {
     uint64_t h = (uint64_t)(uintptr_t)c->kernel * 0x9E3779B97F4A7C15ull;
-    h += (c->block[0] | (uint64_t)c->block[1] << 32) * 0xC2B2AE3D27D4EB4Full;
-    h += (c->block[2] | (uint64_t)c->cluster[0] << 32) * 0x165667B19E3779F9ull;
-    h += (c->cluster[1] | (uint64_t)c->cluster[2] << 32) * 0xD6E8FEB86659FD93ull;
-    h += (c->smem | (uint64_t)(uint32_t)c->result << 32) * 0xFF51AFD7ED558CCDull;
-    h += ((uint32_t)c->domain | (uint64_t)(uint32_t)c->captured << 32) * 0xC4CEB9FE1A85EC53ull;
+    h += c->block[0] * 0xC2B2AE3D27D4EB4Full + c->block[1] * 0x165667B19E3779F9ull;
+    h += c->block[2] * 0xD6E8FEB86659FD93ull + c->cluster[0] * 0xFF51AFD7ED558CCDull;
+    h += c->cluster[1] * 0xC4CEB9FE1A85EC53ull + c->cluster[2] * 0x27D4EB2F165667C5ull;
+    h += c->smem * 0x85EBCA77C2B2AE63ull + (uint32_t)c->result * 0x94D049BB133111EBull;
+    h += (uint32_t)c->domain * 0xBF58476D1CE4E5B9ull + (uint32_t)c->captured * 0x2545F4914F6CDD1Dull;
     return mix(h);
 }
 
