@@ -5,7 +5,6 @@ is a BadLine of its kind, which the reader counts and goes on."""
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
@@ -69,38 +68,6 @@ try:
     from orjson import loads as fast_loads
 except ImportError:  # pragma: no cover - the standard parser alone
     fast_loads = json.loads
-
-
-# The launch and count lines of the C collector, as collector.c writes them, are read without a JSON parser:
-# COLLECTOR_LAUNCH takes a line apart (its id; its api and domain; its correlation; its configuration; its
-# handle and name), and each distinct part is checked once (COLLECTOR_CONFIGURATION, plain_text), so that a line
-# is read as the JSON parser reads it or not this way at all: digits without a sign, leading zero or exponent;
-# strings without an escape or a control character; no key twice. A line that does not match is parsed as JSON.
-COLLECTOR_LAUNCH = re.compile(
-    rb'\{"event":"launch","id":([1-9][0-9]{0,14}),"api":"([A-Za-z0-9_]{1,128}","domain":"(?:driver|runtime))",'
-    rb'"correlation":(0|[1-9][0-9]{0,9}),("grid":[^"]*"block":[^"]*"cluster":[^"]*"dynamic_bytes":[^"]*'
-    rb'"static_bytes":[^"]*"result":[^"]*(?:"max_dynamic_bytes":[^"]*"max_threads":[^"]*"registers":[^"]*)?'
-    rb'"captured":(?:true|false)),"handle":"([^"]{0,128}(?:","name":".*)?)"\}\n').fullmatch
-NAME_FIELD = b'","name":"'  # between a launch line's handle and its name
-_DIMS = rb"\[(0|[1-9][0-9]{0,9}),(0|[1-9][0-9]{0,9}),(0|[1-9][0-9]{0,9})\]"
-_SIGNED = rb"(-1|0|-?[1-9][0-9]{0,9})"
-COLLECTOR_CONFIGURATION = re.compile(
-    rb'"grid":' + _DIMS + rb',"block":' + _DIMS + rb',"cluster":' + _DIMS + rb',"dynamic_bytes":(0|[1-9][0-9]{0,9}),'
-    rb'"static_bytes":' + _SIGNED + rb',"result":' + _SIGNED + rb'(?:,"max_dynamic_bytes":' + _SIGNED +
-    rb',"max_threads":' + _SIGNED + rb',"registers":' + _SIGNED + rb')?,"captured":(true|false)').fullmatch
-COLLECTOR_COUNT = re.compile(rb'\{"event":"count","id":([1-9][0-9]{0,14}),"count":([1-9][0-9]{0,14})\}\n').fullmatch
-_NOT_PLAIN = bytes(range(0x20)) + b'"\\'  # what a JSON string holds only escaped
-
-
-def plain_text(raw: bytes) -> str | None:
-    """The text of a JSON string's inside that holds no escape nor control character, None for any other
-    (or for bytes that are not UTF-8)."""
-    if len(raw.translate(None, _NOT_PLAIN)) != len(raw):
-        return None
-    try:
-        return raw.decode()
-    except UnicodeDecodeError:
-        return None
 
 
 def number(r: dict[str, Any], key: str, low: int, high: int, default: int | None = None) -> int:

@@ -19,30 +19,14 @@ from bisect_smem.core import input as reader
 from bisect_smem.core import trace_events as records
 from bisect_smem.core import trace_lines
 from bisect_smem.core.trace_events import MAX_BLOCK_THREADS, MAX_BYTES, MAX_COUNT, MAX_INT32, Skip
-from bisect_smem.core.trace_lines import (
-    COLLECTOR_CONFIGURATION,
-    COLLECTOR_COUNT,
-    COLLECTOR_LAUNCH,
-    NO_DIMS,
-    BadLine,
-    dims,
-    fast_loads,
-    known,
-    number,
-    parse,
-    text_of,
-)
+from bisect_smem.core.trace_layout import COLLECTOR_COUNT, COLLECTOR_LAUNCH, NO_ATTRIBUTES, Parts
+from bisect_smem.core.trace_lines import NO_DIMS, BadLine, dims, fast_loads, known, number, parse, text_of
+from bisect_smem.core.trace_pairs import PENDING_RECORDS, Pairs, Pending, merged, named
 from bisect_smem.core.trace_tally import Tally
 
 FORMATS = frozenset({1, 2})  # the record formats this reader knows
 NOTICES_FILE = "notices.jsonl"  # written by the tool itself, beside the collectors' files
-# Records kept waiting for the record of the other domain with their correlation id: the driver call a runtime
-# call makes is written just before it by the same thread, so only other threads' lines come between them.
-PENDING_RECORDS = 4096
 UNNAMED_PAST_TABLE = "a kernel first seen past the table"
-# What the collector's lines repeat, kept once decoded (configurations, names, handles), across the files of a
-# folder: the workers of a server launch the same kernels alike. Emptied when full, so memory stays bounded.
-SEEN_MAX = 1 << 16
 
 
 def read_trace(folder: Path) -> records.Trace:
@@ -54,7 +38,7 @@ def read_trace(folder: Path) -> records.Trace:
         names = sorted(entry.name for entry in os.scandir(folder) if entry.name.endswith(".jsonl"))
     except OSError as exc:
         raise records.TraceError(f"cannot list {folder}: {exc.strerror or exc}") from None
-    tally, seen = Tally(), _Seen()
+    tally, parts = Tally(), Parts()
     collecting = gc.isenabled()
     # Reading makes millions of short-lived dicts and tuples and no cycle: the cyclic collector would scan the
     # growing tally again and again, almost half the time of a large trace.
@@ -64,18 +48,18 @@ def read_trace(folder: Path) -> records.Trace:
             if name == NOTICES_FILE:
                 _read_notices(tally, folder / name)
             else:
-                _read_file(tally, seen, folder / name)
+                _read_file(tally, parts, folder / name)
     finally:
         if collecting:
             gc.enable()
     return tally.trace()
 
 
-def _read_file(tally: Tally, seen: _Seen, path: Path) -> None:
+def _read_file(tally: Tally, parts: Parts, path: Path) -> None:
     try:
         reader.check_regular(path)
         with open(path, "rb", buffering=1 << 20) as stream:
-            _File(tally, seen, path.name).read(stream)
+            _File(tally, parts, path.name).read(stream)
     except (OSError, reader.InputError):
         tally.skip(Skip.UNREADABLE, path.name)
 
@@ -93,81 +77,15 @@ def _read_notices(tally: Tally, path: Path) -> None:
         tally.skip(Skip.UNREADABLE, path.name)
 
 
-_UNKNOWN = (None, None, None)  # a kernel's attributes, where the record has none
+_UNKNOWN = NO_ATTRIBUTES
 _LAUNCH, _NODE, _REPLAY, _REFUSED_REPLAY = (kind.value for kind in records.LaunchKind)
-# A launch still to be paired with the record of the other domain: its key, its id, and what pairing reads
-# again (its handle, the name and the api it was written with, each None where it has none).
-_Pending = tuple[tuple[Any, ...], int, "str | None", "str | None", "str | None"]
-
-
-class _Seen:
-    """The collector's configurations, calls and kernels as read from its lines' bytes, checked once each (at
-    most SEEN_MAX of each: past it, they are read again)."""
-
-    def __init__(self) -> None:
-        self.configurations: dict[bytes, tuple[Any, ...] | None] = {}
-        self.calls: dict[bytes, tuple[str, str, bool]] = {}
-        self.kernels: dict[bytes, tuple[str, str | None] | None] = {}
-
-    def configuration(self, raw: bytes) -> tuple[Any, ...] | None:
-        """The grid, block, cluster, dynamic and static bytes, result, capture and the kernel's attributes of a
-        launch line's configuration (COLLECTOR_LAUNCH's fifth group), bounds checked as ``_File.launch`` checks
-        them; None where one is out of bounds or written otherwise (the line is then read as any other)."""
-        if raw in self.configurations:
-            return self.configurations[raw]
-        if len(self.configurations) >= SEEN_MAX:
-            self.configurations.clear()
-        found = self.configurations[raw] = _configuration(raw)
-        return found
-
-    def call(self, raw: bytes) -> tuple[str, str, bool]:
-        """A launch line's api and domain (COLLECTOR_LAUNCH's second group): the api, the domain, whether it
-        is the runtime's."""
-        found = self.calls.get(raw)
-        if found is None:
-            if len(self.calls) >= SEEN_MAX:
-                self.calls.clear()
-            api, _, domain = raw.partition(b'","domain":"')
-            found = self.calls[raw] = (api.decode(), domain.decode(), domain == b"runtime")
-        return found
-
-    def kernel(self, raw: bytes) -> tuple[str, str | None] | None:
-        """A launch line's handle and kernel name (COLLECTOR_LAUNCH's fifth group), None for an empty name;
-        None where either is not plain text (trace_lines.plain_text)."""
-        if raw in self.kernels:
-            return self.kernels[raw]
-        if len(self.kernels) >= SEEN_MAX:
-            self.kernels.clear()
-        handle, named, name = raw.partition(trace_lines.NAME_FIELD)
-        handle, name = trace_lines.plain_text(handle), trace_lines.plain_text(name) if named else None
-        found = self.kernels[raw] = None if handle is None or (named and name is None) else (handle, name or None)
-        return found
-
-
-def _configuration(raw: bytes) -> tuple[Any, ...] | None:
-    m = COLLECTOR_CONFIGURATION(raw)
-    if m is None:
-        return None
-    (gx, gy, gz, bx, by, bz, cx, cy, cz, dynamic, static, result) = map(int, m.group(*range(1, 13)))
-    if not (gx < MAX_BYTES and gy < MAX_BYTES and gz < MAX_BYTES and bx < MAX_BYTES and by < MAX_BYTES and
-            bz < MAX_BYTES and cx < MAX_BYTES and cy < MAX_BYTES and cz < MAX_BYTES and dynamic < MAX_BYTES and
-            -1 <= static < MAX_BYTES and -MAX_INT32 <= result < MAX_INT32 and bx * by * bz <= MAX_BLOCK_THREADS):
-        return None
-    attributes = _UNKNOWN
-    if result:  # the kernel's attributes at the refusal, -1 where absent
-        values = tuple(-1 if value is None else int(value) for value in m.group(13, 14, 15))
-        if not all(-1 <= value < MAX_BYTES for value in values):
-            return None
-        attributes = tuple(known(value) for value in values)
-    return ((gx, gy, gz), (bx, by, bz), (cx, cy, cz), dynamic, None if static < 0 else static, result,
-            m[16] == b"true", attributes)
 
 
 class _File:
     """The state of one process image's file while it is read: what joins lines to each other."""
 
-    def __init__(self, tally: Tally, seen: _Seen, name: str) -> None:
-        self.tally, self.seen, self.name, self.pid = tally, seen, name, -1
+    def __init__(self, tally: Tally, parts: Parts, name: str) -> None:
+        self.tally, self.parts, self.name, self.pid = tally, parts, name, -1
         self.pending: OrderedDict[tuple[str, int], dict[str, Any]] = OrderedDict()
         self.ids: dict[int, tuple[Any, ...]] = {}  # launch id -> its key in the tally
         self.counts: dict[int, int] = {}  # launch id -> the largest count written
@@ -176,11 +94,7 @@ class _File:
         self.replays: dict[str, int] = {}  # exec -> the largest replay count
         self.refused_replays: dict[tuple[str, int, str], int] = {}  # (exec, result, api) -> refusals
         self.overflow: dict[str | None, int] = {}  # handle -> the largest count past the table
-        # Launches by correlation id, still to be paired with the record of the other domain: driver records
-        # (two generations), and runtime records that came first.
-        self.recent: dict[int, _Pending] = {}
-        self.older: dict[int, _Pending] = {}
-        self.waiting: dict[int, _Pending] = {}
+        self.pairs = Pairs()
 
     def read(self, stream: BinaryIO) -> None:
         first = next(trace_lines.numbered_lines(stream), None)
@@ -203,17 +117,15 @@ class _File:
         self.finish()
 
     def lines(self, stream: BinaryIO, number: int) -> None:
-        """Every line after the first (the loop every record goes through, kept short)."""
+        """Every line after the first: the collector's launch and count lines, most of a trace, are taken apart
+        here without a call per line (trace_layout); any other line is parsed."""
         # Bound methods in a local table, not on self: a cycle would outlive the file while the collector is off.
         events = {"launch": self.launch, "graph_node": self.launch, "attribute": self.attribute, "count": self.count,
                   "function": self.function, "overflow": self.past_table, "replay": self.replay}
-        readline, tally, loads = stream.readline, self.tally, fast_loads
-        # The collector's launch and count lines are most of a trace: read here, without a call per line.
-        collector_count, collector_launch, counts, ids, names = COLLECTOR_COUNT, COLLECTOR_LAUNCH, self.counts, \
-            self.ids, self.names
-        seen = self.seen
-        configurations, configuration, calls, call, kernels, kernel, pair = seen.configurations, seen.configuration, \
-            seen.calls, seen.call, seen.kernels, seen.kernel, self.pair
+        readline, counts, ids, names, pairs, parts = stream.readline, self.counts, self.ids, self.names, self.pairs, \
+            self.parts
+        configurations, configuration, calls, call, kernels, kernel = parts.configurations, parts.configuration, \
+            parts.calls, parts.call, parts.kernels, parts.kernel
         while True:
             line = readline(records.MAX_LINE_BYTES + 1)
             if not line:
@@ -221,20 +133,21 @@ class _File:
             number += 1
             if line[-1:] != b"\n":
                 if len(line) <= records.MAX_LINE_BYTES:
-                    tally.torn += 1  # the last line, cut short by a process killed while writing it
+                    self.tally.torn += 1  # the last line, cut short by a process killed while writing it
                     continue
                 while line and line[-1:] != b"\n":
                     line = readline(records.MAX_LINE_BYTES)
                 line = None
-            elif (m := collector_launch(line)) is not None:
+            elif (m := COLLECTOR_LAUNCH(line)) is not None:
                 # As launch() keeps it; a number out of bounds or a text that is not plain: launch() says why.
-                launch_id, called, correlation, configured, named = m.groups()
+                launch_id, called, correlation, configured, kernel_part = m.groups()
                 configured = configurations.get(configured) or configuration(configured)
-                named = kernels.get(named) or kernel(named)
+                kernel_part = kernels.get(kernel_part) or kernel(kernel_part)
                 launch_id, correlation = int(launch_id), int(correlation)
-                if configured is not None and named is not None and launch_id < MAX_COUNT and correlation < MAX_BYTES:
+                if configured is not None and kernel_part is not None and launch_id < MAX_COUNT and \
+                        correlation < MAX_BYTES:
                     api, domain, is_runtime = calls.get(called) or call(called)
-                    handle, own = named
+                    handle, own = kernel_part
                     if own is None:
                         name = names.get(handle)
                     else:
@@ -242,35 +155,36 @@ class _File:
                     grid, block, cluster, dynamic, static, result, captured, attributes = configured
                     key = ids[launch_id] = (api, name, grid, block, cluster, dynamic, static, result, domain, captured,
                                             _LAUNCH, attributes, 0)
-                    if is_runtime or self.waiting:
-                        pair((key, launch_id, handle, own, api), correlation, is_runtime)
-                    else:  # pair()'s most common case, without the call: a driver call, no runtime call waiting
-                        recent = self.recent
-                        recent[correlation] = (key, launch_id, handle, own, api)
-                        if len(recent) > PENDING_RECORDS:
-                            self.older, self.recent = recent, {}
+                    if is_runtime or pairs.waiting:
+                        self.pair((key, launch_id, handle, own, api), correlation, is_runtime)
+                    else:  # the most common case, without a call to pair(): a driver call, no runtime call waiting
+                        pairs.driver((key, launch_id, handle, own, api), correlation)
                     continue
-            elif (m := collector_count(line)) is not None:
+            elif (m := COLLECTOR_COUNT(line)) is not None:
                 entry, count = m.groups()
                 entry, count = int(entry), int(count)
                 if entry < MAX_COUNT and count <= MAX_COUNT:
                     if count > counts.get(entry, 0):
                         counts[entry] = count
                     continue
+            self.parsed(line, number, events)
+
+    def parsed(self, line: bytes | None, number: int, events: dict[str, Any]) -> None:
+        """A line read as JSON, handed to its event's method; what it cannot be is counted by kind."""
+        try:
             try:
-                try:
-                    r, replaced = loads(line), False
-                except Exception:  # noqa: BLE001 - the standard parser decides what orjson refuses
-                    r, replaced = parse(line)
-                handle = events.get(r.get("event")) if type(r) is dict else None
-                if handle is None:
-                    parse(line)  # says what the line is not
-                    raise BadLine(Skip.UNKNOWN_EVENT)
-                handle(r)
-                if replaced:
-                    tally.skip(Skip.NOT_UTF8, f"{self.name} line {number}")
-            except BadLine as bad:
-                tally.skip(bad.kind, f"{self.name} line {number}")
+                r, replaced = fast_loads(line), False
+            except Exception:  # noqa: BLE001 - the standard parser decides what orjson refuses
+                r, replaced = parse(line)
+            handle = events.get(r.get("event")) if type(r) is dict else None
+            if handle is None:
+                parse(line)  # says what the line is not
+                raise BadLine(Skip.UNKNOWN_EVENT)
+            handle(r)
+            if replaced:
+                self.tally.skip(Skip.NOT_UTF8, f"{self.name} line {number}")
+        except BadLine as bad:
+            self.tally.skip(bad.kind, f"{self.name} line {number}")
 
     def process(self, r: dict[str, Any]) -> None:
         self.pid = number(r, "pid", 0, MAX_INT32)
@@ -355,51 +269,19 @@ class _File:
         handle = handle if type(handle) is str else None
         own = name if type(name) is str and name else None
         api = api if type(api) is str else None
-        key = (api or "?", self.named(own, handle), grid, block, cluster, dynamic, None if static < 0 else static,
+        key = (api or "?", named(self.names, own, handle), grid, block, cluster, dynamic, None if static < 0 else static,
                result, "runtime" if is_runtime else "driver", get("captured") is True, _LAUNCH, attributes, 0)
         self.ids[launch_id] = key
         self.pair((key, launch_id, handle, own, api), correlation, is_runtime)
 
-    def named(self, own: str | None, handle: str | None) -> str | None:
-        """A launch's kernel name: its own (then the name of its handle), else its handle's name."""
-        if own is not None:
-            if handle is not None:
-                self.names[handle] = own
-            return own
-        return None if handle is None else self.names.get(handle)
-
-    def pair(self, launch: _Pending, correlation: int, is_runtime: bool) -> None:
-        """A launch counted by its id when the file ends, kept at once; its key is replaced should the record of
-        the other domain with its correlation id come."""
-        if is_runtime:  # its driver call was written just before it, by the same thread
-            partner = self.recent.pop(correlation, None) or self.older.pop(correlation, None)
-            if partner is None:
-                self.waiting[correlation] = launch
-                if len(self.waiting) > PENDING_RECORDS:
-                    self.waiting.clear()  # runtime records whose driver call never came: kept alone
-                return
-            driver, runtime = partner, launch
-        elif self.waiting and correlation in self.waiting:  # the runtime record came first
-            driver, runtime = launch, self.waiting.pop(correlation)
-        else:
-            recent = self.recent
-            recent[correlation] = launch
-            if len(recent) > PENDING_RECORDS:  # two generations: what is older than both is paired with nothing
-                self.older, self.recent = recent, {}
-            return
-        del self.ids[runtime[1]]  # the runtime call's own count counts the same calls as its driver call's
-        self.ids[driver[1]] = self.merged(driver, runtime)
-
-    def merged(self, driver: _Pending, runtime: _Pending) -> tuple[Any, ...]:
-        """The key of a driver launch made by a runtime call: the call the program made and the result it saw,
-        the driver's request, kernel name and attributes (the runtime's where the driver's record has none)."""
-        key, _, handle, own, _ = driver
-        runtime_key, _, runtime_handle, runtime_own, runtime_api = runtime
-        result, attributes = runtime_key[7], key[11]
-        if result and attributes == _UNKNOWN:  # a host stub has none; the driver's record has the kernel's
-            attributes = runtime_key[11]
-        return (runtime_api or key[0], self.named(own, handle) or self.named(runtime_own, runtime_handle),
-                *key[2:7], result, "runtime", key[9], _LAUNCH, attributes, 0)
+    def pair(self, launch: Pending, correlation: int, is_runtime: bool) -> None:
+        """A launch counted by its id when the file ends, kept at once; a driver launch and the runtime call that
+        made it are counted as one, by the driver's id."""
+        paired = self.pairs.pair(launch, correlation, is_runtime)
+        if paired is not None:
+            driver, runtime = paired
+            del self.ids[runtime[1]]  # the runtime call's own count counts the same calls as its driver call's
+            self.ids[driver[1]] = merged(self.names, driver, runtime)
 
     def replay(self, r: dict[str, Any]) -> None:
         exec_graph = r.get("exec")

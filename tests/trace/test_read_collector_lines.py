@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from bisect_smem.core import trace_read
 from bisect_smem.core.trace_events import Skip
-from bisect_smem.core.trace_lines import COLLECTOR_COUNT, COLLECTOR_LAUNCH
+from bisect_smem.core.trace_layout import COLLECTOR_COUNT, COLLECTOR_LAUNCH
 from bisect_smem.core.trace_read import read_trace
 from tests.trace.records import process
 
