@@ -18,10 +18,12 @@ NO_ATTRIBUTES = (None, None, None)  # a kernel's attributes, where the record ha
 # COLLECTOR_LAUNCH takes a line apart (its id; its api and domain; its correlation; its configuration; its
 # handle and name), and each distinct part is checked once (COLLECTOR_CONFIGURATION, plain_text), so that a line
 # is read as the JSON parser reads it or not this way at all: digits without a sign, leading zero or exponent;
-# strings without an escape or a control character; no key twice. A line that does not match is parsed as JSON.
+# strings without an escape or a control character; no key twice. Ids of at most 14 digits and correlation ids
+# of at most 9 are within their bounds (2^48, 2^32), and are kept as written. A line that does not match is
+# parsed as JSON.
 COLLECTOR_LAUNCH = re.compile(
-    rb'\{"event":"launch","id":([1-9][0-9]{0,14}),"api":"([A-Za-z0-9_]{1,128}","domain":"(?:driver|runtime))",'
-    rb'"correlation":(0|[1-9][0-9]{0,9}),("grid":[^"]*"block":[^"]*"cluster":[^"]*"dynamic_bytes":[^"]*'
+    rb'\{"event":"launch","id":([1-9][0-9]{0,13}),"api":"([A-Za-z0-9_]{1,128}","domain":"(?:driver|runtime))",'
+    rb'"correlation":(0|[1-9][0-9]{0,8}),("grid":[^"]*"block":[^"]*"cluster":[^"]*"dynamic_bytes":[^"]*'
     rb'"static_bytes":[^"]*"result":[^"]*(?:"max_dynamic_bytes":[^"]*"max_threads":[^"]*"registers":[^"]*)?'
     rb'"captured":(?:true|false)),"handle":"([^"]{0,128}(?:","name":".*)?)"\}\n').fullmatch
 NAME_FIELD = b'","name":"'  # between a launch line's handle and its name
@@ -31,7 +33,7 @@ COLLECTOR_CONFIGURATION = re.compile(
     rb'"grid":' + _DIMS + rb',"block":' + _DIMS + rb',"cluster":' + _DIMS + rb',"dynamic_bytes":(0|[1-9][0-9]{0,9}),'
     rb'"static_bytes":' + _SIGNED + rb',"result":' + _SIGNED + rb'(?:,"max_dynamic_bytes":' + _SIGNED +
     rb',"max_threads":' + _SIGNED + rb',"registers":' + _SIGNED + rb')?,"captured":(true|false)').fullmatch
-COLLECTOR_COUNT = re.compile(rb'\{"event":"count","id":([1-9][0-9]{0,14}),"count":([1-9][0-9]{0,14})\}\n').fullmatch
+COLLECTOR_COUNT = re.compile(rb'\{"event":"count","id":([1-9][0-9]{0,13}),"count":([1-9][0-9]{0,14})\}\n').fullmatch
 _NOT_PLAIN = bytes(range(0x20)) + b'"\\'  # what a JSON string holds only escaped
 
 

@@ -12,21 +12,21 @@ from bisect_smem.core.trace_layout import NO_ATTRIBUTES
 # Records kept waiting for the record of the other domain with their correlation id: the driver call a runtime
 # call makes is written just before it by the same thread, so only other threads' lines come between them.
 PENDING_RECORDS = 4096
-# A launch still to be paired: its key in the tally, its id, and what pairing reads again (its handle, the name
+# A launch still to be paired: its key in the tally, its id (in decimal), and what pairing reads again (its handle, the name
 # and the api it was written with, each None where it has none).
-Pending = tuple[tuple[Any, ...], int, "str | None", "str | None", "str | None"]
+Pending = tuple[tuple[Any, ...], bytes, "str | None", "str | None", "str | None"]
 
 
 class Pairs:
-    """Launches by correlation id, still to be paired: driver records (two generations), and runtime records
-    that came first."""
+    """Launches by correlation id (in decimal, as the collector writes it), still to be paired: driver records
+    (two generations), and runtime records that came first."""
 
     def __init__(self) -> None:
-        self.recent: dict[int, Pending] = {}
-        self.older: dict[int, Pending] = {}
-        self.waiting: dict[int, Pending] = {}
+        self.recent: dict[bytes, Pending] = {}
+        self.older: dict[bytes, Pending] = {}
+        self.waiting: dict[bytes, Pending] = {}
 
-    def pair(self, launch: Pending, correlation: int, is_runtime: bool) -> tuple[Pending, Pending] | None:
+    def pair(self, launch: Pending, correlation: bytes, is_runtime: bool) -> tuple[Pending, Pending] | None:
         """The driver and runtime launches that ``launch`` completes, or None while it waits (or never will)."""
         if is_runtime:  # its driver call was written just before it, by the same thread
             partner = self.recent.pop(correlation, None) or self.older.pop(correlation, None)
@@ -41,7 +41,7 @@ class Pairs:
         self.driver(launch, correlation)
         return None
 
-    def driver(self, launch: Pending, correlation: int) -> None:
+    def driver(self, launch: Pending, correlation: bytes) -> None:
         """A driver launch no runtime record waits for: kept for the runtime record that may follow."""
         recent = self.recent
         recent[correlation] = launch

@@ -87,8 +87,9 @@ class _File:
     def __init__(self, tally: Tally, parts: Parts, name: str) -> None:
         self.tally, self.parts, self.name, self.pid = tally, parts, name, -1
         self.pending: OrderedDict[tuple[str, int], dict[str, Any]] = OrderedDict()
-        self.ids: dict[int, tuple[Any, ...]] = {}  # launch id -> its key in the tally
-        self.counts: dict[int, int] = {}  # launch id -> the largest count written
+        # Launch ids as the collector writes them, in decimal: a line taken apart (trace_layout) needs no int().
+        self.ids: dict[bytes, tuple[Any, ...]] = {}  # launch id -> its key in the tally
+        self.counts: dict[bytes, int] = {}  # launch id -> the largest count written
         self.names: dict[str, str] = {}  # handle -> kernel name
         self.nodes: dict[str, dict[int, tuple[Any, ...]]] = {}  # exec -> node id -> key
         self.replays: dict[str, int] = {}  # exec -> the largest replay count
@@ -143,9 +144,7 @@ class _File:
                 launch_id, called, correlation, configured, kernel_part = m.groups()
                 configured = configurations.get(configured) or configuration(configured)
                 kernel_part = kernels.get(kernel_part) or kernel(kernel_part)
-                launch_id, correlation = int(launch_id), int(correlation)
-                if configured is not None and kernel_part is not None and launch_id < MAX_COUNT and \
-                        correlation < MAX_BYTES:
+                if configured is not None and kernel_part is not None:
                     api, domain, is_runtime = calls.get(called) or call(called)
                     handle, own = kernel_part
                     if own is None:
@@ -162,8 +161,8 @@ class _File:
                     continue
             elif (m := COLLECTOR_COUNT(line)) is not None:
                 entry, count = m.groups()
-                entry, count = int(entry), int(count)
-                if entry < MAX_COUNT and count <= MAX_COUNT:
+                count = int(count)
+                if count <= MAX_COUNT:
                     if count > counts.get(entry, 0):
                         counts[entry] = count
                     continue
@@ -198,6 +197,7 @@ class _File:
         entry, count = r.get("id"), r.get("count")
         if type(entry) is not int or type(count) is not int or not (0 < entry < MAX_COUNT and 0 < count <= MAX_COUNT):
             raise BadLine(Skip.BAD_NUMBER)
+        entry = b"%d" % entry
         if count > self.counts.get(entry, 0):
             self.counts[entry] = count
 
@@ -271,10 +271,10 @@ class _File:
         api = api if type(api) is str else None
         key = (api or "?", named(self.names, own, handle), grid, block, cluster, dynamic, None if static < 0 else static,
                result, "runtime" if is_runtime else "driver", get("captured") is True, _LAUNCH, attributes, 0)
-        self.ids[launch_id] = key
-        self.pair((key, launch_id, handle, own, api), correlation, is_runtime)
+        self.ids[b"%d" % launch_id] = key
+        self.pair((key, b"%d" % launch_id, handle, own, api), b"%d" % correlation, is_runtime)
 
-    def pair(self, launch: Pending, correlation: int, is_runtime: bool) -> None:
+    def pair(self, launch: Pending, correlation: bytes, is_runtime: bool) -> None:
         """A launch counted by its id when the file ends, kept at once; a driver launch and the runtime call that
         made it are counted as one, by the driver's id."""
         paired = self.pairs.pair(launch, correlation, is_runtime)
@@ -332,7 +332,7 @@ class _File:
         key = self.key(r, runtime, _LAUNCH if r["event"] == "launch" else _NODE)
         launch_id = r.get("id")
         if r["event"] == "launch" and launch_id:
-            self.ids[launch_id] = key  # counted when the file ends: the largest count of its id wins
+            self.ids[b"%d" % launch_id] = key  # counted when the file ends: the largest count of its id wins
         else:
             self.tally.add(self.tally.launches, key, 1, self.pid, r.get("correlation", 0))
 

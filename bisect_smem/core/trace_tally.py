@@ -41,7 +41,7 @@ class Tally:
             elif pids != pid:
                 entry[1] = {pids, pid}
 
-    def add_counted(self, ids: dict[int, tuple[Any, ...]], counts: dict[int, int], pid: int) -> None:
+    def add_counted(self, ids: dict[bytes, tuple[Any, ...]], counts: dict[bytes, int], pid: int) -> None:
         """The launches of process ``pid`` by their ids (``ids``: id -> key), each ``counts[id]`` times, once
         where no count was written: ``add`` for each, in one loop (a file holds thousands)."""
         launches = self.launches

@@ -78,12 +78,12 @@ def launches(draw: st.DrawFn) -> list[dict[str, Any]]:
         if result and draw(st.booleans()):
             refusal = {"max_dynamic_bytes": draw(NUMBERS), "max_threads": draw(NUMBERS), "registers": draw(NUMBERS)}
         event = draw(st.sampled_from(["launch", "launch", "launch", "count"]))
-        launch_id = draw(st.sampled_from([1, 2, 3, i + 1, 2**48 - 1, 2**48]))
+        launch_id = draw(st.sampled_from([1, 2, 3, i + 1, 10**14 - 1, 10**14, 2**48 - 1, 2**48]))
         if event == "count":
             records.append({"event": "count", "id": launch_id, "count": draw(st.sampled_from([1, 5, 2**48, 2**48 + 1]))})
             continue
         records.append(launch_record(
-            launch_id, draw(st.sampled_from([1, 2, i, 2**32 - 1, 2**32])),
+            launch_id, draw(st.sampled_from([1, 2, i, 10**9 - 1, 10**9, 2**32 - 1, 2**32])),
             domain=draw(st.sampled_from(["driver", "driver", "runtime"])),
             api=draw(st.sampled_from(["cuLaunchKernel", "cudaLaunchKernel", "cuLaunchKernelEx"])),
             grid=[draw(NUMBERS), 1, 1], block=[draw(NUMBERS), draw(st.sampled_from([1, 2**16])), 1],
