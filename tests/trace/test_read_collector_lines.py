@@ -1,7 +1,7 @@
 """The C collector's launch and count lines, which the reader takes apart without a JSON parser: they are read
 exactly as the same records are through the parser, whatever they hold (numbers out of bounds, names with
 escapes, bytes that are not UTF-8, runtime calls paired with their driver calls), and every such line the real
-collector writes is one the reader takes that way."""
+collector (and its Python fallback, where it names the kernel) writes is one the reader takes that way."""
 
 from __future__ import annotations
 
@@ -18,6 +18,8 @@ from bisect_smem.core import trace_read
 from bisect_smem.core.trace_events import Skip
 from bisect_smem.core.trace_layout import COLLECTOR_COUNT, COLLECTOR_LAUNCH
 from bisect_smem.core.trace_read import read_trace
+from bisect_smem.devices.collector import build
+from tests.trace.fakes import play
 from tests.trace.records import process
 
 # collector.c's order of a launch line's fields; the kernel's attributes come after "result" at a refusal.
@@ -150,3 +152,11 @@ def test_every_launch_and_count_line_of_the_collector_is_one_the_reader_takes_ap
     assert launches and counts
     assert [line for line in launches if COLLECTOR_LAUNCH(line) is None] == []
     assert [line for line in counts if COLLECTOR_COUNT(line) is None] == []
+
+
+def test_the_python_fallback_writes_its_named_launches_as_the_collector_does(fakes: Path, tmp_path: Path) -> None:
+    done = play(fakes, build.SOURCE_DIR / "fallback" / "sitecustomize.py", tmp_path, "python")
+    assert done.returncode == 0, done.stderr
+    lines = [line + b"\n" for path in tmp_path.glob("*.jsonl") for line in path.read_bytes().splitlines()]
+    named = [line for line in lines if line.startswith(b'{"event":"launch"') and b'"name":null' not in line]
+    assert named and [line for line in named if COLLECTOR_LAUNCH(line) is None] == []
