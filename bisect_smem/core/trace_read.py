@@ -19,14 +19,13 @@ from bisect_smem.core import input as reader
 from bisect_smem.core import trace_events as records
 from bisect_smem.core import trace_lines
 from bisect_smem.core.trace_events import MAX_BLOCK_THREADS, MAX_BYTES, MAX_COUNT, MAX_INT32, Skip
+from bisect_smem.core.trace_layout import COLLECTOR_COUNT, COLLECTOR_LAUNCH, NO_ATTRIBUTES, Parts
 from bisect_smem.core.trace_lines import NO_DIMS, BadLine, dims, fast_loads, known, number, parse, text_of
+from bisect_smem.core.trace_pairs import PENDING_RECORDS, Pairs, Pending, merged, named
 from bisect_smem.core.trace_tally import Tally
 
 FORMATS = frozenset({1, 2})  # the record formats this reader knows
 NOTICES_FILE = "notices.jsonl"  # written by the tool itself, beside the collectors' files
-# Records kept waiting for the record of the other domain with their correlation id: the driver call a runtime
-# call makes is written just before it by the same thread, so only other threads' lines come between them.
-PENDING_RECORDS = 4096
 UNNAMED_PAST_TABLE = "a kernel first seen past the table"
 
 
@@ -39,25 +38,28 @@ def read_trace(folder: Path) -> records.Trace:
         names = sorted(entry.name for entry in os.scandir(folder) if entry.name.endswith(".jsonl"))
     except OSError as exc:
         raise records.TraceError(f"cannot list {folder}: {exc.strerror or exc}") from None
-    tally = Tally()
+    tally, parts = Tally(), Parts()
     collecting = gc.isenabled()
     # Reading makes millions of short-lived dicts and tuples and no cycle: the cyclic collector would scan the
     # growing tally again and again, almost half the time of a large trace.
     gc.disable()
     try:
         for name in names:
-            (_read_notices if name == NOTICES_FILE else _read_file)(tally, folder / name)
+            if name == NOTICES_FILE:
+                _read_notices(tally, folder / name)
+            else:
+                _read_file(tally, parts, folder / name)
     finally:
         if collecting:
             gc.enable()
     return tally.trace()
 
 
-def _read_file(tally: Tally, path: Path) -> None:
+def _read_file(tally: Tally, parts: Parts, path: Path) -> None:
     try:
         reader.check_regular(path)
         with open(path, "rb", buffering=1 << 20) as stream:
-            _File(tally, path.name).read(stream)
+            _File(tally, parts, path.name).read(stream)
     except (OSError, reader.InputError):
         tally.skip(Skip.UNREADABLE, path.name)
 
@@ -75,28 +77,25 @@ def _read_notices(tally: Tally, path: Path) -> None:
         tally.skip(Skip.UNREADABLE, path.name)
 
 
-_UNKNOWN = (None, None, None)  # a kernel's attributes, where the record has none
+_UNKNOWN = NO_ATTRIBUTES
 _LAUNCH, _NODE, _REPLAY, _REFUSED_REPLAY = (kind.value for kind in records.LaunchKind)
 
 
 class _File:
     """The state of one process image's file while it is read: what joins lines to each other."""
 
-    def __init__(self, tally: Tally, name: str) -> None:
-        self.tally, self.name, self.pid = tally, name, -1
+    def __init__(self, tally: Tally, parts: Parts, name: str) -> None:
+        self.tally, self.parts, self.name, self.pid = tally, parts, name, -1
         self.pending: OrderedDict[tuple[str, int], dict[str, Any]] = OrderedDict()
-        self.ids: dict[int, tuple[Any, ...]] = {}  # launch id -> its key in the tally
-        self.counts: dict[int, int] = {}  # launch id -> the largest count written
+        # Launch ids as the collector writes them, in decimal: a line taken apart (trace_layout) needs no int().
+        self.ids: dict[bytes, tuple[Any, ...]] = {}  # launch id -> its key in the tally
+        self.counts: dict[bytes, int] = {}  # launch id -> the largest count written
         self.names: dict[str, str] = {}  # handle -> kernel name
         self.nodes: dict[str, dict[int, tuple[Any, ...]]] = {}  # exec -> node id -> key
         self.replays: dict[str, int] = {}  # exec -> the largest replay count
         self.refused_replays: dict[tuple[str, int, str], int] = {}  # (exec, result, api) -> refusals
         self.overflow: dict[str | None, int] = {}  # handle -> the largest count past the table
-        # Launches by correlation id, still to be paired with the record of the other domain: driver records
-        # (two generations), and runtime records that came first.
-        self.recent: dict[int, Any] = {}
-        self.older: dict[int, Any] = {}
-        self.waiting: dict[int, Any] = {}
+        self.pairs = Pairs()
 
     def read(self, stream: BinaryIO) -> None:
         first = next(trace_lines.numbered_lines(stream), None)
@@ -119,11 +118,15 @@ class _File:
         self.finish()
 
     def lines(self, stream: BinaryIO, number: int) -> None:
-        """Every line after the first (the loop every record goes through, kept short)."""
+        """Every line after the first: the collector's launch and count lines, most of a trace, are taken apart
+        here without a call per line (trace_layout); any other line is parsed."""
         # Bound methods in a local table, not on self: a cycle would outlive the file while the collector is off.
         events = {"launch": self.launch, "graph_node": self.launch, "attribute": self.attribute, "count": self.count,
                   "function": self.function, "overflow": self.past_table, "replay": self.replay}
-        readline, tally, loads = stream.readline, self.tally, fast_loads
+        readline, counts, ids, names, pairs, parts = stream.readline, self.counts, self.ids, self.names, self.pairs, \
+            self.parts
+        configurations, configuration, calls, call, kernels, kernel = parts.configurations, parts.configuration, \
+            parts.calls, parts.call, parts.kernels, parts.kernel
         while True:
             line = readline(records.MAX_LINE_BYTES + 1)
             if not line:
@@ -131,25 +134,56 @@ class _File:
             number += 1
             if line[-1:] != b"\n":
                 if len(line) <= records.MAX_LINE_BYTES:
-                    tally.torn += 1  # the last line, cut short by a process killed while writing it
+                    self.tally.torn += 1  # the last line, cut short by a process killed while writing it
                     continue
                 while line and line[-1:] != b"\n":
                     line = readline(records.MAX_LINE_BYTES)
                 line = None
+            elif (m := COLLECTOR_LAUNCH(line)) is not None:
+                # As launch() keeps it; a number out of bounds or a text that is not plain: launch() says why.
+                launch_id, called, correlation, configured, kernel_part = m.groups()
+                configured = configurations.get(configured) or configuration(configured)
+                kernel_part = kernels.get(kernel_part) or kernel(kernel_part)
+                if configured is not None and kernel_part is not None:
+                    api, domain, is_runtime = calls.get(called) or call(called)
+                    handle, own = kernel_part
+                    if own is None:
+                        name = names.get(handle)
+                    else:
+                        names[handle] = name = own
+                    grid, block, cluster, dynamic, static, result, captured, attributes = configured
+                    key = ids[launch_id] = (api, name, grid, block, cluster, dynamic, static, result, domain, captured,
+                                            _LAUNCH, attributes, 0)
+                    if is_runtime or pairs.waiting:
+                        self.pair((key, launch_id, handle, own, api), correlation, is_runtime)
+                    else:  # the most common case, without a call to pair(): a driver call, no runtime call waiting
+                        pairs.driver((key, launch_id, handle, own, api), correlation)
+                    continue
+            elif (m := COLLECTOR_COUNT(line)) is not None:
+                entry, count = m.groups()
+                count = int(count)
+                if count <= MAX_COUNT:
+                    if count > counts.get(entry, 0):
+                        counts[entry] = count
+                    continue
+            self.parsed(line, number, events)
+
+    def parsed(self, line: bytes | None, number: int, events: dict[str, Any]) -> None:
+        """A line read as JSON, handed to its event's method; what it cannot be is counted by kind."""
+        try:
             try:
-                try:
-                    r, replaced = loads(line), False
-                except Exception:  # noqa: BLE001 - the standard parser decides what orjson refuses
-                    r, replaced = parse(line)
-                handle = events.get(r.get("event")) if type(r) is dict else None
-                if handle is None:
-                    parse(line)  # says what the line is not
-                    raise BadLine(Skip.UNKNOWN_EVENT)
-                handle(r)
-                if replaced:
-                    tally.skip(Skip.NOT_UTF8, f"{self.name} line {number}")
-            except BadLine as bad:
-                tally.skip(bad.kind, f"{self.name} line {number}")
+                r, replaced = fast_loads(line), False
+            except Exception:  # noqa: BLE001 - the standard parser decides what orjson refuses
+                r, replaced = parse(line)
+            handle = events.get(r.get("event")) if type(r) is dict else None
+            if handle is None:
+                parse(line)  # says what the line is not
+                raise BadLine(Skip.UNKNOWN_EVENT)
+            handle(r)
+            if replaced:
+                self.tally.skip(Skip.NOT_UTF8, f"{self.name} line {number}")
+        except BadLine as bad:
+            self.tally.skip(bad.kind, f"{self.name} line {number}")
 
     def process(self, r: dict[str, Any]) -> None:
         self.pid = number(r, "pid", 0, MAX_INT32)
@@ -163,6 +197,7 @@ class _File:
         entry, count = r.get("id"), r.get("count")
         if type(entry) is not int or type(count) is not int or not (0 < entry < MAX_COUNT and 0 < count <= MAX_COUNT):
             raise BadLine(Skip.BAD_NUMBER)
+        entry = b"%d" % entry
         if count > self.counts.get(entry, 0):
             self.counts[entry] = count
 
@@ -231,39 +266,22 @@ class _File:
             self.join("launch", r)
             return
         name, handle, api, is_runtime = get("name"), get("handle"), get("api"), get("domain") == "runtime"
-        if type(name) is str and name:
-            if type(handle) is str:
-                self.names[handle] = name
-        else:
-            name = self.names.get(handle) if type(handle) is str else None
-        self.ids[launch_id] = (api if type(api) is str else "?", name, grid, block, cluster, dynamic,
-                               None if static < 0 else static, result, "runtime" if is_runtime else "driver",
-                               get("captured") is True, _LAUNCH, attributes, 0)
-        self.pair(r, launch_id, correlation, is_runtime)
+        handle = handle if type(handle) is str else None
+        own = name if type(name) is str and name else None
+        api = api if type(api) is str else None
+        key = (api or "?", named(self.names, own, handle), grid, block, cluster, dynamic, None if static < 0 else static,
+               result, "runtime" if is_runtime else "driver", get("captured") is True, _LAUNCH, attributes, 0)
+        self.ids[b"%d" % launch_id] = key
+        self.pair((key, b"%d" % launch_id, handle, own, api), b"%d" % correlation, is_runtime)
 
-    def pair(self, r: dict[str, Any], launch_id: int, correlation: int, is_runtime: bool) -> None:
-        """A launch counted by its id when the file ends, kept at once; its key is replaced should the record of
-        the other domain with its correlation id come."""
-        if is_runtime:  # its driver call was written just before it, by the same thread
-            partner = self.recent.pop(correlation, None) or self.older.pop(correlation, None)
-            if partner is None:
-                self.waiting[correlation] = (r, launch_id)
-                if len(self.waiting) > PENDING_RECORDS:
-                    self.waiting.clear()  # runtime records whose driver call never came: kept alone
-                return
-            driver, driver_id = partner
-            runtime, runtime_id = r, launch_id
-        elif self.waiting and correlation in self.waiting:  # the runtime record came first
-            driver, driver_id = r, launch_id
-            runtime, runtime_id = self.waiting.pop(correlation)
-        else:
-            recent = self.recent
-            recent[correlation] = (r, launch_id)
-            if len(recent) > PENDING_RECORDS:  # two generations: what is older than both is paired with nothing
-                self.older, self.recent = recent, {}
-            return
-        del self.ids[runtime_id]  # the runtime call's own count counts the same calls as its driver call's
-        self.ids[driver_id] = self.key(driver, runtime, _LAUNCH)
+    def pair(self, launch: Pending, correlation: bytes, is_runtime: bool) -> None:
+        """A launch counted by its id when the file ends, kept at once; a driver launch and the runtime call that
+        made it are counted as one, by the driver's id."""
+        paired = self.pairs.pair(launch, correlation, is_runtime)
+        if paired is not None:
+            driver, runtime = paired
+            del self.ids[runtime[1]]  # the runtime call's own count counts the same calls as its driver call's
+            self.ids[driver[1]] = merged(self.names, driver, runtime)
 
     def replay(self, r: dict[str, Any]) -> None:
         exec_graph = r.get("exec")
@@ -314,7 +332,7 @@ class _File:
         key = self.key(r, runtime, _LAUNCH if r["event"] == "launch" else _NODE)
         launch_id = r.get("id")
         if r["event"] == "launch" and launch_id:
-            self.ids[launch_id] = key  # counted when the file ends: the largest count of its id wins
+            self.ids[b"%d" % launch_id] = key  # counted when the file ends: the largest count of its id wins
         else:
             self.tally.add(self.tally.launches, key, 1, self.pid, r.get("correlation", 0))
 
@@ -340,9 +358,8 @@ class _File:
         while self.pending:
             (category, _), r = self.pending.popitem(last=False)
             self.keep(category, r, None)
-        add, launches, pid, counts = self.tally.add, self.tally.launches, self.pid, self.counts
-        for launch_id, key in self.ids.items():
-            add(launches, key, counts.get(launch_id, 1), pid, 0)
+        add, launches, pid = self.tally.add, self.tally.launches, self.pid
+        self.tally.add_counted(self.ids, self.counts, pid)
         for exec_graph, nodes in self.nodes.items():
             for key in nodes.values():
                 add(launches, key, self.replays.get(exec_graph, 0), pid, 0)

@@ -63,6 +63,12 @@ static int power_of_two(unsigned long n) { return n && !(n & (n - 1)); }
 
 /* ---- output: one file per program image, and a notice when it cannot be written ---- */
 
+/* This process's pid, kept so that a line costs no getpid(2) (glibc asks the kernel each time): set at start and
+ * in a forked child (pthread_atfork), the only way a process's pid changes under this library. */
+static pid_t self_pid;
+
+static pid_t current_pid(void) { return self_pid ? self_pid : getpid(); }
+
 static struct {
     pthread_mutex_t lock;
     int fd, image;
@@ -137,7 +143,7 @@ static void write_process_line(void) {
 /* This process's file, opened at its first line: O_EXCL, so an exec that kept the pid (or a reused pid) gets
  * the next image's name rather than mixing its counts into another image's. Under out.lock. */
 static void open_output(void) {
-    pid_t pid = getpid();
+    pid_t pid = current_pid();
     if (out.pid == pid) return;
     if (out.fd >= 0) close(out.fd); /* a forked child writes its own file */
     out.fd = -1, out.pid = pid;
@@ -184,6 +190,31 @@ static void emit(const char *key, const char *name, const char *format, ...) {
     line[n++] = '\n';
     write_line(line, n);
     if (line != small) free(line);
+}
+
+/* The decimal digits of `n` at the end of `into` (21 bytes); returns where they start. */
+static char *decimal(char *into, unsigned long n) {
+    char *at = into + 20;
+    *at = 0;
+    do *--at = (char)('0' + n % 10); while (n /= 10);
+    return at;
+}
+
+/* {"event":"count","id":N,"count":N}: the line most written (at each power of two of every configuration), so
+ * it is put together by hand rather than by printf, byte for byte as emit() would write it. */
+static void count_line(unsigned long id, unsigned long count) {
+    static const char head[] = "{\"event\":\"count\",\"id\":", middle[] = ",\"count\":";
+    char line[sizeof head + sizeof middle + 2 * 20 + 2], digits[21];
+    size_t n = sizeof head - 1;
+    memcpy(line, head, n);
+    const char *d = decimal(digits, id);
+    size_t len = (size_t)(digits + 20 - d);
+    memcpy(line + n, d, len), n += len;
+    memcpy(line + n, middle, sizeof middle - 1), n += sizeof middle - 1;
+    d = decimal(digits, count), len = (size_t)(digits + 20 - d);
+    memcpy(line + n, d, len), n += len;
+    line[n++] = '}', line[n++] = '\n';
+    write_line(line, n);
 }
 
 /* The process line's fields, then the file with it: at start, so that an untraced process says why. */
@@ -335,13 +366,13 @@ typedef struct {
     const void *kernel;
     unsigned int block[3], cluster[3], smem;
     int result, domain, captured;
-} bsm_config; /* compared whole (memcmp): always built from a zeroed struct */
+} bsm_config;
 
 typedef struct {
     bsm_config config;
-    unsigned long id, count; /* count: atomic */
-    int ready;               /* atomic: set (release) once config and id are written, never cleared */
-} bsm_entry;
+    unsigned long id;    /* atomic: 0 until config and count are written (then set with release), never cleared */
+    unsigned long count; /* atomic */
+} __attribute__((aligned(64))) bsm_entry; /* one cache line: threads counting two entries never share one */
 
 /* Entries are added under table_lock and never removed, so that a repeat finds its entry and counts it with
  * one atomic add and no lock; a configuration is in the table for good or never, as the table only fills. */
@@ -360,11 +391,25 @@ static uint64_t mix(uint64_t h) { /* murmur3's finalizer: every input bit reache
     return h ^ (h >> 33);
 }
 
+/* Read field by field, as launch() writes them, each 32-bit field times its own odd constant: a wide read of
+ * fields just stored one by one (memcpy, memcmp, or two fields read as one 64-bit word) waits for the stores to
+ * retire, which cost more than the rest of a repeat. The products are independent (a mix per word made a chain
+ * of twelve multiplications); their sum is mixed once. */
 static uint64_t config_hash(const bsm_config *c) {
-    uint64_t words[sizeof *c / 8], h = 0;
-    memcpy(words, c, sizeof words);
-    for (unsigned int i = 0; i < sizeof words / sizeof *words; i++) h = mix(h ^ words[i]);
-    return h;
+    uint64_t h = (uint64_t)(uintptr_t)c->kernel * 0x9E3779B97F4A7C15ull;
+    h += c->block[0] * 0xC2B2AE3D27D4EB4Full + c->block[1] * 0x165667B19E3779F9ull;
+    h += c->block[2] * 0xD6E8FEB86659FD93ull + c->cluster[0] * 0xFF51AFD7ED558CCDull;
+    h += c->cluster[1] * 0xC4CEB9FE1A85EC53ull + c->cluster[2] * 0x27D4EB2F165667C5ull;
+    h += c->smem * 0x85EBCA77C2B2AE63ull + (uint32_t)c->result * 0x94D049BB133111EBull;
+    h += (uint32_t)c->domain * 0xBF58476D1CE4E5B9ull + (uint32_t)c->captured * 0x2545F4914F6CDD1Dull;
+    return mix(h);
+}
+
+static int same_config(const bsm_config *a, const bsm_config *b) {
+    return a->kernel == b->kernel && a->smem == b->smem && a->block[0] == b->block[0] && a->block[1] == b->block[1] &&
+           a->block[2] == b->block[2] && a->cluster[0] == b->cluster[0] && a->cluster[1] == b->cluster[1] &&
+           a->cluster[2] == b->cluster[2] && a->result == b->result && a->domain == b->domain &&
+           a->captured == b->captured;
 }
 
 enum { BSM_FOUND, BSM_EMPTY, BSM_EXHAUSTED };
@@ -372,8 +417,8 @@ enum { BSM_FOUND, BSM_EMPTY, BSM_EXHAUSTED };
 static int find(const bsm_config *c, uint64_t h, bsm_entry **slot) {
     for (unsigned int i = 0; i < BSM_PROBES_MAX; i++) {
         *slot = &table[(h + i) & (BSM_SLOTS - 1)];
-        if (!__atomic_load_n(&(*slot)->ready, __ATOMIC_ACQUIRE)) return BSM_EMPTY;
-        if (!memcmp(&(*slot)->config, c, sizeof *c)) return BSM_FOUND;
+        if (!__atomic_load_n(&(*slot)->id, __ATOMIC_ACQUIRE)) return BSM_EMPTY;
+        if (same_config(&(*slot)->config, c)) return BSM_FOUND;
     }
     return BSM_EXHAUSTED;
 }
@@ -394,11 +439,12 @@ static bsm_counted count_launch(const bsm_config *c) {
         pthread_mutex_lock(&table_lock);
         found = find(c, h, &e); /* another thread may have added it since */
         if (found == BSM_EMPTY && room_for(c)) {
-            e->config = *c, e->id = next_id++, e->count = 1;
+            unsigned long id = next_id++;
+            e->config = *c, e->count = 1;
             __atomic_store_n(&table_entries, table_entries + 1, __ATOMIC_RELAXED);
-            __atomic_store_n(&e->ready, 1, __ATOMIC_RELEASE);
+            __atomic_store_n(&e->id, id, __ATOMIC_RELEASE);
             pthread_mutex_unlock(&table_lock);
-            return (bsm_counted){BSM_NEW, e->id, 1};
+            return (bsm_counted){BSM_NEW, id, 1};
         }
         pthread_mutex_unlock(&table_lock);
     }
@@ -476,8 +522,7 @@ static void launch(int domain, uint32_t cbid, const bsm_callback_data *cb) {
     memcpy(c.block, l.block, sizeof c.block), memcpy(c.cluster, l.cluster, sizeof c.cluster);
     bsm_counted counted = count_launch(&c);
     if (counted.kind == BSM_REPEAT) {
-        if (power_of_two(counted.count))
-            emit("name", NULL, "\"event\":\"count\",\"id\":%lu,\"count\":%lu", counted.id, counted.count);
+        if (power_of_two(counted.count)) count_line(counted.id, counted.count);
         return;
     }
     if (counted.kind == BSM_PAST_TABLE) {
@@ -1091,6 +1136,7 @@ static void callback(void *userdata, int domain, uint32_t cbid, const void *data
 
 /* A forked child starts with no launches of its own: its counts go to its own file, not the parent's again. */
 static void forget_after_fork(void) {
+    self_pid = getpid();
     if (table_entries) memset(table, 0, sizeof table);
     memset(overflow, 0, sizeof overflow);
     table_entries = 0, next_id = 1, overflow_unplaced = 0, open_captures = 0;
@@ -1101,9 +1147,9 @@ static void forget_after_fork(void) {
 /* At exit, each count that grew past its last power of two (those are written already). */
 static void write_counts(void) {
     for (unsigned int i = 0; i < BSM_SLOTS; i++) {
+        unsigned long id = __atomic_load_n(&table[i].id, __ATOMIC_ACQUIRE);
         unsigned long count = __atomic_load_n(&table[i].count, __ATOMIC_RELAXED);
-        if (__atomic_load_n(&table[i].ready, __ATOMIC_ACQUIRE) && count > 1 && !power_of_two(count))
-            emit("name", NULL, "\"event\":\"count\",\"id\":%lu,\"count\":%lu", table[i].id, count);
+        if (id && count > 1 && !power_of_two(count)) count_line(id, count);
     }
     for (unsigned int i = 0; i < BSM_OVERFLOW_SLOTS; i++) {
         unsigned long count = __atomic_load_n(&overflow[i].count, __ATOMIC_RELAXED);
@@ -1164,6 +1210,7 @@ int InitializeInjection(void) {
     const char *dir = getenv("BISECT_SMEM_TRACE_DIR"), *notify = getenv("BISECT_SMEM_TRACE_NOTIFY"), *how = "";
     Dl_info where;
     if (started++ || !dir || !*dir) return 1;
+    self_pid = getpid();
     if (notify && strlen(notify) < sizeof out.notify) strcpy(out.notify, notify);
     if (strlen(dir) >= sizeof out.dir) {
         notify_unwritable(ENAMETOOLONG, dir);

@@ -224,8 +224,10 @@ class _Collector:
             return None
         name, static = self.kernel(f, False)
         limits = {field: self.limit(f, attribute) for field, attribute in LIMITS} if result else {}
-        self.emit({"event": "launch", "id": self.ids[key], **common, **limits, "grid": grid, "block": block,
-                   "cluster": cluster, "dynamic_bytes": smem, "static_bytes": static, "captured": False,
+        # In collector.c's order of fields, which trace --from reads without a JSON parser (core/trace_layout.py).
+        self.emit({"event": "launch", "id": self.ids[key], "api": common["api"], "domain": common["domain"],
+                   "correlation": common["correlation"], "grid": grid, "block": block, "cluster": cluster,
+                   "dynamic_bytes": smem, "static_bytes": static, "result": result, **limits, "captured": False,
                    "handle": hex(f or 0), "name": name})
         return None
 
