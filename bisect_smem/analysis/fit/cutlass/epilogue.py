@@ -158,12 +158,26 @@ def sm100_swizzled_run(tile_n: int, n: int, warp_n: int) -> int:
 
 
 def sm100(cta_m: int, n: int, c_bits: int, d_bits: int, warps: Sequence[int], block_scaled: bool,
-          grouped: bool) -> Epilogue:
-    """sm_100's TmaWarpSpecialized1Sm/2Sm epilogue: C's smem reused whenever C is wider than 8 bits."""
-    tile = sm100_tile(cta_m, n, c_bits, d_bits, warps, block_scaled)
+          grouped: bool, column_major: bool = False, tile: tuple[int, int] | None = None, fusion: Part = EMPTY) -> Epilogue:
+    """sm_100's TmaWarpSpecialized1Sm/2Sm epilogue: C's smem reused whenever C is wider than 8 bits.
+    ``column_major`` C and D swizzle along the tile's M; ``tile`` is an epilogue tile given instead of
+    EpilogueTileAuto's (a plain M x N shape); ``fusion`` the fusion callbacks' SharedStorage."""
+    given_tile = tile is not None
+    tile = tile or sm100_tile(cta_m, n, c_bits, d_bits, warps, block_scaled)
     tiles = (cta_m // tile[0]) * (n // tile[1])
     reuse = c_bits > 8
     stages_c, stages_d = stages(tiles, reuse, 4)
-    # The block-scaled N = 256 tile is a plain (M, 128) tile, not strided over the warps.
-    run = tile[1] if block_scaled and n == 256 else sm100_swizzled_run(tile[1], n, warps[1])
-    return storage(tile, c_bits, d_bits, stages_c, stages_d, reuse, 2 if grouped else 0, swizzled=run)
+    # The block-scaled N = 256 tile and a given tile are plain (M, N) tiles, not strided over the warps.
+    plain = given_tile or (block_scaled and n == 256)
+    run = tile[0] if column_major else tile[1] if plain else sm100_swizzled_run(tile[1], n, warps[1])
+    return storage(tile, c_bits, d_bits, stages_c, stages_d, reuse, 2 if grouped else 0, column_major, fusion,
+                   swizzled=run)
+
+
+def sm100_no_smem(grouped: bool, callbacks: bool = False) -> Epilogue:
+    """sm_100's NoSmemWarpSpecialized1Sm/2Sm epilogue: its TensorStorage, pipeline and (grouped) TensorMapStorage
+    are empty structs of 1 B each, in the kernel's storage. ``callbacks``: the fusion-callbacks collective the
+    builder takes for block-scaled kernels, whose SharedStorage (the builder's carveout) is the callbacks'
+    empty storage beside a zero-length reduction buffer (array_aligned, 16 B): 32 B."""
+    shared = struct(EMPTY, Part(16, 16)) if callbacks else EMPTY
+    return Epilogue(None, 0, 0, EMPTY, EMPTY, Part(1, 128) if grouped else None, shared)
