@@ -179,6 +179,9 @@ class CutlassRule:
         epilogue = f"epilogue {k.epilogue_bytes} B (given)" if k.epilogue_bytes is not None else f"C {k.c}, D {k.d}"
         if k.cluster != (1, 1, 1):
             types += f", cluster {'x'.join(map(str, k.cluster))}"
+        if k.launcher is not None and k.cluster[0] == 2:
+            # The launcher's Is2SM: on sm_100 the tile given is each CTA's, the MMA tile spans the pair.
+            types += f" (on sm_100 the 2-SM kernel, MMA tile {2 * k.m}x{k.n}x{k.k})"
         if k.launcher is not None:
             shown = f", {k.epilogue_schedule} epilogue" if k.epilogue_schedule != "tma" else ""
             return (f"{tile}{types}, output {k.d}, fusion {k.fusion}{', swap_ab' if k.swap_ab else ''}{shown}, {count}: "

@@ -180,7 +180,7 @@ def build(g: GemmKernel) -> Build:
              ("scale factors SFB", stages * sfb), ("mainloop barriers", barriers(stages).size), *epilogue_parts(ep),
              (f"kernel pipelines (accumulator x{acc}, scheduler, order, TMEM" + (", tensor-map ready)" if g.grouped
                                                                                    else ")"),
-              pipes.size - barriers(stages).size - ep.pipeline.size),
+              pipes.size - barriers(stages).size - aligned16(ep.pipeline).size),
              ("scheduler responses and TMEM pointer", responses),
              *([(f"tensor maps ({TENSORMAP_COPIES} copies)", TENSORMAP_COPIES * _tensormaps(ml_maps, ep).size)]
                if g.grouped else [])]
