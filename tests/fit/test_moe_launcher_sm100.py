@@ -21,6 +21,8 @@ from tests.paths import DATA
 
 TRUTH = json.loads((DATA / "cutlass_truth_moe_sm100_4.7.0.json").read_text())
 ROWS = TRUTH["rows"]
+# Some of the same kernels compiled with their device code (--device): each kernel's device-side asserts too.
+DEVICE = json.loads((DATA / "cutlass_truth_moe_sm100_device_4.7.0.json").read_text())["rows"]
 GENERATED = json.loads((DATA / "flashinfer_candidates_sm100.json").read_text())["rows"]
 OPTIN = 232448  # B200's opt-in limit
 BUILT = [r for r in ROWS if r["builds"]]
@@ -61,6 +63,16 @@ def test_the_model_equals_every_build(row: dict) -> None:
     assert built.builds, built.reason
     assert (built.stages, built.mainloop_bytes, built.epilogue_bytes, built.shared_storage_bytes) == (
         row["stages"], row["mainloop_bytes"], row["epilogue_bytes"], row["shared_storage_bytes"])
+
+
+def test_device_code_refuses_none_of_them() -> None:
+    # A 2-SM kernel, the epilogue without shared memory (NVFP4's too, which the generator leaves out), FINALIZE
+    # with swap_ab and NVFP4's 128x64 epilogue tile: their device code compiles, to the host build's bytes.
+    assert len(DEVICE) == 5 and all(r["device"] and r["builds"] for r in DEVICE)
+    for row in DEVICE:
+        host = find(row["name"])
+        assert (row["stages"], row["shared_storage_bytes"]) == (host["stages"], host["shared_storage_bytes"])
+        assert sm100.build(kernel(row)).shared_storage_bytes == row["shared_storage_bytes"]
 
 
 def test_the_generators_kernels_are_flashinfers() -> None:
