@@ -23,6 +23,8 @@ TRUTH = json.loads((DATA / "cutlass_truth_moe_sm100_4.7.0.json").read_text())
 ROWS = TRUTH["rows"]
 # Some of the same kernels compiled with their device code (--device): each kernel's device-side asserts too.
 DEVICE = json.loads((DATA / "cutlass_truth_moe_sm100_device_4.7.0.json").read_text())["rows"]
+# The same cases built by FlashInfer's pin, CUTLASS 4.5.0 (test_moe_launcher.py holds the model to every row).
+PINNED = {r["name"]: r for r in json.loads((DATA / "cutlass_truth_moe_sm100_4.5.0.json").read_text())["rows"]}
 GENERATED = json.loads((DATA / "flashinfer_candidates_sm100.json").read_text())["rows"]
 OPTIN = 232448  # B200's opt-in limit
 BUILT = [r for r in ROWS if r["builds"]]
@@ -73,6 +75,18 @@ def test_device_code_refuses_none_of_them() -> None:
         host = find(row["name"])
         assert (row["stages"], row["shared_storage_bytes"]) == (host["stages"], host["shared_storage_bytes"])
         assert sm100.build(kernel(row)).shared_storage_bytes == row["shared_storage_bytes"]
+
+
+def test_flashinfers_pin_builds_them_alike_but_the_2sm_epilogues_n_rule() -> None:
+    assert PINNED.keys() == {r["name"] for r in ROWS}
+    differ = [r["name"] for r in ROWS if {k: v for k, v in r.items() if k != "name"} !=
+              {k: v for k, v in PINNED[r["name"]].items() if k != "name"}]
+    # 4.5.2 added the 2-SM TMA epilogue's assert on a 16-bit tile N over 128 that is no multiple of 64.
+    assert differ == ["sm100_moe_bf16_dbf16_128x160x64_cluster2x1x1_none"]
+    old = PINNED[differ[0]]
+    assert old["builds"] and sm100.build(kernel(old, cutlass_version="4.5.0")).shared_storage_bytes == \
+        old["shared_storage_bytes"]
+    assert sm100.build(kernel(old)).reason == find(differ[0])["refusal"]
 
 
 def test_the_generators_kernels_are_flashinfers() -> None:
