@@ -11,19 +11,23 @@ record what CUTLASS computes for each (as truth.py does):
 - sm_100 (generate_sm100_grouped_gemm_operations): f16, bf16, f32, e4m3, MXFP8, NVFP4 and MXFP8 x MXFP4, no C,
   the ptr-array 1-SM kernels at cluster 1x1 and the 2-SM ones at cluster 2x1 (the MMA tile's M twice the
   generator's), the TMA epilogue or the one with no shared memory (D aligned to 256 bits), a 128x64 epilogue
-  tile for NVFP4 at N 256, static or dynamic clusters (``_dynamic``); a representative set (--set sm100), as
-  the full list is some 1500 kernels;
+  tile for NVFP4 at N 256, static or dynamic clusters (``_dynamic``); the full list is 720 kernels (1440 with
+  dynamic clusters), so a representative set (SM100_SET) is compiled unless told: --stride N adds every Nth of
+  the full list, --edges the kernels the generator leaves out (SM100_EDGES), --every all of them;
 
 each with StageCountAutoCarveout<sizeof(epilogue SharedStorage)>, epilogue fusion NONE and FINALIZE, with and
 without swap_ab (A and B swapped, C and D column-major). A case CUTLASS refuses is recorded with
 ``builds: false`` and its static_assert.
 
     python tools/cutlass_truth/moe.py --cutlass DIR --extensions DIR --arch 120 --out tests/data/cutlass_truth_moe_4.7.0.json
-    python tools/cutlass_truth/moe.py --cutlass DIR --extensions DIR --arch 100 --out tests/data/cutlass_truth_moe_candidates_sm100_4.7.0.json
+    python tools/cutlass_truth/moe.py --cutlass DIR --extensions DIR --arch 100 --out tests/data/cutlass_truth_moe_sm100_4.7.0.json
+    python tools/cutlass_truth/moe.py ... --arch 100 --stride 30 --out T --merge    (then --edges --per-program 1)
+    python tools/cutlass_truth/moe.py ... --arch 100 --device --per-program 1 --name CASE --out tests/data/cutlass_truth_moe_sm100_device_4.7.0.json
 
 DIR is a folder holding CUTLASS's ``include/``; --extensions the ``cutlass_extensions/include`` folder of
 FlashInfer or TensorRT-LLM (the FINALIZE fusion's sm90_visitor_scatter.hpp). --only keeps the cases whose
-name holds every one of its words; --merge keeps the rows of an existing table that this run does not rebuild.
+name holds every one of its words, --name the case of that exact name; --merge keeps the rows of an existing
+table that this run does not rebuild; --device compiles each kernel's device code too.
 Never run by ``make test``.
 """
 
@@ -325,6 +329,8 @@ def main() -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--arch", type=int, choices=(90, 100, 120), default=120)
     parser.add_argument("--every", action="store_true", help="sm_100: every candidate, not the representative set")
+    parser.add_argument("--stride", type=int, help="sm_100: every STRIDE-th candidate of the full list, from the "
+                        "first (a sample across it beside the representative set)")
     parser.add_argument("--edges", action="store_true", help="sm_100: the kernels the generator does not emit, "
                         "SM100_EDGES (with --per-program 1, so a refusal names its case)")
     parser.add_argument("--only", nargs="*", default=(), help="keep the cases whose name holds all of these words")
@@ -340,6 +346,8 @@ def main() -> int:
     start = time.monotonic()
     todo = {120: sm120_candidates, 90: sm90_candidates,
             100: sm100_candidates if args.every else lambda: sm100_set(args.edges)}[args.arch]()
+    if args.arch == 100 and args.stride:
+        todo = sm100_candidates()[::args.stride]
     if args.output:
         todo = list({c["name"]: c for c in (_case(c["arch"], c["a"], c["b"], args.output, tuple(c["tile"]),
                                                   tuple(c["cluster"]), c["fusion"], c["swap_ab"])

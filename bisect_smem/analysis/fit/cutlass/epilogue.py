@@ -8,7 +8,7 @@ sm100_builder.inl, sm120_builder.inl)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from bisect_smem.analysis.fit.cutlass.layout import EMPTY, Part, array, barriers, struct, union
@@ -64,23 +64,25 @@ def stages(tiles: int, reuse: bool, c_most: int, d_most: int = 2) -> tuple[int, 
 
 def storage(tile: tuple[int, int], c_bits: int, d_bits: int, stages_c: int, stages_d: int, reuse: bool,
             tensormap_count: int = 0, column_major: bool = False, fusion: Part = EMPTY,
-            swizzled: int | None = None) -> Epilogue:
+            swizzled: int | None = None, aligned: Callable[[int, int], int] | None = None) -> Epilogue:
     """The storage of a TMA epilogue with these buffers (bytes per element from bits; a void D keeps its
     buffer in the fusion's aux type, ``d_bits``). ``column_major`` C and D swizzle along M; ``fusion`` is
     the fusion callbacks' SharedStorage (empty for a linear combination); ``swizzled`` the elements of one
-    contiguous run that the swizzle is chosen for, where it is shorter than the tile's row."""
+    contiguous run that the swizzle is chosen for, where it is shorter than the tile's row; ``aligned`` gives
+    a buffer's alignment from the run's bytes and an element's bits (default: swizzle_alignment of the run)."""
+    aligned = aligned or (lambda run_bytes, _bits: swizzle_alignment(run_bytes))
     elems = tile[0] * tile[1]
     c_stage, d_stage = elems * c_bits // 8, elems * d_bits // 8
     contiguous = swizzled or (tile[0] if column_major else tile[1])
-    align_d = swizzle_alignment(contiguous * d_bits // 8)
+    align_d = aligned(contiguous * d_bits // 8, d_bits)
     if c_bits == 0:
         collective = union(Part(0, 1), array(stages_d * d_stage, align_d))
     elif reuse:
-        most = max(swizzle_alignment(contiguous * c_bits // 8), align_d)
+        most = max(aligned(contiguous * c_bits // 8, c_bits), align_d)
         stride = max(c_stage, d_stage)
         collective = union(array((stages_c - 1) * stride + c_stage, most), array((stages_c - 1) * stride + d_stage, most))
     else:
-        collective = struct(array(stages_c * c_stage, swizzle_alignment(contiguous * c_bits // 8)),
+        collective = struct(array(stages_c * c_stage, aligned(contiguous * c_bits // 8, c_bits)),
                             array(stages_d * d_stage, align_d))
     tensors = struct(collective, fusion)
     pipeline = barriers(stages_c)
@@ -171,7 +173,13 @@ def sm100(cta_m: int, n: int, c_bits: int, d_bits: int, warps: Sequence[int], bl
     plain = given_tile or (block_scaled and n == 256)
     run = tile[0] if column_major else tile[1] if plain else sm100_swizzled_run(tile[1], n, warps[1])
     return storage(tile, c_bits, d_bits, stages_c, stages_d, reuse, 2 if grouped else 0, column_major, fusion,
-                   swizzled=run)
+                   swizzled=run, aligned=sm100_column_major_alignment if column_major else None)
+
+
+def sm100_column_major_alignment(run_bytes: int, bits: int) -> int:
+    """sm100_smem_selector for M-major C and D: a 32-bit element takes UMMA's SW128_32B atom (Swizzle<2,5,2>:
+    512 B) whatever the run, the others the swizzles K-major rows take (swizzle_alignment)."""
+    return 512 if bits == 32 else swizzle_alignment(run_bytes)
 
 
 def sm100_no_smem(grouped: bool, callbacks: bool = False) -> Epilogue:
