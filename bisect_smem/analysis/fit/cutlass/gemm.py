@@ -10,6 +10,8 @@ from bisect_smem.analysis.fit.cutlass.types import Operand, operand, output_bits
 from bisect_smem.core.errors import UsageError
 
 SCHEDULES = ("auto", "cooperative", "pingpong", "1sm", "2sm")
+# The MoE launcher's sm_100 epilogues: PtrArrayTmaWarpSpecialized{1,2}Sm, or PtrArrayNoSmemWarpSpecialized{1,2}Sm
+# (registers straight to global memory, D aligned to 256 bits).
 EPILOGUE_SCHEDULES = ("tma", "nosmem")
 MIN_STAGES = 2  # "Specialization requires Stages set to value 2 or more."
 MAX_CLUSTER = 16  # the most CTAs a cluster may have (non-portable; 8 portable)

@@ -25,9 +25,6 @@ from bisect_smem.core.errors import UsageError
 
 LAUNCHERS = ("trtllm-moe",)
 FUSIONS = ("none", "finalize")
-# sm_100's epilogue schedules: PtrArrayTmaWarpSpecialized{1,2}Sm, or PtrArrayNoSmemWarpSpecialized{1,2}Sm
-# (registers straight to global memory, D aligned to 256 bits).
-EPILOGUES = EPILOGUE_SCHEDULES
 ROUTER_SCALE_BITS = 32  # ElementRouterScales = float
 # The launcher's (activation, weight) pairs per family: sm_120 NVFP4 x NVFP4 and, through its is_mx_fpx path,
 # MXFP8 activations with MXFP4 weights (isValidSM120MOESpecialisation; the one mixed pair its static_assert
@@ -109,7 +106,7 @@ def _sm100() -> tuple[Candidate, ...]:
     build the same storage (compiled), so each is listed once."""
     found = []
     for (act, weight), fusion, m, n, cluster_m, epilogue, swap in product(
-            OPERANDS["sm100"], FUSIONS, (64, 128), (8, 16, 32, 64, 128, 192, 256), (1, 2), EPILOGUES, (False, True)):
+            OPERANDS["sm100"], FUSIONS, (64, 128), (8, 16, 32, 64, 128, 192, 256), (1, 2), EPILOGUE_SCHEDULES, (False, True)):
         if not _sm100_emits(act, weight, m, n, cluster_m, epilogue, fusion):
             continue
         k = 256 if act == "e4m3" and n == 8 else _k_tile(act)
@@ -127,8 +124,8 @@ def check(launcher: str | None, fusion: str, swap_ab: bool, epilogue: str | None
     if launcher is None and (fusion != "none" or swap_ab or epilogue is not None):
         raise UsageError("--fusion, --swap-ab and --epilogue-schedule are the MoE launcher's: add --launcher "
                          "trtllm-moe or drop them")
-    if epilogue is not None and epilogue not in EPILOGUES:
-        raise UsageError(f"unknown --epilogue-schedule {epilogue!r}; valid: {', '.join(EPILOGUES)}")
+    if epilogue is not None and epilogue not in EPILOGUE_SCHEDULES:
+        raise UsageError(f"unknown --epilogue-schedule {epilogue!r}; valid: {', '.join(EPILOGUE_SCHEDULES)}")
     if launcher is not None and launcher not in LAUNCHERS:
         raise UsageError(f"unknown --launcher {launcher!r}; valid: {', '.join(LAUNCHERS)}")
     if fusion not in FUSIONS:

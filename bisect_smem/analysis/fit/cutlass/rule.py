@@ -11,7 +11,7 @@ from typing import Any
 
 from bisect_smem.analysis.fit.cutlass import CUTLASS_VERSION, CUTLASS_VERSIONS, LIBRARY, builders_of, launchers, names
 from bisect_smem.analysis.fit.cutlass.evaluate import LABELS, evaluate_cutlass
-from bisect_smem.analysis.fit.cutlass.gemm import SCHEDULES, GemmKernel
+from bisect_smem.analysis.fit.cutlass.gemm import EPILOGUE_SCHEDULES, SCHEDULES, GemmKernel
 from bisect_smem.analysis.fit.cutlass.types import operand, output_bits
 from bisect_smem.analysis.fit.explain import Explained
 from bisect_smem.analysis.fit.targets import FitRequest, FitResult, Target, check_bound
@@ -74,7 +74,7 @@ class CutlassRule:
                             help="the launcher's epilogue fusion: none (default) or finalize (the FC2 epilogue: "
                                  "scatter, router scales, bias)")
         parser.add_argument("--swap-ab", action="store_true", help="the launcher's swap_ab kernel (D transposed)")
-        parser.add_argument("--epilogue-schedule", choices=launchers.EPILOGUES,
+        parser.add_argument("--epilogue-schedule", choices=EPILOGUE_SCHEDULES,
                             help="the launcher's sm_100 epilogue: tma (default, PtrArrayTmaWarpSpecialized) or nosmem "
                                  "(PtrArrayNoSmemWarpSpecialized, no shared memory)")
         parser.add_argument("--cluster", metavar="MxNxK", help="the cluster shape (default 1x1x1); on sm_100, "
@@ -204,7 +204,7 @@ class CutlassRule:
                 "epilogue_bytes": {"type": ["integer", "null"]}, "launcher": {"enum": [*launchers.LAUNCHERS, None]},
                 "fusion": {"enum": list(launchers.FUSIONS)}, "swap_ab": {"type": "boolean"},
                 "cluster": {"type": "array", "items": {"type": "integer"}, "minItems": 3, "maxItems": 3},
-                "epilogue_schedule": {"enum": list(launchers.EPILOGUES)}}
+                "epilogue_schedule": {"enum": list(EPILOGUE_SCHEDULES)}}
 
     def parse_message(self, text: str) -> Explained | None:
         """CUTLASS has no message of its own ('Error Internal' says no number): None."""
