@@ -243,6 +243,16 @@ def test_a_kernel_the_generator_does_not_emit_names_its_epilogues(capsys: pytest
                         "none here (its epilogues: tma)")
 
 
+def test_finalize_without_shared_memory_is_listed_as_none_with_why(capsys: pytest.CaptureFixture[str]) -> None:
+    code, lines = listing(capsys, "--arch", "10.0", "--dtype", "bf16", "--fusion", "finalize", "--epilogue-schedule",
+                          "nosmem")
+    assert code == 1 and lines[0] == "sm_100: none: FlashInfer's generator emits sm_100 FINALIZE kernels with the tma " \
+                                     "epilogue only"
+    # CUTLASS refuses it too, in its words (a compiled case).
+    row = find("sm100_moe_bf16_dbf16_128x128x64_cluster1x1x1_finalize_nosmem")
+    assert row["refusal"] == "Unsupported data types" == sm100.build(kernel(row)).reason
+
+
 def test_the_epilogue_schedule_is_the_launchers_option(capsys: pytest.CaptureFixture[str]) -> None:
     code = cli.main(["fit", "--tile", "128x128x64", "--epilogue-schedule", "nosmem", "--arch", "10.0", "--no-local"])
     err = capsys.readouterr().err

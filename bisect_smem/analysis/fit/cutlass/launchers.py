@@ -285,4 +285,6 @@ class Listing:
                 shown = dict.fromkeys("x".join(map(str, e)) if isinstance(e, tuple) else e for e in emitted)
                 return f"FlashInfer's generator emits {arch_name(family)} kernels of these types with {name} " \
                        f"{' or '.join(shown)} only"
+        if self.fusion == "finalize" and self.epilogue == "nosmem":
+            return f"FlashInfer's generator emits {arch_name(family)} FINALIZE kernels with the tma epilogue only"
         return "FlashInfer's generator emits no such kernel"
