@@ -335,6 +335,7 @@ def main() -> int:
                         "SM100_EDGES (with --per-program 1, so a refusal names its case)")
     parser.add_argument("--only", nargs="*", default=(), help="keep the cases whose name holds all of these words")
     parser.add_argument("--name", action="append", help="keep the case of exactly this name (repeatable)")
+    parser.add_argument("--missing-from", type=Path, help="drop the cases this table already holds")
     parser.add_argument("--merge", action="store_true", help="keep --out's rows that this run does not rebuild")
     parser.add_argument("--per-program", type=int, default=8, help="cases in one program (default 8)")
     parser.add_argument("--device", action="store_true", help="compile each kernel's device code too (to PTX): its "
@@ -354,6 +355,9 @@ def main() -> int:
                                             for c in todo)}.values())
     todo = [c for c in todo if (not args.only or all(word in c["name"] for word in args.only))
             and (not args.name or c["name"] in args.name)]
+    if args.missing_from:
+        held = {r["name"] for r in json.loads(args.missing_from.read_text())["rows"]}
+        todo = [c for c in todo if c["name"] not in held]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(0, len(todo), args.per_program):
