@@ -1,5 +1,6 @@
 """The seed's kernel: TensorRT-LLM's and FlashInfer's MoE grouped GEMM on sm_120 (--launcher trtllm-moe),
-with fusion NONE and FINALIZE, with and without swap_ab, and its sm_90 kernels, against the committed
+with fusion NONE and FINALIZE, with and without swap_ab, and its sm_90 and sm_100 kernels (test_moe_launcher_sm100.py
+has the sm_100 rules one by one), against the committed
 builds of them (tests/data/cutlass_truth_moe_*.json, made by tools/cutlass_truth/moe.py from real CUTLASS
 releases and FlashInfer's cutlass_extensions; the *_candidates_* tables hold every kernel FlashInfer's
 generator emits). FINALIZE at 128x256x128 and 256x128x128 is CUTLASS's own overflow: its auto rule picks 3
