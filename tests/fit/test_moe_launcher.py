@@ -1,10 +1,10 @@
 """The seed's kernel: TensorRT-LLM's and FlashInfer's MoE grouped GEMM on sm_120 (--launcher trtllm-moe),
-with fusion NONE and FINALIZE, with and without swap_ab, and its sm_90 and sm_100 kernels (test_moe_launcher_sm100.py
-has the sm_100 rules one by one), against the committed
-builds of them (tests/data/cutlass_truth_moe_*.json, made by tools/cutlass_truth/moe.py from real CUTLASS
-releases and FlashInfer's cutlass_extensions; the *_candidates_* tables hold every kernel FlashInfer's
-generator emits). FINALIZE at 128x256x128 and 256x128x128 is CUTLASS's own overflow: its auto rule picks 3
-stages and the kernel needs 102400 B of sm_120's 101376."""
+with fusion NONE and FINALIZE, with and without swap_ab, and its sm_90 and sm_100 kernels (the sm_100 rules
+one by one in test_moe_launcher_sm100.py), against the committed builds of them
+(tests/data/cutlass_truth_moe_*.json, made by tools/cutlass_truth/moe.py from real CUTLASS releases and
+FlashInfer's cutlass_extensions; the *_candidates_* tables hold every kernel FlashInfer's generator emits).
+FINALIZE at 128x256x128 and 256x128x128 is CUTLASS's own overflow: its auto rule picks 3 stages and the
+kernel needs 102400 B of sm_120's 101376."""
 
 from __future__ import annotations
 
