@@ -179,13 +179,17 @@ def test_fit_answers_a_2sm_kernel_without_shared_memory_in_the_epilogue(capsys: 
                                           f"{OPTIN} B"), first
 
 
-@pytest.mark.parametrize("dtype", ["nvfp4", "bf16"])
-def test_every_sm100_kernel_is_listed_with_its_build(dtype: str, capsys: pytest.CaptureFixture[str]) -> None:
-    code, lines = listing(capsys, "--arch", "10.0", "--dtype", dtype)
-    emitted = [c for c in launchers.CANDIDATES["sm100"] if c.act == dtype]
+def test_every_generated_kernel_has_a_build() -> None:
+    assert set(launchers.CANDIDATES["sm100"]) <= {candidate(r) for r in BUILT if not r["dynamic_cluster"]}
+
+
+@pytest.mark.parametrize(("act", "weight"), launchers.OPERANDS["sm100"])
+def test_every_sm100_kernel_is_listed_with_its_build(act: str, weight: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, lines = listing(capsys, "--arch", "10.0", "--dtype-a", act, "--dtype-b", weight)
+    emitted = [c for c in launchers.CANDIDATES["sm100"] if (c.act, c.weight) == (act, weight)]
     assert code == 0 and lines[0].startswith(f"sm_100: {len(emitted)} kernels ("), lines[0]
     rows = table(lines)
-    for build in (r for r in BUILT if r["a"] == dtype and not r["dynamic_cluster"] and candidate(r) in emitted):
+    for build in (r for r in BUILT if not r["dynamic_cluster"] and candidate(r) in emitted):
         want = {"tile": "x".join(map(str, build["tile"])), "fusion": build["fusion"],
                 "swap_ab": "on" if build["swap_ab"] else "off", "cluster": "x".join(map(str, build["cluster"])),
                 "epilogue": build["epilogue"]}
