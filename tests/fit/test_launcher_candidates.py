@@ -59,7 +59,7 @@ def test_every_sm120_kernel_is_listed_with_its_build_on_one_screen(capsys: pytes
     code, lines = listing(capsys, "--arch", "12.0")
     builds = [r for r in TRUTH["sm_120"]["rows"] if r["a"] == "nvfp4"]
     assert code == 1 and len(lines) <= SCREEN_ROWS and max(map(len, lines)) <= SCREEN_COLUMNS, "\n".join(lines)
-    assert lines[0] == f"sm_120: {len(builds)} kernels (cluster 1x1x1, types nvfp4, out fp16/bf16)"
+    assert lines[0] == f"sm_120: {len(builds)} kernels (cluster 1x1x1, epilogue tma, types nvfp4, out fp16/bf16)"
     over = [r for r in builds if r["shared_storage_bytes"] > OPTIN["sm_120"]]
     assert lines[1] == (f"{len(over)} over the opt-in limit of {OPTIN['sm_120']} B, each: it compiles and fails at "
                         "initialize() with Error Internal")

@@ -1,9 +1,10 @@
 """The seed's kernel: TensorRT-LLM's and FlashInfer's MoE grouped GEMM on sm_120 (--launcher trtllm-moe),
-with fusion NONE and FINALIZE, with and without swap_ab, and its sm_90 kernels, against the committed
-builds of them (tests/data/cutlass_truth_moe_*.json, made by tools/cutlass_truth/moe.py from real CUTLASS
-releases and FlashInfer's cutlass_extensions; the *_candidates_* tables hold every kernel FlashInfer's
-generator emits). FINALIZE at 128x256x128 and 256x128x128 is CUTLASS's own overflow: its auto rule picks 3
-stages and the kernel needs 102400 B of sm_120's 101376."""
+with fusion NONE and FINALIZE, with and without swap_ab, and its sm_90 and sm_100 kernels (the sm_100 rules
+one by one in test_moe_launcher_sm100.py), against the committed builds of them
+(tests/data/cutlass_truth_moe_*.json, made by tools/cutlass_truth/moe.py from real CUTLASS releases and
+FlashInfer's cutlass_extensions; the *_candidates_* tables hold every kernel FlashInfer's generator emits).
+FINALIZE at 128x256x128 and 256x128x128 is CUTLASS's own overflow: its auto rule picks 3 stages and the
+kernel needs 102400 B of sm_120's 101376."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import json
 
 import pytest
 
-from bisect_smem.analysis.fit.cutlass import launchers, sm90, sm120
+from bisect_smem.analysis.fit.cutlass import launchers, sm90, sm100, sm120
 from bisect_smem.analysis.fit.cutlass.gemm import GemmKernel
 from bisect_smem.app.cli import main as cli
 from tests.paths import DATA, ROOT
@@ -32,7 +33,8 @@ FAMILIES = {90: "sm90", 120: "sm120"}
 def kernel(row: dict, stages: int | None = None, cutlass_version: str = "4.7.0") -> GemmKernel:
     m, n, k = row["tile"]
     return GemmKernel(m, n, k, row["a"], row["b"], row["c"], row["d"], "auto", True, stages, None, row["launcher"],
-                      row["fusion"], row["swap_ab"], cutlass_version, tuple(row.get("cluster", (1, 1, 1))))
+                      row["fusion"], row["swap_ab"], cutlass_version, tuple(row.get("cluster", (1, 1, 1))),
+                      row.get("epilogue", "tma"))
 
 
 def find(doc: dict, tile: str, fusion: str, swap_ab: bool = False) -> dict:
@@ -45,7 +47,7 @@ def find(doc: dict, tile: str, fusion: str, swap_ab: bool = False) -> dict:
 def test_the_tables_cover_two_releases_and_the_seed() -> None:
     versions = {doc["cutlass_version"] for doc in TABLES.values()}
     assert len(versions) >= 2 and "4.7.0" in versions
-    assert {row["arch"] for _, row in ROWS} == {90, 120}
+    assert {row["arch"] for _, row in ROWS} == {90, 100, 120}
     assert len(SEED_TABLES) >= 4
     for doc in (TABLES[name] for name in SEED_TABLES):
         seed = find(doc, "128x256x128", "finalize")
@@ -54,7 +56,7 @@ def test_the_tables_cover_two_releases_and_the_seed() -> None:
 
 @pytest.mark.parametrize(("table", "row"), ROWS, ids=[f"{t}:{r['name']}" for t, r in ROWS])
 def test_the_model_equals_every_build(table: str, row: dict) -> None:
-    family = {90: sm90.build, 120: sm120.build}[row["arch"]]
+    family = {90: sm90.build, 100: sm100.build, 120: sm120.build}[row["arch"]]
     built = family(kernel(row, cutlass_version=TABLES[table]["cutlass_version"]))
     if not row["builds"]:
         assert not built.builds and built.reason == row["refusal"], built.reason
@@ -109,8 +111,8 @@ def test_fusion_none_fits_and_is_no_overflow(capsys: pytest.CaptureFixture[str])
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--fusion", "finalize"], "--fusion and --swap-ab are the MoE launcher's: add --launcher trtllm-moe"),
-    (["--swap-ab"], "--fusion and --swap-ab are the MoE launcher's"),
+    (["--fusion", "finalize"], "--swap-ab and --epilogue-schedule are the MoE launcher's: add --launcher trtllm-moe"),
+    (["--swap-ab"], "--fusion, --swap-ab and --epilogue-schedule are the MoE launcher's"),
     (["--launcher", "trtllm-moe", "--schedule", "pingpong"], "--schedule: --launcher trtllm-moe fixes it itself"),
     (["--launcher", "trtllm-moe", "--rule", "triton"], "--launcher is CUTLASS's: drop it with --rule triton"),
 ])
@@ -121,9 +123,9 @@ def test_launcher_options_refused_one_line(args: list[str], message: str, capsys
 
 
 def test_other_families_and_operands_are_not_guessed(capsys: pytest.CaptureFixture[str]) -> None:
-    code = cli.main(["fit", "--launcher", "trtllm-moe", "--tile", "128x128x128", "--arch", "sm_100", "--no-local"])
+    code = cli.main(["fit", "--launcher", "trtllm-moe", "--tile", "128x128x256", "--arch", "10.3", "--no-local"])
     out = capsys.readouterr().out
-    assert code == 4 and "is modelled for sm120 and sm90; its sm100 kernel is not modelled" in out
+    assert code == 4 and "its kernels for cc 10.3 are not modelled" in out
     code = cli.main(["fit", "--launcher", "trtllm-moe", "--tile", "128x128x64", "--arch", "sm_90", "--no-local"])
     out = capsys.readouterr().out
     assert code == 1 and "FP4 is only supported by SM100" in out

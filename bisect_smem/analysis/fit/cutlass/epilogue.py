@@ -8,7 +8,7 @@ sm100_builder.inl, sm120_builder.inl)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from bisect_smem.analysis.fit.cutlass.layout import EMPTY, Part, array, barriers, struct, union
@@ -64,23 +64,25 @@ def stages(tiles: int, reuse: bool, c_most: int, d_most: int = 2) -> tuple[int, 
 
 def storage(tile: tuple[int, int], c_bits: int, d_bits: int, stages_c: int, stages_d: int, reuse: bool,
             tensormap_count: int = 0, column_major: bool = False, fusion: Part = EMPTY,
-            swizzled: int | None = None) -> Epilogue:
+            swizzled: int | None = None, aligned: Callable[[int, int], int] | None = None) -> Epilogue:
     """The storage of a TMA epilogue with these buffers (bytes per element from bits; a void D keeps its
     buffer in the fusion's aux type, ``d_bits``). ``column_major`` C and D swizzle along M; ``fusion`` is
     the fusion callbacks' SharedStorage (empty for a linear combination); ``swizzled`` the elements of one
-    contiguous run that the swizzle is chosen for, where it is shorter than the tile's row."""
+    contiguous run that the swizzle is chosen for, where it is shorter than the tile's row; ``aligned`` gives
+    a buffer's alignment from the run's bytes and an element's bits (default: swizzle_alignment of the run)."""
+    aligned = aligned or (lambda run_bytes, _bits: swizzle_alignment(run_bytes))
     elems = tile[0] * tile[1]
     c_stage, d_stage = elems * c_bits // 8, elems * d_bits // 8
     contiguous = swizzled or (tile[0] if column_major else tile[1])
-    align_d = swizzle_alignment(contiguous * d_bits // 8)
+    align_d = aligned(contiguous * d_bits // 8, d_bits)
     if c_bits == 0:
         collective = union(Part(0, 1), array(stages_d * d_stage, align_d))
     elif reuse:
-        most = max(swizzle_alignment(contiguous * c_bits // 8), align_d)
+        most = max(aligned(contiguous * c_bits // 8, c_bits), align_d)
         stride = max(c_stage, d_stage)
         collective = union(array((stages_c - 1) * stride + c_stage, most), array((stages_c - 1) * stride + d_stage, most))
     else:
-        collective = struct(array(stages_c * c_stage, swizzle_alignment(contiguous * c_bits // 8)),
+        collective = struct(array(stages_c * c_stage, aligned(contiguous * c_bits // 8, c_bits)),
                             array(stages_d * d_stage, align_d))
     tensors = struct(collective, fusion)
     pipeline = barriers(stages_c)
@@ -158,12 +160,32 @@ def sm100_swizzled_run(tile_n: int, n: int, warp_n: int) -> int:
 
 
 def sm100(cta_m: int, n: int, c_bits: int, d_bits: int, warps: Sequence[int], block_scaled: bool,
-          grouped: bool) -> Epilogue:
-    """sm_100's TmaWarpSpecialized1Sm/2Sm epilogue: C's smem reused whenever C is wider than 8 bits."""
-    tile = sm100_tile(cta_m, n, c_bits, d_bits, warps, block_scaled)
+          grouped: bool, column_major: bool = False, tile: tuple[int, int] | None = None, fusion: Part = EMPTY) -> Epilogue:
+    """sm_100's TmaWarpSpecialized1Sm/2Sm epilogue: C's smem reused whenever C is wider than 8 bits.
+    ``column_major`` C and D swizzle along the tile's M; ``tile`` is an epilogue tile given instead of
+    EpilogueTileAuto's (a plain M x N shape); ``fusion`` the fusion callbacks' SharedStorage."""
+    given_tile = tile is not None
+    tile = tile or sm100_tile(cta_m, n, c_bits, d_bits, warps, block_scaled)
     tiles = (cta_m // tile[0]) * (n // tile[1])
     reuse = c_bits > 8
     stages_c, stages_d = stages(tiles, reuse, 4)
-    # The block-scaled N = 256 tile is a plain (M, 128) tile, not strided over the warps.
-    run = tile[1] if block_scaled and n == 256 else sm100_swizzled_run(tile[1], n, warps[1])
-    return storage(tile, c_bits, d_bits, stages_c, stages_d, reuse, 2 if grouped else 0, swizzled=run)
+    # The block-scaled N = 256 tile and a given tile are plain (M, N) tiles, not strided over the warps.
+    plain = given_tile or (block_scaled and n == 256)
+    run = tile[0] if column_major else tile[1] if plain else sm100_swizzled_run(tile[1], n, warps[1])
+    return storage(tile, c_bits, d_bits, stages_c, stages_d, reuse, 2 if grouped else 0, column_major, fusion,
+                   swizzled=run, aligned=sm100_column_major_alignment if column_major else None)
+
+
+def sm100_column_major_alignment(run_bytes: int, bits: int) -> int:
+    """sm100_smem_selector for M-major C and D: a 32-bit element takes UMMA's SW128_32B atom (Swizzle<2,5,2>:
+    512 B) whatever the run, the others the swizzles K-major rows take (swizzle_alignment)."""
+    return 512 if bits == 32 else swizzle_alignment(run_bytes)
+
+
+def sm100_no_smem(grouped: bool, callbacks: bool = False) -> Epilogue:
+    """sm_100's NoSmemWarpSpecialized1Sm/2Sm epilogue: its TensorStorage, pipeline and (grouped) TensorMapStorage
+    are empty structs of 1 B each, in the kernel's storage. ``callbacks``: the fusion-callbacks collective the
+    builder takes for block-scaled kernels, whose SharedStorage (the builder's carveout) is the callbacks'
+    empty storage beside a zero-length reduction buffer (array_aligned, 16 B): 32 B."""
+    shared = struct(EMPTY, Part(16, 16)) if callbacks else EMPTY
+    return Epilogue(None, 0, 0, EMPTY, EMPTY, Part(1, 128) if grouped else None, shared)

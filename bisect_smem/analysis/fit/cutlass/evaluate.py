@@ -40,8 +40,11 @@ def cutlass_build(kernel: GemmKernel, target: Target) -> Build:
     if family is None:
         return Build("none", False, "no CUTLASS 3.x/4.x collective builder before sm_90 (or the architecture is "
                                     "unknown)")
-    if kernel.launcher is not None and (reason := launchers.not_modelled(family)):
+    if kernel.launcher is not None and (reason := launchers.not_modelled(family, target.compute_capability)):
         return Build(family, False, reason, modelled=False)
+    if kernel.epilogue_schedule != "tma" and family != "sm100":
+        return Build(family, False, f"the MoE launcher's {launchers.arch_name(family)} kernels have one epilogue: "
+                                    "--epilogue-schedule nosmem is its sm_100 choice")
     return FAMILIES[family](kernel)
 
 

@@ -10,6 +10,9 @@ from bisect_smem.analysis.fit.cutlass.types import Operand, operand, output_bits
 from bisect_smem.core.errors import UsageError
 
 SCHEDULES = ("auto", "cooperative", "pingpong", "1sm", "2sm")
+# The MoE launcher's sm_100 epilogues: PtrArrayTmaWarpSpecialized{1,2}Sm, or PtrArrayNoSmemWarpSpecialized{1,2}Sm
+# (registers straight to global memory, D aligned to 256 bits).
+EPILOGUE_SCHEDULES = ("tma", "nosmem")
 MIN_STAGES = 2  # "Specialization requires Stages set to value 2 or more."
 MAX_CLUSTER = 16  # the most CTAs a cluster may have (non-portable; 8 portable)
 
@@ -36,6 +39,8 @@ class GemmKernel:
     swap_ab: bool = False  # A and B swapped: the kernel computes D^T, so C and D are column-major
     cutlass_version: str = CUTLASS_VERSION  # the release whose builders count it (CUTLASS_VERSIONS)
     cluster: tuple[int, int, int] = (1, 1, 1)  # the cluster shape, CTAs along M, N, K
+    # The launcher's sm_100 epilogue: "tma" (PtrArrayTmaWarpSpecialized1Sm/2Sm) or "nosmem" (no shared memory).
+    epilogue_schedule: str = "tma"
 
     def __post_init__(self) -> None:
         operand(self.a, "--dtype-a")
@@ -49,6 +54,9 @@ class GemmKernel:
                 MAX_CLUSTER:
             raise UsageError(f"--cluster {'x'.join(map(str, self.cluster))}: a cluster has at most {MAX_CLUSTER} CTAs "
                              "(8 portable)")
+        if self.epilogue_schedule not in EPILOGUE_SCHEDULES:
+            raise UsageError(f"unknown --epilogue-schedule {self.epilogue_schedule!r}; valid: "
+                             f"{', '.join(EPILOGUE_SCHEDULES)}")
         if self.stages is not None and self.stages < 1:
             raise UsageError(f"--stages must be >= 1 (got {self.stages})")
 

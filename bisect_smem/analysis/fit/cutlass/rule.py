@@ -11,7 +11,7 @@ from typing import Any
 
 from bisect_smem.analysis.fit.cutlass import CUTLASS_VERSION, CUTLASS_VERSIONS, LIBRARY, builders_of, launchers, names
 from bisect_smem.analysis.fit.cutlass.evaluate import LABELS, evaluate_cutlass
-from bisect_smem.analysis.fit.cutlass.gemm import SCHEDULES, GemmKernel
+from bisect_smem.analysis.fit.cutlass.gemm import EPILOGUE_SCHEDULES, SCHEDULES, GemmKernel
 from bisect_smem.analysis.fit.cutlass.types import operand, output_bits
 from bisect_smem.analysis.fit.explain import Explained
 from bisect_smem.analysis.fit.targets import FitRequest, FitResult, Target, check_bound
@@ -24,6 +24,7 @@ from bisect_smem.core.sizes import parse_size
 OPTIONS = (("--dtype-a", "dtype_a"), ("--dtype-b", "dtype_b"), ("--c-dtype", "c_dtype"), ("--d-dtype", "d_dtype"),
            ("--schedule", "schedule"), ("--grouped", "grouped"), ("--epilogue", "epilogue"),
            ("--launcher", "launcher"), ("--fusion", "fusion"), ("--swap-ab", "swap_ab"),
+           ("--epilogue-schedule", "epilogue_schedule"),
            ("--cutlass-version", "cutlass_version"), ("--cluster", "cluster"))
 # What a launcher fixes itself: given beside --launcher, these are a usage error.
 LAUNCHER_FIXES = ("--c-dtype", "--schedule", "--grouped", "--epilogue")
@@ -66,12 +67,16 @@ class CutlassRule:
                             help="the kernel as a library's launcher builds it: trtllm-moe, TensorRT-LLM's and "
                                  "FlashInfer's MoE grouped GEMM (moe_gemm_tma_ws_launcher; sm_120 nvfp4, and "
                                  "--dtype-a mxfp8 --dtype-b mxfp4 for MXFP8 activations with MXFP4 weights; sm_90 "
-                                 "bf16, fp16, fp32, e4m3; --dtype defaults to nvfp4, --d-dtype is the output type); "
-                                 "without --tile, every kernel FlashInfer generates for the architecture")
+                                 "bf16, fp16, fp32, e4m3; sm_100 all of these and mxfp8, --tile the generator's CTA "
+                                 "tile, --cluster 2x1x1 the 2-SM kernel; --dtype defaults to nvfp4, --d-dtype is the "
+                                 "output type); without --tile, every kernel FlashInfer generates for the architecture")
         parser.add_argument("--fusion", choices=launchers.FUSIONS,
                             help="the launcher's epilogue fusion: none (default) or finalize (the FC2 epilogue: "
                                  "scatter, router scales, bias)")
         parser.add_argument("--swap-ab", action="store_true", help="the launcher's swap_ab kernel (D transposed)")
+        parser.add_argument("--epilogue-schedule", choices=EPILOGUE_SCHEDULES,
+                            help="the launcher's sm_100 epilogue: tma (default, PtrArrayTmaWarpSpecialized) or nosmem "
+                                 "(PtrArrayNoSmemWarpSpecialized, no shared memory)")
         parser.add_argument("--cluster", metavar="MxNxK", help="the cluster shape (default 1x1x1); on sm_100, "
                             "--schedule auto takes the 2-SM kernel where the cluster is even along M, as CUTLASS does")
         parser.add_argument("--cutlass-version", metavar="X.Y.Z",
@@ -88,7 +93,7 @@ class CutlassRule:
         """One GemmKernel per tile; the operands default to fp16, C and D to bf16."""
         if dtype is not None:
             operand(dtype, "--dtype")
-        launchers.check(args.launcher, args.fusion or "none", args.swap_ab)
+        launchers.check(args.launcher, args.fusion or "none", args.swap_ab, args.epilogue_schedule)
         if args.launcher is not None:
             return self._launched(args, tiles, dtype, stages)
         dtype = dtype or "fp16"
@@ -111,14 +116,14 @@ class CutlassRule:
         out = args.d_dtype or launchers.default_output(act)
         return tuple(GemmKernel(t.m, t.n, t.k, act, weight, out, out, "auto", True, stages, None, args.launcher,
                                 args.fusion or "none", args.swap_ab, args.cutlass_version or CUTLASS_VERSION,
-                                parse_cluster(args.cluster)) for t in tiles)
+                                parse_cluster(args.cluster), args.epilogue_schedule or "tma") for t in tiles)
 
     def listing(self, args: argparse.Namespace, dtype: str | None, stages: int | None) -> launchers.Listing | None:
         """Without --tile, --launcher lists every kernel its generator emits, narrowed by --dtype (or --dtype-a
-        and --dtype-b), --d-dtype, --fusion, --swap-ab and --cluster; None without --launcher."""
+        and --dtype-b), --d-dtype, --fusion, --swap-ab, --cluster and --epilogue-schedule; None without --launcher."""
         if args.launcher is None:
             return None
-        launchers.check(args.launcher, args.fusion or "none", args.swap_ab)
+        launchers.check(args.launcher, args.fusion or "none", args.swap_ab, args.epilogue_schedule)
         fixed = [option for option, dest in OPTIONS if option in LAUNCHER_FIXES and getattr(args, dest)]
         if fixed:
             raise UsageError(f"{', '.join(fixed)}: --launcher {args.launcher} fixes {'it' if len(fixed) == 1 else 'them'}"
@@ -133,13 +138,14 @@ class CutlassRule:
         return launchers.Listing(args.launcher, args.cutlass_version or CUTLASS_VERSION,
                                  operand(act).name if act else None, operand(weight).name if weight else None, out,
                                  args.fusion, True if args.swap_ab else None,
-                                 parse_cluster(args.cluster) if args.cluster else None, stages)
+                                 parse_cluster(args.cluster) if args.cluster else None, stages, args.epilogue_schedule)
 
     def describe_listing(self, listing: launchers.Listing) -> str:
         """``trtllm-moe, every kernel FlashInfer generates; stages auto: CUTLASS 4.7.0's builders``."""
         given = [f"{name} {value}" for name, value in (("output", listing.out), ("fusion", listing.fusion),
                                                       ("swap_ab", "on" if listing.swap_ab else None),
-                                                      ("cluster", listing.cluster and "x".join(map(str, listing.cluster))))
+                                                      ("cluster", listing.cluster and "x".join(map(str, listing.cluster))),
+                                                      ("epilogue", listing.epilogue))
                  if value]
         count = "stages auto" if listing.stages is None else f"{listing.stages} stages"
         return (f"{listing.launcher}, every kernel FlashInfer generates{', ' + ', '.join(given) if given else ''}"
@@ -148,15 +154,17 @@ class CutlassRule:
     def candidates(self, listing: launchers.Listing, target: Target) -> tuple[tuple[GemmKernel, ...], str | None]:
         """The listed kernels on the target's architecture, and where there are none, why."""
         family = gemm_family(target.compute_capability)
+        if family and (reason := launchers.not_modelled(family, target.compute_capability)):
+            return (), reason
         found = listing.kernels(family) if family else ()
         return found, None if found else listing.why_none(family)
 
     def candidate_fields(self, kernel: GemmKernel) -> tuple[tuple[str, str], ...]:
-        """What tells one listed kernel from another: types, tile, cluster, fusion, swap_ab."""
+        """What tells one listed kernel from another: types, tile, cluster, fusion, swap_ab, epilogue."""
         types = kernel.a if kernel.a == kernel.b else f"{kernel.a} x {kernel.b}"
         return (("tile", f"{kernel.m}x{kernel.n}x{kernel.k}"), ("fusion", kernel.fusion),
                 ("swap_ab", "on" if kernel.swap_ab else "off"), ("cluster", "x".join(map(str, kernel.cluster))),
-                ("types", types), ("out", kernel.d))
+                ("epilogue", kernel.epilogue_schedule), ("types", types), ("out", kernel.d))
 
     def evaluate(self, kernel: GemmKernel, request: FitRequest, target: Target) -> FitResult:
         """The build CUTLASS makes for the target's family, against its limits."""
@@ -171,8 +179,12 @@ class CutlassRule:
         epilogue = f"epilogue {k.epilogue_bytes} B (given)" if k.epilogue_bytes is not None else f"C {k.c}, D {k.d}"
         if k.cluster != (1, 1, 1):
             types += f", cluster {'x'.join(map(str, k.cluster))}"
+        if k.launcher is not None and k.cluster[0] == 2:
+            # The launcher's Is2SM: on sm_100 the tile given is each CTA's, the MMA tile spans the pair.
+            types += f" (on sm_100 the 2-SM kernel, MMA tile {2 * k.m}x{k.n}x{k.k})"
         if k.launcher is not None:
-            return (f"{tile}{types}, output {k.d}, fusion {k.fusion}{', swap_ab' if k.swap_ab else ''}, {count}: "
+            shown = f", {k.epilogue_schedule} epilogue" if k.epilogue_schedule != "tma" else ""
+            return (f"{tile}{types}, output {k.d}, fusion {k.fusion}{', swap_ab' if k.swap_ab else ''}{shown}, {count}: "
                     f"{k.launcher} launcher (moe_gemm_tma_ws_launcher) with {builders_of(k.cutlass_version)}")
         return (f"{tile}{types}, {epilogue}, schedule {k.schedule}{', grouped' if k.grouped else ''}, {count}: "
                 f"{builders_of(k.cutlass_version)}")
@@ -182,7 +194,8 @@ class CutlassRule:
         k = kernels[0]
         return {"dtype_a": k.a, "dtype_b": k.b, "c_dtype": k.c, "d_dtype": k.d, "schedule": k.schedule,
                 "grouped": k.grouped, "cutlass_version": k.cutlass_version, "epilogue_bytes": k.epilogue_bytes,
-                "launcher": k.launcher, "fusion": k.fusion, "swap_ab": k.swap_ab, "cluster": list(k.cluster)}
+                "launcher": k.launcher, "fusion": k.fusion, "swap_ab": k.swap_ab, "cluster": list(k.cluster),
+                "epilogue_schedule": k.epilogue_schedule}
 
     def json_properties(self) -> dict[str, Any]:
         """The schema of json_fields."""
@@ -190,7 +203,8 @@ class CutlassRule:
                 "grouped": {"type": "boolean"}, "cutlass_version": _STRING,
                 "epilogue_bytes": {"type": ["integer", "null"]}, "launcher": {"enum": [*launchers.LAUNCHERS, None]},
                 "fusion": {"enum": list(launchers.FUSIONS)}, "swap_ab": {"type": "boolean"},
-                "cluster": {"type": "array", "items": {"type": "integer"}, "minItems": 3, "maxItems": 3}}
+                "cluster": {"type": "array", "items": {"type": "integer"}, "minItems": 3, "maxItems": 3},
+                "epilogue_schedule": {"enum": list(EPILOGUE_SCHEDULES)}}
 
     def parse_message(self, text: str) -> Explained | None:
         """CUTLASS has no message of its own ('Error Internal' says no number): None."""

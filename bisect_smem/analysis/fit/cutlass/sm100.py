@@ -2,13 +2,18 @@
 sm100_umma_builder.inl, sm100_blockscaled_umma_builder.inl, sm100_pipeline_carveout.inl,
 sm100_mma_warpspecialized.hpp, sm100_blockscaled_mma_warpspecialized.hpp,
 kernel/sm100_gemm_tma_warpspecialized.hpp). A 2-SM tile is split between two CTAs: each holds half
-of A's rows and half of B's columns, and the kernel's storage is per CTA."""
+of A's rows and half of B's columns, and the kernel's storage is per CTA.
+
+The MoE launcher's sm_100 branch (moe_gemm_tma_ws_launcher.inl, IsSM10x) is the grouped kernel with its own
+choices (as_launched): the 2-SM kernel where the cluster's M is 2, with an MMA tile of twice the generator's
+M; no C; the TMA epilogue or the one with no shared memory; a 128x64 epilogue tile for NVFP4 at N 256; the
+FINALIZE fusion's row broadcast; with swap_ab, the weights as A and column-major C and D."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from bisect_smem.analysis.fit.cutlass import SM100_2SM_EPILOGUE_N, has
+from bisect_smem.analysis.fit.cutlass import SM100_2SM_EPILOGUE_N, has, launchers
 from bisect_smem.analysis.fit.cutlass import epilogue as epi
 from bisect_smem.analysis.fit.cutlass.gemm import MIN_STAGES, Build, GemmKernel, auto_stage_count
 from bisect_smem.analysis.fit.cutlass.layout import Part, aligned16, array, barriers, struct
@@ -22,6 +27,7 @@ CLC_RESPONSE_BYTES = 16
 # Grouped: the four tensor-map updater warps' and the kernel's tensor maps (five copies), each response
 # carrying two more 16-bit fields (WithTensorMapUpdateInfo).
 TENSORMAP_COPIES, GROUPED_RESPONSE_BYTES = 5, CLC_RESPONSE_BYTES + 4
+NO_SMEM_TILE_N = 64  # the NoSmem epilogue's tile: the CTA's M by min(64, N)
 SF_BLOCK_MN, SF_BLOCK_K = 128, 4  # a scale-factor atom: 128 rows by 4 factors along K
 
 
@@ -73,8 +79,40 @@ def mma_k(g: GemmKernel) -> int:
     return int(32 // alloc_bytes(g, g.op_a.bits))
 
 
+def as_launched(g: GemmKernel) -> GemmKernel:
+    """The kernel the MoE launcher's sm_100 branch asks CUTLASS for: at a cluster of 2 along M (Is2SM) the
+    2-SM schedule and an MMA tile of twice the generator's M, else the 1-SM one; no C; MXFP4 weights beside
+    MXFP8 activations through the MXF8F6F4 schedule (1 B an element); with swap_ab A is the weights."""
+    two_sm = g.cluster[0] == 2
+    weight = "mxfp4-f8f6f4" if g.b == "mxfp4" and g.a != g.b else g.b
+    a, b = (weight, g.a) if g.swap_ab else (g.a, weight)
+    return replace(g, m=g.m * 2 if two_sm else g.m, a=a, b=b, c="void", schedule="2sm" if two_sm else "1sm")
+
+
+def launcher_epilogue(g: GemmKernel, cta_m: int, warps: list[int]) -> epi.Epilogue:
+    """The launcher's sm_100 epilogue (``g`` as_launched): none in shared memory, or the TMA one with its
+    FINALIZE row broadcast, column-major C and D with swap_ab, and a 128x64 tile for NVFP4 at N 256 (EpilogueSubTile;
+    the launcher's IsFP4 is the activations' type)."""
+    if g.epilogue_schedule == "nosmem":
+        return epi.sm100_no_smem(g.grouped, callbacks=g.block_scaled)
+    activations = g.b if g.swap_ab else g.a
+    tile = (128, 64) if activations == "nvfp4" and g.n == 256 else None
+    fusion = launchers.fusion_storage(g.fusion, g.swap_ab, g.n, g.d_bits)
+    return epi.sm100(cta_m, g.n, g.c_bits, g.d_bits, warps, g.block_scaled, g.grouped, g.swap_ab, tile, fusion)
+
+
 def refuse(g: GemmKernel) -> str | None:
-    """Why sm_100's builders refuse this kernel (in their words), or None."""
+    """Why sm_100's builders (or the MoE launcher) refuse this kernel (in their words), or None."""
+    if g.launcher is not None and (reason := launchers.refuse("sm100", g.a, g.b)):
+        return reason
+    if g.launcher is not None:
+        g = as_launched(g)
+        if g.epilogue_schedule == "nosmem" and g.fusion == "finalize":
+            # FINALIZE's D is void, and the epilogue without shared memory loads the accumulator by D's width.
+            return "Unsupported data types"
+        if g.epilogue_schedule == "nosmem" and g.n > NO_SMEM_TILE_N and g.n % NO_SMEM_TILE_N:
+            # Its epilogue tile is the CTA's M by at most 64 columns, which must divide the tile's N (cute's words).
+            return "Divisibility Condition"
     if g.schedule in ("cooperative", "pingpong"):
         return f"--schedule {g.schedule} is sm_90's and sm_120's; sm_100 has auto, 1sm, 2sm"
     if g.op_a.block_scaled != g.op_b.block_scaled or (g.block_scaled and g.op_a.scale_vector != g.op_b.scale_vector):
@@ -84,7 +122,7 @@ def refuse(g: GemmKernel) -> str | None:
     if two_sm and g.cluster[0] % 2:
         return CLUSTER_MISMATCH
     if two_sm and has(g.cutlass_version, SM100_2SM_EPILOGUE_N) and max(g.c_bits, g.d_bits) == 16 and g.n > 128 \
-            and g.n % 64:
+            and g.n % 64 and g.epilogue_schedule == "tma":
         return TWO_SM_EPILOGUE_N
     if g.op_a.bits == g.op_b.bits == 16 and g.a != g.b:
         # The builder takes A and B of one 16-bit type (its non-F8F6F4 inputs must match).
@@ -117,6 +155,7 @@ def build(g: GemmKernel) -> Build:
     reason = refuse(g)
     if reason:
         return Build("sm100", False, reason, hint=_hint(g, reason))
+    g = as_launched(g) if g.launcher is not None else g
     two_sm = uses_two_sms(g)
     cta_m, cta_n = (g.m // 2, g.n // 2) if two_sm else (g.m, g.n)
     a = int(alloc_bytes(g, g.op_a.bits) * cta_m * g.k)
@@ -124,7 +163,8 @@ def build(g: GemmKernel) -> Build:
     acc = accumulator_stages(g, cta_m, two_sm)
     capacity = CAPACITY_BYTES - carveout_of(g, acc)
     warps = epi.sm100_tmem_warps(two_sm, g.m)
-    ep = epi.chosen(epi.sm100(cta_m, g.n, g.c_bits, g.d_bits, warps, g.block_scaled, g.grouped), g.epilogue_bytes)
+    ep = launcher_epilogue(g, cta_m, warps) if g.launcher is not None else \
+        epi.chosen(epi.sm100(cta_m, g.n, g.c_bits, g.d_bits, warps, g.block_scaled, g.grouped), g.epilogue_bytes)
     carveout = ep.shared.size
     sfa = scale_factors(cta_m, g.k, g.op_a.scale_vector) if g.block_scaled else 0
     sfb = scale_factors(g.n, g.k, g.op_b.scale_vector) if g.block_scaled else 0
@@ -140,7 +180,7 @@ def build(g: GemmKernel) -> Build:
              ("scale factors SFB", stages * sfb), ("mainloop barriers", barriers(stages).size), *epilogue_parts(ep),
              (f"kernel pipelines (accumulator x{acc}, scheduler, order, TMEM" + (", tensor-map ready)" if g.grouped
                                                                                    else ")"),
-              pipes.size - barriers(stages).size - ep.pipeline.size),
+              pipes.size - barriers(stages).size - aligned16(ep.pipeline).size),
              ("scheduler responses and TMEM pointer", responses),
              *([(f"tensor maps ({TENSORMAP_COPIES} copies)", TENSORMAP_COPIES * _tensormaps(ml_maps, ep).size)]
                if g.grouped else [])]
