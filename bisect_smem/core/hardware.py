@@ -26,6 +26,7 @@ NONPORTABLE_CLUSTER_SIZE = 16  # the largest with cudaFuncAttributeNonPortableCl
 SMEM_REGISTERS_FROM_CC = (8, 0)  # the reserved per-block window and the PTX registers that show it
 AGGR_REGISTER_FROM_CC = (9, 0)  # %aggr_smem_size
 CLUSTERS_FROM_CC = (9, 0)  # thread block clusters and distributed shared memory
+B200_CC = (10, 0)  # B200 and GB200; cc 10.3 (B300) takes other kernel branches in the libraries
 # Clusters are scheduled within one GPC; the simulator gives every GPC this many SMs (the last one the rest).
 SMS_PER_GPC = 16
 DEFAULT_RESERVED_BYTES = KIB  # the reserved window from cc 8.0 on, where a table leaves it unconfirmed

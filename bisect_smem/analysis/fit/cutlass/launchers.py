@@ -22,6 +22,9 @@ from bisect_smem.analysis.fit.cutlass.gemm import EPILOGUE_SCHEDULES, GemmKernel
 from bisect_smem.analysis.fit.cutlass.layout import EMPTY, Part
 from bisect_smem.analysis.fit.cutlass.types import operand
 from bisect_smem.core.errors import UsageError
+from bisect_smem.core.hardware import B200_CC
+
+SM100_CLUSTER_M = range(1, 3)  # 1 SM, or the 2-SM kernel of a 2x1 cluster
 
 LAUNCHERS = ("trtllm-moe",)
 FUSIONS = ("none", "finalize")
@@ -106,7 +109,8 @@ def _sm100() -> tuple[Candidate, ...]:
     build the same storage (compiled), so each is listed once."""
     found = []
     for (act, weight), fusion, m, n, cluster_m, epilogue, swap in product(
-            OPERANDS["sm100"], FUSIONS, (64, 128), (8, 16, 32, 64, 128, 192, 256), (1, 2), EPILOGUE_SCHEDULES, (False, True)):
+            OPERANDS["sm100"], FUSIONS, (64, 128), (8, 16, 32, 64, 128, 192, 256), SM100_CLUSTER_M, EPILOGUE_SCHEDULES,
+            (False, True)):
         if not _sm100_emits(act, weight, m, n, cluster_m, epilogue, fusion):
             continue
         k = 256 if act == "e4m3" and n == 8 else _k_tile(act)
@@ -149,7 +153,7 @@ def fusion_storage(fusion: str, swap_ab: bool, n: int, out_bits: int) -> Part:
 
 # sm_100's branch is modelled where its kernels were built for: cc 10.0 (B200, GB200). On cc 10.3 the launcher
 # takes its Sm103 branch for FP4 (K tripled, the Ultra schedules) and the EpilogueSubTile rule is sm_100's only.
-SM100_MODELLED_CC = (10, 0)
+SM100_MODELLED_CC = B200_CC
 
 
 def not_modelled(family: str, compute_capability: tuple[int, int] | None = None) -> str | None:
