@@ -259,3 +259,16 @@ def test_tritons_mma_per_architecture() -> None:
                                              "tcgen05", None, "mma.sync", "mma.sync", None]
     assert [has_native_fp8_mma_sync(cc) for cc in ccs[1:-1]] == [False, False, True, False, False, False, False,
                                                                  True, False]
+
+
+@pytest.mark.parametrize("dtype, warps, stages", [("fp16", 4, 3), ("int8", 2, 3), ("fp16", 8, 2)])
+def test_one_more_stage_is_named_only_where_it_would_not_fit(dtype: str, warps: int, stages: int,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    # A count the user chose, with room for more: the next stage's bytes fit too, so they are no limit.
+    more = shared_of(TritonKernel(128, 128, 64, dtype, stages, warps), stages + 1, (9, 0)).shared
+    assert more <= 232448  # the case is one where the next stage fits sm_90
+    code, out, _ = fit(["--tile", "128x128x64", "--dtype", dtype, "--warps", str(warps), "--stages", str(stages),
+                        "--arch", "9.0"], capsys)
+    assert code == 0, out
+    assert out.splitlines()[0].startswith(f"num_stages {stages} fits on sm_90: ")
+    assert "would need" not in out.splitlines()[0]

@@ -28,6 +28,7 @@ from bisect_smem.analysis.fit.triton.matmul import (
 )
 from bisect_smem.core.errors import UsageError
 from bisect_smem.core.hardware import (
+    block_request_bytes,
     has_fp8_e4m3,
     has_ldmatrix,
     has_native_fp8_mma_sync,
@@ -175,8 +176,11 @@ def evaluate_triton(kernel: TritonKernel, target: Target) -> FitResult:
     result = replace(evaluate(FitRequest(built.shared, static, threads), target), **_about(kernel, built, stages, None))
     if result.verdict == UNKNOWN and kernel.stages is None:
         return replace(result, stages=None)
-    if result.verdict != DOES_NOT_FIT and stages < MAX_STAGES:
-        result = replace(result, next_stage_bytes=shared_of(kernel, stages + 1, cc).shared)
+    if result.verdict != DOES_NOT_FIT and stages < MAX_STAGES and target.optin_limit_bytes is not None:
+        # One more stage is shown only where it would not fit: a count that fits is no limit.
+        more = shared_of(kernel, stages + 1, cc).shared
+        if block_request_bytes(more, static) > target.optin_limit_bytes:
+            result = replace(result, next_stage_bytes=more)
     return result
 
 
