@@ -25,8 +25,8 @@ except ImportError:  # not on Windows: there, each process that misses an entry 
     fcntl = None  # type: ignore[assignment]
 
 from bisect_smem.core.atomic import replace_atomically
+from bisect_smem.core.environment import CACHE_DIR as CACHE_ENV
 
-CACHE_ENV = "BISECT_SMEM_CACHE_DIR"
 CACHE_FORMAT = 1
 
 

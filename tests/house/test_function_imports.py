@@ -6,8 +6,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 from tests.paths import PACKAGE
 
 # The most imports inside functions the package may hold (the anchors hold 0 to 35).
@@ -69,8 +67,6 @@ def test_every_import_inside_a_function_says_why() -> None:
     assert silent == []
 
 
-@pytest.mark.xfail(strict=True, reason="49 here: the thin commands and the run session take the rest down to "
-                   "30; when this passes, strict xfail fails it: remove this mark")
 def test_imports_inside_functions_are_at_most_the_limit() -> None:
     found = [f"{path.relative_to(PACKAGE.parent)}:{node.lineno}" for path, node in _every()]
     assert len(found) <= LIMIT, f"{len(found)} imports inside functions (at most {LIMIT}): {found}"

@@ -75,8 +75,8 @@ def test_no_app_module_imports_a_wing_above_its_own(module: str) -> None:
 
 def test_app_is_four_wings_and_the_plugin() -> None:
     app = PACKAGE / "app"
-    assert sorted(p.name for p in app.iterdir() if p.is_dir() and (p / "__init__.py").exists()) == sorted(WINGS)
-    assert sorted(p.name for p in app.glob("*.py")) == ["__init__.py", "plugin.py"]
+    assert sorted(p.name for p in app.iterdir() if p.is_dir() and (p / "__init__.py").exists()) == sorted((*WINGS, "plugin"))
+    assert sorted(p.name for p in app.glob("*.py")) == ["__init__.py"]
 
 
 def test_render_imports_no_devices() -> None:

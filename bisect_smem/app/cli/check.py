@@ -21,12 +21,12 @@ from bisect_smem.app.cli.argtypes import WEEK, positive_float
 from bisect_smem.app.cli.commands import SUBCOMMANDS
 from bisect_smem.app.render.check import CheckLine, report_line, stale_line, unknown_line
 from bisect_smem.app.render.prom import timestamp_seconds
+from bisect_smem.core.environment import REPORT as REPORT_ENV
 from bisect_smem.core.errors import BaselineError
 from bisect_smem.core.model import dumps
 from bisect_smem.core.saved import load_report
 
 DEFAULT_REPORT = "/var/lib/bisect-smem/report.json"
-REPORT_ENV = "BISECT_SMEM_REPORT"
 EPILOG = ("exit codes: 0 ok; 1 a problem (a mismatch or regression); 2 unknown (the report is missing, "
           "unreadable, older than --max-age, or could not measure or compare)")
 

@@ -250,17 +250,16 @@ def traced_answer(args: argparse.Namespace) -> tuple[str, int]:
     if kernel:
         raise UsageError(f"--trace reads the kernels from the trace: drop {', '.join(kernel)}")
     # Deferred: only --trace renders a trace; the rest of fit never loads the trace's renderer.
-    from bisect_smem.app.render.trace import render_json as trace_json
-    from bisect_smem.app.render.trace import render_text, skipped_lines
+    from bisect_smem.app.render import trace as trace_render
 
     profiles = tuple(fit_targets.published(args.arch, bool(args.target)))
     targets = fit_targets.targets(profiles, tuple(args.target or ()), (), False)[0]
     json_path = writer.output_path(args.json, "the fit result")
     explained = api.explain_trace(args.trace, targets, recorded=False)
-    for line in skipped_lines(explained.skipped):
+    for line in trace_render.skipped_lines(explained.skipped):
         stderr.say(line, "warning")
-    document = trace_json(explained)
-    text = document if args.json == "-" else wrapped(render_text(explained), text_width()) + "\n"
+    document = trace_render.render_json(explained)
+    text = document if args.json == "-" else wrapped(trace_render.render_text(explained), text_width()) + "\n"
     _deliver(json_path, document, text, "the fit result")
     failing = any(explained.would_not_fit(t) for t in explained.targets)
     return text, EXIT_DOES_NOT_FIT if failing else EXIT_FITS

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import textwrap
 
+from bisect_smem.core import environment as variables
+
 HELP_COLUMNS = 79  # the exit codes' rows in --help: they fit an 80-column terminal
 Rows = tuple[tuple[str, str], ...]
 
@@ -31,28 +33,21 @@ SEE_ALSO_NOTE = ("The user guide is docs/ in the source (mkdocs): install, outpu
 
 
 def environment() -> Rows:
-    """Every variable the tool reads, named by the constant each module reads it through."""
-    # Deferred: these modules load the commands they serve; only the man page's generation needs their names.
-    from bisect_smem.app.cli.check import REPORT_ENV
-    from bisect_smem.app.run.environment import CACHE_ENV, CUPTI_ENV
-    from bisect_smem.app.run.timeline import ENV as TIMELINE_ENV
-    from bisect_smem.app.run.traced import INJECTION
-    from bisect_smem.app.run.tracing import COLLECTOR_CHOICE
-
+    """Every variable the tool reads or sets, named as core/environment declares it."""
     return (
-        (REPORT_ENV, "the report check reads when no path is given (default /var/lib/bisect-smem/report.json)"),
-        (CACHE_ENV, "where compiled probe kernels are kept (default $CUPY_CACHE_DIR/bisect_smem, else "
+        (variables.REPORT, "the report check reads when no path is given (default /var/lib/bisect-smem/report.json)"),
+        (variables.CACHE_DIR, "where compiled probe kernels are kept (default $CUPY_CACHE_DIR/bisect_smem, else "
                     "~/.cupy/kernel_cache/bisect_smem)"),
-        (CUPTI_ENV, "the libcupti that trace's collector loads, before the nvidia-cuda-cupti wheels and the "
+        (variables.CUPTI_LIBRARY, "the libcupti that trace's collector loads, before the nvidia-cuda-cupti wheels and the "
                     "toolkit's"),
-        (COLLECTOR_CHOICE, "python: trace injects the ctypes collector (Python commands only) even where a C "
+        (variables.COLLECTOR, "python: trace injects the ctypes collector (Python commands only) even where a C "
                            "compiler could build the C one"),
-        ("BISECT_SMEM_TRACE_DIR", "set by trace for the collector in the command's processes: the folder the "
+        (variables.TRACE_DIR, "set by trace for the collector in the command's processes: the folder the "
                                   "JSON lines go to (not for users to set)"),
-        ("BISECT_SMEM_TRACE_NOTIFY", "set by trace for the collector: the socket it reports its start on (not "
+        (variables.TRACE_NOTIFY, "set by trace for the collector: the socket it reports its start on (not "
                                      "for users to set)"),
-        (TIMELINE_ENV, "FILE: every process of a run appends where its time goes (bench/bench.py reads it)"),
-        (INJECTION, "set by trace to the collector; trace refuses to run when it is already set (another tool, "
+        (variables.TIMELINE, "FILE: every process of a run appends where its time goes (bench/bench.py reads it)"),
+        (variables.INJECTION, "set by trace to the collector; trace refuses to run when it is already set (another tool, "
                     "such as nsys or ncu, injects itself)"),
         ("XDG_CACHE_HOME", "where a collector built with the C compiler is kept: $XDG_CACHE_HOME/bisect-smem "
                            "(default ~/.cache/bisect-smem)"),

@@ -151,7 +151,7 @@ def run(args: argparse.Namespace) -> tuple[str, int]:
 def execute(request: MeasureRequest) -> tuple[str, int]:
     """Run a parsed request: measure, render, write the files, compare; the text for stdout and the code."""
     measurement = request.measurement
-    if request.save_baseline and measurement.backend == "sim" and not request.force:
+    if request.save_baseline and measurement.simulated and not request.force:
         refuse_existing([baseline_path(request.save_baseline, stub)
                          for stub in measuring.simulated_devices(measurement.runs[0])], force=False)
     report = _measure(request)

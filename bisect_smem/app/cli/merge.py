@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from bisect_smem.analysis.merge import Fleet, group_reports
 from bisect_smem.app.cli import json_option
 from bisect_smem.app.cli.commands import SUBCOMMANDS
+from bisect_smem.app.outputs.terminal import text_width
+from bisect_smem.app.render import fleet
 from bisect_smem.core.errors import BaselineError, ExitCode
-
-if TYPE_CHECKING:
-    # Deferred to type checking: the fleet reader loads only when merging (see run).
-    from bisect_smem.analysis.merge import Fleet
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -45,11 +43,6 @@ def parse(args: argparse.Namespace) -> MergeRequest:
 
 def run(args: argparse.Namespace) -> tuple[str, int]:
     """The merged table and every deviation, with the exit code of ``exit_code``."""
-    # Deferred: the fleet reader (its process pool, orjson) loads only when merging, not with the parser.
-    from bisect_smem.analysis.merge import group_reports
-    from bisect_smem.app.outputs.terminal import text_width
-    from bisect_smem.app.render import fleet
-
     request = parse(args)
     path = json_option.checked(request.json, WHAT)
     merged = group_reports(list(request.paths))

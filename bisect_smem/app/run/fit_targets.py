@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from types import ModuleType
 
 from bisect_smem.analysis.fit.compiled import cubin_static_smem, ptx_static
 from bisect_smem.analysis.fit.targets import Target
@@ -101,14 +102,15 @@ def local_devices(simulate: tuple[str, ...], local: bool) -> tuple[list[DeviceRe
 def measure_devices(simulate: Sequence[str] = ()) -> list[DeviceReport]:
     """Every local device (or the simulated ones of ``simulate``) measured now, as far as fit needs: the
     ceilings for a block with no static data. BackendUnavailable where no GPU or backend can be used."""
-    # Deferred: measuring loads the backends (CuPy, Numba); fit without local devices never imports them.
-    from bisect_smem.app.run.requests import build_request as run_request
-    from bisect_smem.app.run.runner import run
-    from bisect_smem.experiments.measure import MeasureConfig
+    return _local_gpu().measure_devices(simulate)
 
-    config = MeasureConfig(static_sizes=(0,), threads=(128,), residency=False, carveout=False)
-    # A device whose ceilings could not be measured is shown as unknown, with why, rather than dropped.
-    return list(run(run_request(None, list(simulate) or None, config=config)))
+
+def _local_gpu() -> ModuleType:
+    """The half of fit that asks a local GPU, imported on first use."""
+    # Deferred: measuring loads the backends (CuPy, Numba); fit without local devices never imports them.
+    from bisect_smem.app.run import local_gpu
+
+    return local_gpu
 
 
 def compiled_static(path: Path, kernel: str | None, ptx: bool, ask_driver: bool = False) -> tuple[str, int, str]:
@@ -121,19 +123,10 @@ def compiled_static(path: Path, kernel: str | None, ptx: bool, ask_driver: bool 
         (name, static), read_from = cubin_static_smem(path, kernel), "read from the cubin ELF sections"
     if ask_driver:
         try:
-            loaded = driver_static_smem(path, name)
+            loaded = _local_gpu().driver_static_smem(path, name)
         except BackendUnavailable:
             loaded = None
         if loaded is not None:
             agrees = "the file agrees" if loaded == static else f"the file says {static} B"
             return name, loaded, f"read by the driver ({agrees})"
     return name, static, read_from
-
-
-def driver_static_smem(path: Path, kernel: str) -> int | None:
-    """The static shared memory the local driver reports for ``kernel`` in ``path``; None without a GPU."""
-    # Deferred, as in local_devices: only a run that may use a local GPU loads the backends.
-    from bisect_smem.app.run.requests import backend_for
-
-    backend = backend_for("cupy")
-    return backend.loaded_static_smem(path, kernel) if backend.is_available() else None

@@ -142,7 +142,8 @@ def planned_workers(argv: list[str], subcommands: Collection[str]) -> list[tuple
     """The (backend, device) workers a measuring command line will certainly want; none where it may be
     anything else (one of ``subcommands``, --help, a simulated device, a backend this host lacks, an option
     spelled in a way this reading does not follow)."""
-    backend, devices = "cupy", []
+    backend: str | None = None
+    devices: list[int] = []
     values = iter(argv)
     for arg in values:
         name, has_value, value = arg.partition("=")
@@ -157,9 +158,9 @@ def planned_workers(argv: list[str], subcommands: Collection[str]) -> list[tuple
             else:
                 return []  # the parser will refuse it
     # Deferred: only a command line that may measure reads the backends' table; the others load no devices.
-    from bisect_smem.devices.backends.table import BACKENDS, REAL_BACKENDS
+    from bisect_smem.devices.backends.table import BACKENDS, DEFAULT_BACKEND, REAL_BACKENDS
 
-    backends = REAL_BACKENDS if backend == "all" else (backend,)
+    backends = REAL_BACKENDS if backend == "all" else (backend or DEFAULT_BACKEND,)
     if not all(name in REAL_BACKENDS for name in backends):
         return []
     installed = [name for name in backends if BACKENDS[name].missing_module() is None]

@@ -10,6 +10,7 @@ import datetime as dt
 import platform
 from collections.abc import Sequence
 from dataclasses import dataclass
+from types import ModuleType
 from typing import TextIO
 
 from bisect_smem import __version__
@@ -25,6 +26,7 @@ from bisect_smem.core.numbers import whole_number
 from bisect_smem.core.profiles import cc_text
 from bisect_smem.core.search import DEFAULT_CONFIRM
 from bisect_smem.core.session import Session
+from bisect_smem.devices.backends.table import BACKENDS, REAL_BACKENDS, VALIDATING_BACKENDS
 from bisect_smem.devices.device_info import open_device
 from bisect_smem.devices.host import host_context
 from bisect_smem.experiments.config import MeasureConfig
@@ -40,6 +42,11 @@ class Measurement:
     backend: str  # the report's backend: one name, or "all"
     level: str
 
+    @property
+    def simulated(self) -> bool:
+        """Whether every device is modelled rather than reached (--simulate)."""
+        return all(run.simulated for run in self.runs)
+
 
 def plan_measurement(backend: str | None = None, simulate: Sequence[str] | None = None,
                      devices: Sequence[int] | None = None, *, level: str = DEFAULT_LEVEL,
@@ -52,9 +59,10 @@ def plan_measurement(backend: str | None = None, simulate: Sequence[str] | None 
     ``isolate`` (worker processes; None: unless the backend needs none), the timeouts in seconds and
     ``max_restarts`` (None: RunRequest's defaults) and the test-only ``inject_fault`` values. Options that
     cannot be honoured are a UsageError (exit 2), before anything is measured."""
-    if level == "full" and backend in ("numba", ALL_BACKENDS):
-        raise UsageError(f"--level full needs the cupy backend (or --simulate), not {backend!r}: "
-                         "the validation kernels run through CuPy")
+    if level == "full" and (backend == ALL_BACKENDS or (backend in BACKENDS and backend not in VALIDATING_BACKENDS)):
+        real = " or ".join(name for name in VALIDATING_BACKENDS if name in REAL_BACKENDS)
+        raise UsageError(f"--level full needs the {real} backend (or --simulate), not {backend!r}: "
+                         "the validation kernels run through it")
     inject_step, planted = planted_faults(inject_fault, level)
     limits = {name: value for name, value in (("device_timeout_s", device_timeout_s),
                                               ("probe_timeout_s", probe_timeout_s), ("max_restarts", max_restarts))
@@ -97,7 +105,7 @@ def measure_report(measurement: Measurement, progress: TextIO | None = None, *, 
     if wait_exits:
         wait_for_workers(session)
     return Report(tool_version=__version__, created_utc=created, host=platform.node(), backend=measurement.backend,
-                  devices=devices, host_context=host_context() if measurement.backend != "sim" else {},
+                  devices=devices, host_context={} if measurement.simulated else host_context(),
                   level=measurement.level)
 
 
@@ -108,12 +116,9 @@ def measure_all(runs: Sequence[RunRequest], skipped: Sequence[str], progress: Te
     to ``wait_for_workers``."""
     if not runs:
         raise BackendUnavailable("; ".join(skipped))
-    # Deferred: the runner supervises worker processes; a command that measures nothing must not load it.
-    from bisect_smem.app.run.runner import run_all
-
     printer = ProgressLine(progress) if progress is not None else None
     try:
-        return run_all(list(runs), printer, wait_exits=False, session=session)  # waited for once the report is built
+        return _runner().run_all(list(runs), printer, wait_exits=False, session=session)  # waited for once the report is built
     finally:
         if printer is not None:
             printer.close()
@@ -121,10 +126,15 @@ def measure_all(runs: Sequence[RunRequest], skipped: Sequence[str], progress: Te
 
 def wait_for_workers(session: Session | None = None) -> None:
     """The workers' exits, which passed while the report was built: waited for before anything goes out."""
-    # Deferred, as in measure_all, which has loaded it by now.
-    from bisect_smem.app.run.runner import wait_for_exits
+    _runner().wait_for_exits(session if session is not None else sessions.current())
 
-    wait_for_exits(session if session is not None else sessions.current())
+
+def _runner() -> ModuleType:
+    """The runner, imported on first use."""
+    # Deferred: the runner supervises worker processes; a command that measures nothing must not load it.
+    from bisect_smem.app.run import runner
+
+    return runner
 
 
 def simulated_devices(run: RunRequest) -> list[DeviceReport]:

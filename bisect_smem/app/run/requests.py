@@ -12,7 +12,7 @@ from typing import Any
 from bisect_smem.core.errors import UsageError
 from bisect_smem.core.numbers import whole_number
 from bisect_smem.devices.backends.base import Backend
-from bisect_smem.devices.backends.table import BACKENDS, REAL_BACKENDS, get_backend
+from bisect_smem.devices.backends.table import BACKENDS, DEFAULT_BACKEND, REAL_BACKENDS, SIMULATED_BACKEND, get_backend
 from bisect_smem.devices.probes import MarchFault
 from bisect_smem.experiments.config import MeasureConfig, PlantedFaults
 
@@ -42,6 +42,11 @@ class RunRequest:
             raise ValueError(f"max_restarts must be >= 0 (got {self.max_restarts})")
 
     @property
+    def simulated(self) -> bool:
+        """Whether the backend models its devices rather than reaching a GPU (the table says)."""
+        return BACKENDS[self.backend.name].simulated
+
+    @property
     def isolated(self) -> bool:
         """Worker processes, unless asked otherwise, or the backend needs none and no fault is injected."""
         if self.isolate is not None:
@@ -51,13 +56,13 @@ class RunRequest:
 
 def backend_for(name: str | None, simulate: Sequence[str] | None = None) -> Backend:
     """The backend a run uses: by name, or the simulator when ``--simulate`` specs are given."""
-    name = name or ("sim" if simulate else "cupy")
+    name = name or (SIMULATED_BACKEND if simulate else DEFAULT_BACKEND)
     if simulate:
-        if name != "sim":
-            raise UsageError(f"--simulate runs on the sim backend, not {name!r}")
-        return get_backend("sim", tuple(simulate))
-    if name == "sim":
-        raise UsageError("the sim backend needs --simulate PROFILE (see `bisect-smem profiles`)")
+        if name != SIMULATED_BACKEND:
+            raise UsageError(f"--simulate runs on the {SIMULATED_BACKEND} backend, not {name!r}")
+        return get_backend(name, tuple(simulate))
+    if name == SIMULATED_BACKEND:
+        raise UsageError(f"the {name} backend needs --simulate PROFILE (see `bisect-smem profiles`)")
     return get_backend(name)
 
 

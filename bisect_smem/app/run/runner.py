@@ -67,7 +67,7 @@ def early_devices(request: RunRequest) -> tuple[int, ...]:
     asked for, a simulated backend's, else the likely ones (head_start.likely_devices)."""
     if request.devices is not None:
         return request.devices
-    return tuple(range(request.backend.device_count())) if request.backend.name == "sim" else head_start.likely_devices()
+    return tuple(range(request.backend.device_count())) if request.simulated else head_start.likely_devices()
 
 
 def resolve_devices(request: RunRequest) -> tuple[int, ...]:

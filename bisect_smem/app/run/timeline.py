@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import time
 
-ENV = "BISECT_SMEM_TIMELINE"
+from bisect_smem.core.environment import TIMELINE as ENV
 
 
 def mark(what: str) -> None:

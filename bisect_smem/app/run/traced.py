@@ -26,7 +26,6 @@ from types import FrameType
 
 from bisect_smem.core.errors import CommandNotExecutable, CommandNotFound
 
-INJECTION = "CUDA_INJECTION64_PATH"
 RELAYED = tuple(getattr(signal, name) for name in (
     "SIGHUP", "SIGINT", "SIGQUIT", "SIGTERM", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGVTALRM", "SIGPROF", "SIGXCPU",
     "SIGPWR", "SIGTSTP") if hasattr(signal, name))

@@ -14,12 +14,12 @@ from pathlib import Path
 
 from bisect_smem.analysis.fit.targets import Target
 from bisect_smem.app.run import fit_targets, notices, trace_folder
-from bisect_smem.app.run.traced import INJECTION, run_traced
+from bisect_smem.app.run.traced import run_traced
+from bisect_smem.core.environment import COLLECTOR as COLLECTOR_CHOICE
+from bisect_smem.core.environment import INJECTION
 from bisect_smem.core.errors import CommandNotStarted, TraceUnavailable, UsageError
 from bisect_smem.devices.collector import build, libcupti
 from bisect_smem.devices.collector.environment import NOTIFY, TRACE_DIR
-
-COLLECTOR_CHOICE = "BISECT_SMEM_COLLECTOR"  # "python": the ctypes collector even where cc builds the C one
 
 
 @dataclass(frozen=True)

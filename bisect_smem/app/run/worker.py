@@ -8,8 +8,10 @@ before the worker ends. Workers leave without CUDA's teardown: the parent has al
 from __future__ import annotations
 
 import os
+import pickle
+import sys
 import threading
-from typing import NoReturn
+from typing import BinaryIO, NoReturn
 
 from bisect_smem.app.run.leftover_writer import write_elsewhere
 from bisect_smem.app.run.messages import (
@@ -28,12 +30,28 @@ from bisect_smem.app.run.requests import RunRequest
 from bisect_smem.app.run.timeline import mark
 from bisect_smem.core.errors import BisectSmemError, ProbeFault
 from bisect_smem.devices.backends.families import inject_illegal_access
+from bisect_smem.devices.backends.table import get_backend
 from bisect_smem.devices.device_info import open_device
 from bisect_smem.experiments.measure import DeviceMeasurement
 from bisect_smem.experiments.plan import plan_steps
 from bisect_smem.experiments.steps import Step
 
 PROGRESS_INTERVAL_S = 0.05  # how often the latest progress line goes to the supervisor, at most
+
+
+def serve_stdin(messages: BinaryIO, preload: str | None) -> int:
+    """A started worker's life once its modules are loaded: the backend ``preload`` loaded (its library), the
+    job read from stdin and served, answering on ``messages``. 0 also where no job comes (the run ended, or
+    wanted no worker after all)."""
+    if preload is not None:
+        get_backend(preload).preload()
+    try:
+        job = pickle.load(sys.stdin.buffer)
+    except EOFError:
+        return 0
+    mark("job received")
+    serve(job, Channel(messages))
+    return 0
 
 
 def serve(job: WorkerJob, out: Channel) -> None:

@@ -14,7 +14,6 @@ to handle; it ends its workers. A worker whose job never comes (the run wanted n
 from __future__ import annotations
 
 import os
-import pickle
 import signal
 import sys
 import threading
@@ -50,20 +49,10 @@ def main(argv: list[str]) -> int:
     messages = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     # Deferred: the measurement's modules load after the context has started, while the driver creates it.
-    from bisect_smem.app.run.messages import Channel
-    from bisect_smem.app.run.worker import serve
-    from bisect_smem.devices.backends.table import get_backend
+    from bisect_smem.app.run import worker
 
-    if "--preload" in argv[1:]:
-        get_backend(argv[argv.index("--preload") + 1]).preload()
-    try:
-        job = pickle.load(sys.stdin.buffer)
-    except EOFError:  # the run ended, or wanted no worker after all
-        return 0
-    mark("job received")
-    serve(job, Channel(messages))
-    return 0
-
+    preload = argv[argv.index("--preload") + 1] if "--preload" in argv[1:] else None
+    return worker.serve_stdin(messages, preload)
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

@@ -31,6 +31,7 @@ class BackendEntry:
     factory: str
     required_modules: tuple[str, ...] = ()
     simulated: bool = False  # models devices from --simulate texts rather than reaching a GPU
+    validates: bool = False  # runs --level full's validation kernels (the march, the residency check)
 
     def __post_init__(self) -> None:
         if ":" not in self.factory:

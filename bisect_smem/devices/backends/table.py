@@ -24,6 +24,11 @@ BACKENDS: Mapping[str, BackendEntry] = MappingProxyType(
     {entry.name: entry for entry in (cupy.BACKEND, numba.BACKEND, sim.BACKEND)})
 # The backends that reach a GPU: what --backend all runs, where each one's libraries are installed.
 REAL_BACKENDS = tuple(name for name, entry in BACKENDS.items() if not entry.simulated)
+# What a run uses when no backend is named: the first real one, or the simulated one with --simulate.
+DEFAULT_BACKEND = REAL_BACKENDS[0]
+SIMULATED_BACKEND = next(name for name, entry in BACKENDS.items() if entry.simulated)
+# The backends that run --level full's validation kernels.
+VALIDATING_BACKENDS = tuple(name for name, entry in BACKENDS.items() if entry.validates)
 
 
 def entry_for(name: str) -> BackendEntry:

@@ -26,9 +26,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from bisect_smem.core.environment import CUPTI_LIBRARY as OVERRIDE
 from bisect_smem.devices.toolkit import SYSTEM_CUDA, toolkit_homes
 
-OVERRIDE = "BISECT_SMEM_CUPTI_LIBRARY"
 DRIVER_LIBRARY = "libcuda.so.1"
 DRIVER_VERSION_FILE = Path("/proc/driver/nvidia/version")
 # The CUDA version each driver branch supports, as cuDriverGetVersion says it under that branch (12080: 12.8).

@@ -6,4 +6,4 @@ from __future__ import annotations
 from bisect_smem.devices.backends.entry import BackendEntry
 
 BACKEND = BackendEntry(name="cupy", factory="bisect_smem.devices.backends.cupy.backend:CupyBackend",
-                       required_modules=("cupy",))
+                       required_modules=("cupy",), validates=True)

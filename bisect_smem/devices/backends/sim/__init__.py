@@ -5,4 +5,5 @@ from __future__ import annotations
 
 from bisect_smem.devices.backends.entry import BackendEntry
 
-BACKEND = BackendEntry(name="sim", factory="bisect_smem.devices.backends.sim.backend:from_specs", simulated=True)
+BACKEND = BackendEntry(name="sim", factory="bisect_smem.devices.backends.sim.backend:from_specs", simulated=True,
+                       validates=True)

@@ -1,13 +1,5 @@
-"""pytest plugin: the regression suite over saved baselines, one test per device and quantity.
-
-    pytest --smem-baseline DIR [--smem-simulate PROFILE ...] [--smem-allow-missing] --junitxml out.xml
-
-The devices are measured once, when the session collects; each quantity of each device becomes a test
-named ``smem-baseline::device<N>-<model>::<quantity>`` that fails with "baseline X, now Y". A device
-measured incompletely is one failed test (``::measured``), what it lacks is skipped, and the session exits
-4 when nothing else failed, as ``--compare`` does. Without
-``--smem-baseline`` the plugin does nothing, and it never imports CuPy until asked to measure.
-"""
+"""The baseline suite the plugin adds with --smem-baseline: the devices measured once, one test per device
+and quantity, judged as ``--compare`` judges them. Loaded by the plugin's hooks only when asked to measure."""
 
 from __future__ import annotations
 
@@ -16,29 +8,12 @@ from typing import Any
 
 import pytest
 
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    """The plugin's options: --smem-baseline, --smem-simulate, --smem-allow-missing."""
-    group = parser.getgroup("bisect_smem", "shared memory baselines (bisect_smem)")
-    group.addoption("--smem-baseline", metavar="DIR", help="compare this machine's GPUs with the baselines in DIR")
-    group.addoption("--smem-simulate", action="append", metavar="PROFILE",
-                    help="measure a simulated device instead of the GPUs (repeatable)")
-    group.addoption("--smem-allow-missing", action="store_true", help="skip devices that have no baseline")
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    """Options that would be ignored without --smem-baseline are a usage error, not "no tests ran"."""
-    if config.getoption("smem_baseline") is not None and not config.getoption("smem_baseline").strip():
-        raise pytest.UsageError("--smem-baseline was given an empty path (is a variable unset?)")
-    if config.getoption("smem_baseline") is None:
-        for option in ("smem_simulate", "smem_allow_missing"):
-            if config.getoption(option):
-                raise pytest.UsageError(f"--{option.replace('_', '-')} needs --smem-baseline DIR")
-        return
-    folder = Path(config.getoption("smem_baseline"))
-    if not folder.is_dir():  # a mistyped folder would otherwise be "no baseline", skipped with --smem-allow-missing
-        what = "is not a folder" if folder.exists() else "does not exist"
-        raise pytest.UsageError(f"--smem-baseline {folder} {what}")
+from bisect_smem.analysis.baseline import comparable, compare_device, incomplete_reason, model_slug
+from bisect_smem.app.render.baselines import regression_line
+from bisect_smem.app.run.requests import build_request
+from bisect_smem.app.run.runner import run
+from bisect_smem.core.errors import BisectSmemError, ExitCode
+from bisect_smem.core.quantities import compare_quantities
 
 
 class SmemRegression(AssertionError):
@@ -61,8 +36,6 @@ class QuantityItem(pytest.Item):
         if self.problem:
             raise SmemRegression(self.problem)
         if self.regression.fails:
-            from bisect_smem.app.render.baselines import regression_line  # deferred: see collect()
-
             raise SmemRegression(regression_line(self.regression))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
@@ -85,9 +58,6 @@ class BaselineSuite(pytest.Collector):
 
     def collect(self) -> list[pytest.Item]:
         """Measure the devices once and yield a test per device and quantity."""
-        # Deferred: pytest loads this plugin in every session; the tool is imported only when asked to measure.
-        from bisect_smem.core.errors import BisectSmemError
-
         try:
             devices = measure(self.simulate)
         except BisectSmemError as exc:
@@ -97,11 +67,6 @@ class BaselineSuite(pytest.Collector):
     def _device_items(self, dev: Any) -> list[pytest.Item]:
         """One device's tests, judged as --compare judges it (analysis/baseline.py compare_device): what an
         incomplete measurement lacks is skipped, not failed, and the measurement itself is one failure."""
-        # Deferred, as in collect(): the tool is imported only when asked to measure.
-        from bisect_smem.analysis.baseline import comparable, compare_device, incomplete_reason, model_slug
-        from bisect_smem.core.errors import BisectSmemError
-        from bisect_smem.core.quantities import compare_quantities
-
         prefix = f"device{dev.index}-{model_slug(dev.name)}"
 
         def item(name: str, **kwargs: Any) -> pytest.Item:
@@ -128,28 +93,18 @@ class BaselineSuite(pytest.Collector):
 
 def measure(simulate: list[str]) -> tuple[Any, ...]:
     """Every device, measured once: the simulated ones when given, else this machine's GPUs."""
-    from bisect_smem.app.run.requests import build_request  # deferred: see BaselineSuite.collect
-    from bisect_smem.app.run.runner import run
-
     return run(build_request(None, simulate))
 
 
-def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    """With --smem-baseline, add the baseline suite's tests to the session."""
-    directory = config.getoption("smem_baseline")
-    if not directory:
-        return
-    suite = BaselineSuite.from_parent(session, name="smem-baseline", directory=Path(directory),
-                                      simulate=config.getoption("smem_simulate") or [],
-                                      allow_missing=config.getoption("smem_allow_missing"))
-    items.extend(suite.collect())
+def collect(session: pytest.Session, directory: Path, simulate: list[str], allow_missing: bool) -> list[pytest.Item]:
+    """The suite's tests for this session."""
+    return BaselineSuite.from_parent(session, name="smem-baseline", directory=directory, simulate=simulate,
+                                     allow_missing=allow_missing).collect()
 
 
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Exit 4, as --compare does, when the only failures are devices not measured completely: the run is to
-    be repeated, nothing regressed."""
-    from bisect_smem.core.errors import ExitCode  # deferred, as in collect()
-
+def exit_status(session: pytest.Session, exitstatus: int) -> int:
+    """4 when the only failures are devices not measured completely, else the session's own status."""
     incomplete = [i for i in session.items if isinstance(i, QuantityItem) and i.incomplete]
     if incomplete and exitstatus == pytest.ExitCode.TESTS_FAILED and session.testsfailed == len(incomplete):
-        session.exitstatus = ExitCode.INCOMPLETE
+        return ExitCode.INCOMPLETE
+    return exitstatus
