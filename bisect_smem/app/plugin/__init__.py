@@ -13,11 +13,12 @@ suite (``suite.py``, which imports the tool) is loaded only when asked to measur
 from __future__ import annotations
 
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 # The suite, once this session collected it: only its items can change the session's exit status.
-SUITE = pytest.StashKey[object]()
+SUITE = pytest.StashKey[ModuleType]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
