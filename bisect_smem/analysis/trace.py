@@ -106,6 +106,14 @@ class Request:
         return max(self.here.over_bytes or 0, 0) if self.here else 0
 
     @property
+    def over_kernel_limit_bytes(self) -> int | None:
+        """By how much a launch refused for its kernel's own limit asked more than that limit; None for any
+        other request (``here`` then says whether the GPU itself would have taken it)."""
+        if self.cause is not Cause.KERNEL_LIMIT or self.kernel_limit_bytes is None:
+            return None
+        return self.requested_bytes - self.kernel_limit_bytes
+
+    @property
     def threads(self) -> int | None:
         """Threads per block, where a block was recorded."""
         return self.block[0] * self.block[1] * self.block[2] if self.block else None

@@ -149,6 +149,9 @@ def test_the_json_keeps_counts_causes_and_what_was_skipped(tmp_path: Path,
     assert_valid(summary, "trace")
     refused = next(r for r in summary["requests"] if r["refused"])
     assert (refused["cause"], refused["kernel_limit_bytes"], refused["count"]) == ("kernel_limit", 49152, 3)
+    # sm_90 would take it once raised (its limit says fits), so the bytes over the kernel's own limit are said.
+    assert (refused["elsewhere"][0]["fits"], refused["over_kernel_limit_bytes"]) == (True, 100000 - 49152)
+    assert {r["over_kernel_limit_bytes"] for r in summary["requests"] if not r["refused"]} == {None}
     assert [r["count"] for r in summary["requests"] if r["kind"] == "attribute"] == [2]
     assert summary["past_table"] == [{"kernel": None, "readable": None, "count": 9, "processes": 1}]
     assert summary["unwritable"][0]["reason"] == "File name too long"

@@ -58,6 +58,9 @@ FIELDS: dict[str, dict[str, Any]] = {
     "RequestMade.max_threads": {"description": "the kernel's most threads per block at the refusal"},
     "RequestMade.registers": {"description": "registers per thread, at the refusal"},
     "RequestMade.graph_nodes": {"minimum": 0, "description": "of a refused graph launch: its kernel nodes"},
+    "RequestMade.over_kernel_limit_bytes": {"minimum": 1, "description": "of a launch refused for its kernel's "
+                                            "own limit (cause kernel_limit): requested - kernel_limit_bytes; "
+                                            "here.fits is then true, as the GPU would take it once raised"},
     "Setting.count": {"minimum": 1},
 }
 

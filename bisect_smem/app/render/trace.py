@@ -81,7 +81,7 @@ def cause_lines(r: Request) -> list[str]:
         return [f"    {_limit_text(r.here, where)}"]
     if r.cause is Cause.KERNEL_LIMIT:
         parts = [f"asked {r.requested_bytes} B at launch",
-                 f"{_kernel_limit(r)}: over by {r.requested_bytes - (r.kernel_limit_bytes or 0)} B"]
+                 f"{_kernel_limit(r)}: over by {r.over_kernel_limit_bytes} B"]
         if r.here is not None and r.here.accepts_bytes is not None:
             parts.append(f"{'the GPU' if where == 'this GPU' else where} accepts up to {r.here.accepts_bytes} B "
                          "after cudaFuncSetAttribute")
@@ -264,6 +264,7 @@ class RequestMade:
     max_threads: int | None
     registers: int | None
     graph_nodes: int
+    over_kernel_limit_bytes: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -296,7 +297,7 @@ def _request_made(r: Request) -> RequestMade:
     return RequestMade(r.pid, r.kind, r.api, r.kernel, r.readable, r.requested_bytes, r.static_bytes, r.result,
                        r.refused, r.count, r.block, r.cluster, r.here, r.elsewhere, "; ".join(r.fit) if r.fit else None,
                        r.processes, r.cause.value if r.cause else None, r.kernel_limit_bytes, r.max_threads,
-                       r.registers, r.graph_nodes)
+                       r.registers, r.graph_nodes, r.over_kernel_limit_bytes)
 
 
 def summary(e: Explained) -> TraceSummary:
