@@ -20,8 +20,8 @@ DIR_WORD = "DIR"
 def offered() -> dict[str, list[str]]:
     """The values each option offers, by option string, read from where the tool declares them."""
     from bisect_smem.analysis.fit.cutlass.types import ALIASES, OPERANDS, OUTPUT_BITS
+    from bisect_smem.analysis.fit.triton import WARPS
     from bisect_smem.analysis.fit.triton.matmul import DTYPES as TRITON_DTYPES
-    from bisect_smem.analysis.fit.triton.rule import WARPS
     from bisect_smem.app.run.requests import ALL_BACKENDS
     from bisect_smem.core.profiles import profile_names
     from bisect_smem.devices.backends.table import BACKENDS

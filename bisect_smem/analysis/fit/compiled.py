@@ -14,6 +14,7 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 from bisect_smem.core import input as reader
@@ -101,20 +102,20 @@ def ptx_static(path: Path, kernel: str | None, ptxas: Path | None | bool = True)
     which and whether they agree. A form the reader refuses is an error unless ptxas read it."""
     # deferred: only --ptx needs the PTX reader and ptxas (a subprocess); fit's other paths start without them
     from bisect_smem.analysis.fit.ptx import PtxUnreadable, parse_ptx
-    from bisect_smem.devices.ptxas import find_ptxas
+    from bisect_smem.devices import ptxas as ptxas_tool
 
     text = read_compiled(path, _check_ptx_head).decode(errors="replace")
     try:
         module, refused = parse_ptx(text), ""
     except PtxUnreadable as exc:
         module, refused = None, str(exc)
-    tool = find_ptxas() if ptxas is True else ptxas or None
+    tool = ptxas_tool.find_ptxas() if ptxas is True else ptxas or None
     target = _PTX_TARGET.search(text)
     if module is not None:
         full = _pick(kernel, module.entries, path)
-        answer, why = _assemble(tool, path, target, full)
+        answer, why = _assemble(ptxas_tool, tool, path, target, full)
     else:
-        answer, why = _assemble(tool, path, target, None)
+        answer, why = _assemble(ptxas_tool, tool, path, target, None)
         if answer is None:
             raise UsageError(f"{path}: {refused}")
         full = _pick(kernel, sorted(answer.smem_bytes), path)
@@ -132,18 +133,17 @@ def ptx_static(path: Path, kernel: str | None, ptxas: Path | None | bool = True)
     return StaticSmem(full, assembled, f"read from the PTX; {by} agrees")
 
 
-def _assemble(tool: Path | None, path: Path, target: re.Match[str] | None,
+def _assemble(ptxas_tool: ModuleType, tool: Path | None, path: Path, target: re.Match[str] | None,
               entry: str | None) -> tuple[PtxasAnswer | None, str]:
-    """ptxas's answer, or None and why there is none."""
-    from bisect_smem.devices.ptxas import PtxasFailed, ptxas_smem  # deferred: as in ptx_static
-
+    """ptxas's answer (``ptxas_tool`` is devices/ptxas.py, which ptx_static loaded), or None and why there is
+    none."""
     if tool is None:
         return None, "no ptxas found to check it"
     if target is None:
         return None, "no .target sm_XX for ptxas to assemble it for"
     try:
-        return ptxas_smem(tool, path, target.group(1), entry), ""
-    except PtxasFailed as exc:
+        return ptxas_tool.ptxas_smem(tool, path, target.group(1), entry), ""
+    except ptxas_tool.PtxasFailed as exc:
         return None, f"ptxas could not assemble it: {exc}"
 
 

@@ -81,15 +81,14 @@ def shows_something(report: Report) -> bool:
 
 def render(report: Report, fmt: str) -> bytes:
     """Blocks per SM against dynamic shared memory, one panel per device, as a ``fmt`` (png, svg) image."""
-    import matplotlib  # deferred: the plot extra is optional, and slow to import
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    # deferred: the plot extra is optional, and slow to import. A Figure of its own (not pyplot's) needs no
+    # backend chosen and keeps no global state: savefig draws it with Agg.
+    from matplotlib.figure import Figure
 
     series = [staircase_series(d) for d in report.devices if d.measured and d.measured.residency]
     columns = 2 if any(s["carveout_percent"] for s in series) else 1
-    fig, axes = plt.subplots(len(series) or 1, columns, figsize=(9 * columns, 4 * max(len(series), 1)),
-                             squeeze=False)
+    fig = Figure(figsize=(9 * columns, 4 * max(len(series), 1)))
+    axes = fig.subplots(len(series) or 1, columns, squeeze=False)
     for row, s in enumerate(series):
         if s["carveout_percent"]:
             _carveout_panel(axes[row, 1], s)
@@ -114,5 +113,4 @@ def render(report: Report, fmt: str) -> bytes:
     fig.tight_layout()
     buffer = io.BytesIO()
     fig.savefig(buffer, format=fmt, metadata={"Description": json.dumps(series, sort_keys=True)})
-    plt.close(fig)
     return buffer.getvalue()

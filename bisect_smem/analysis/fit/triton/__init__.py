@@ -6,3 +6,7 @@ conversion's swizzled scratch (swizzle.py), its software pipeliner's buffers and
 
 LIBRARY = "Triton"  # as a person names it
 TRITON_VERSION = "3.6.0"
+# fit's Triton options, which the option parser reads without loading the arithmetic (library.py):
+WARPS = (1, 2, 4, 8, 16)  # the num_warps the model is checked against (Triton's default is 4)
+LOADS = ("pointer", "descriptor")  # how A and B are loaded: tl.load of pointer blocks, or tensor descriptors (TMA)
+B_LAYOUTS = ("k", "n")  # B K-major (stored N x K) or N-major (K x N)

@@ -7,26 +7,20 @@ from __future__ import annotations
 import argparse
 import re
 from collections.abc import Sequence
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from bisect_smem.analysis.fit.explain import Explained
-from bisect_smem.analysis.fit.targets import FitRequest, FitResult, Target, check_bound
+from bisect_smem.analysis.fit.targets import FitRequest, FitResult, Labels, Target, check_bound
 from bisect_smem.analysis.fit.tiles import Tile
-from bisect_smem.analysis.fit.triton import LIBRARY, TRITON_VERSION, cache
-from bisect_smem.analysis.fit.triton.rule import (
-    B_LAYOUTS,
-    LABELS,
-    LOADS,
-    WARPS,
-    TritonKernel,
-    evaluate_triton,
-    stages_giving,
-    triton_dtype,
-)
+from bisect_smem.analysis.fit.triton import B_LAYOUTS, LIBRARY, LOADS, TRITON_VERSION, WARPS, cache
 from bisect_smem.core.errors import UsageError
 from bisect_smem.core.hardware import DEFAULT_SMEM_PER_BLOCK_BYTES
 from bisect_smem.core.profiles import PROFILES, parse_cc
 from bisect_smem.core.sizes import parse_count
+
+if TYPE_CHECKING:  # deferred for type checkers only: the kernel's class lives with the arithmetic
+    from bisect_smem.analysis.fit.triton.rule import TritonKernel
 
 # Triton's OutOfResources text. Numbers are ASCII digits; more than MAX_DIGITS is refused by parse_count.
 MESSAGE = re.compile(r"Required:\s*(\S+?)\s*,\s*Hardware limit:\s*(\S+?)(?=[\s.,;)]|$)", re.IGNORECASE)
@@ -39,7 +33,11 @@ class TritonRule:
     name = "triton"
     library = LIBRARY
     version = TRITON_VERSION
-    labels = LABELS
+
+    @property
+    def labels(self) -> Labels:
+        """Triton's words for what fit shows (num_stages, metadata.shared)."""
+        return _arithmetic().LABELS
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         """--warps, --b-layout, --loads."""
@@ -58,9 +56,10 @@ class TritonRule:
     def kernels(self, args: argparse.Namespace, tiles: Sequence[Tile], dtype: str | None,
                 stages: int | None) -> tuple[TritonKernel, ...]:
         """One TritonKernel per tile: fp16 and 4 warps unless given."""
-        kind = triton_dtype(dtype or "fp16")
+        rule = _arithmetic()
+        kind = rule.triton_dtype(dtype or "fp16")
         warps = parse_count(args.warps, "--warps") if args.warps is not None else 4
-        return tuple(TritonKernel(t.m, t.n, t.k, kind, stages, warps, args.b_layout, args.loads or "pointer")
+        return tuple(rule.TritonKernel(t.m, t.n, t.k, kind, stages, warps, args.b_layout, args.loads or "pointer")
                      for t in tiles)
 
     def listing(self, args: argparse.Namespace, dtype: str | None, stages: int | None) -> None:
@@ -81,7 +80,7 @@ class TritonRule:
 
     def evaluate(self, kernel: TritonKernel, request: FitRequest, target: Target) -> FitResult:
         """metadata.shared on the target; the block is num_warps x 32 threads, all of it dynamic."""
-        return evaluate_triton(kernel, target)
+        return _arithmetic().evaluate_triton(kernel, target)
 
     def describe(self, kernels: Sequence[TritonKernel], stages: int | None) -> str:
         """``tile 128x256x64, fp16, num_warps 4, num_stages auto (...): Triton 3.6.0's matmul``."""
@@ -132,7 +131,7 @@ class TritonRule:
         for k in kernels:
             what = f"{k.m}x{k.n}x{k.k} {k.dtype} (num_warps {k.warps})"
             hits = [f"num_stages {', '.join(map(str, s))} on {name}" for name, r in by_target.items()
-                    if (s := stages_giving(k, _cc(r), need))]
+                    if (s := _arithmetic().stages_giving(k, _cc(r), need))]
             lines.append(f"Required: {need} B is {what} with {'; '.join(hits)}." if hits else
                          f"Required: {need} B is no num_stages of {what} here: another tile, type or num_warps.")
         return tuple(lines)
@@ -141,6 +140,14 @@ class TritonRule:
     def recognize(self, kernel: str, requested_bytes: int, target: Target | None) -> tuple[str, ...] | None:
         """A kernel of Triton's cache by its name: its num_warps, num_stages and metadata.shared (cache.py)."""
         return cache.recognize(kernel, requested_bytes, target)
+
+
+def _arithmetic() -> ModuleType:
+    """Triton's arithmetic (rule.py, and the matmul's layouts, pipeliner and allocator under it)."""
+    # Deferred: fit's options, a CUTLASS question and a trace's names are answered without it (start-up).
+    from bisect_smem.analysis.fit.triton import rule
+
+    return rule
 
 
 def _cc(result: FitResult) -> tuple[int, int] | None:

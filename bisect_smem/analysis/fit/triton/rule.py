@@ -17,7 +17,7 @@ from bisect_smem.analysis.fit.targets import (
     Target,
     evaluate,
 )
-from bisect_smem.analysis.fit.triton import LIBRARY, TRITON_VERSION
+from bisect_smem.analysis.fit.triton import B_LAYOUTS, LIBRARY, LOADS, TRITON_VERSION, WARPS
 from bisect_smem.analysis.fit.triton.matmul import (
     DTYPES,
     THREADS_PER_WARP,
@@ -39,15 +39,12 @@ from bisect_smem.core.hardware import (
 from bisect_smem.core.sizes import shown
 
 MAX_STAGES = 16  # the most num_stages searched
-WARPS = (1, 2, 4, 8, 16)  # the num_warps the model is checked against (Triton's default is 4)
 CHECKED_DIMS = (16, 32, 64, 128, 256)  # BLOCK sizes are powers of two (tl.arange); these are checked
 # tf32 is fp32 operands: tl.dot's default input precision on NVIDIA multiplies them as tf32.
 ALIASES = {"fp8": "fp8e4m3", "e4m3": "fp8e4m3", "tf32": "fp32"}
-LOADS = ("pointer", "descriptor")  # how A and B are loaded: tl.load of pointer blocks, or tensor descriptors (TMA)
 # The tensor-descriptor matmul, checked against compiles of it (triton_matmul_sm*_desc.json): 16-bit operands
 # (an 8-bit or fp32 B stored N-major takes another path into the MMA) where TMA is (sm_90 on).
 DESCRIPTOR_DTYPES = ("fp16", "bf16")
-B_LAYOUTS = ("k", "n")  # B K-major (stored N x K) or N-major (K x N)
 # Triton's words for what fit shows of its kernel.
 LABELS = Labels(stages="num_stages", count="num_stages {}", fits="num_stages {} fits",
                 does_not_fit="num_stages {} does not fit", no_count="no num_stages", fixed="num_stages={}",
