@@ -26,7 +26,6 @@ from bisect_smem.analysis.fit.targets import FitRequest, FitResult, Target
 from bisect_smem.analysis.fit.tiles import Tile
 from bisect_smem.app.run import fit_targets
 from bisect_smem.core.errors import BackendUnavailable, BaselineError, BisectSmemError, MeasurementError, UsageError
-from bisect_smem.core.model import DeviceReport
 from bisect_smem.core.profiles import PROFILES, ArchProfile
 
 if TYPE_CHECKING:  # deferred for type checkers only: at run time the trace's reader loads on first use
@@ -79,12 +78,7 @@ def measure_limits(*, simulate: Sequence[str] = ()) -> list[Target]:
     where no GPU or backend can be used."""
     if isinstance(simulate, str):
         simulate = (simulate,)
-    return [Target.from_report(dev) for dev in _measured_devices(tuple(simulate))]
-
-
-def _measured_devices(simulate: tuple[str, ...]) -> list[DeviceReport]:
-    """The one place the API measures: the run wing's measurement of the local (or simulated) devices."""
-    return fit_targets.measure_devices(simulate)
+    return fit_targets.measure_targets(tuple(simulate))  # the one place the API measures
 
 
 def fit_bytes(dynamic_bytes: int, *, static_bytes: int = 0, threads: int = DEFAULT_THREADS,

@@ -16,8 +16,9 @@ from typing import Any
 
 from bisect_smem import __version__
 from bisect_smem.core.errors import BaselineError
+from bisect_smem.core.jsonable import dumps, to_jsonable
 from bisect_smem.core.levels import DEFAULT_LEVEL, common_level
-from bisect_smem.core.model import BASELINE_SCHEMA, DeviceReport, Report, dumps, to_jsonable
+from bisect_smem.core.model import BASELINE_SCHEMA, DeviceReport, Report
 from bisect_smem.core.quantities import Regression, at_level, compare_quantities, quantities
 from bisect_smem.core.rows import Conclusion
 from bisect_smem.core.saved import Baseline, load_baseline

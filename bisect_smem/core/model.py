@@ -6,35 +6,18 @@ report plus provenance); fields are only ever added within one schema version.
 
 from __future__ import annotations
 
-import dataclasses
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from bisect_smem.core.attributes import DeviceContext, ReportedAttributes
 from bisect_smem.core.integrity import GranuleSweep, Leftovers, MarchResult
+from bisect_smem.core.jsonable import to_jsonable
 from bisect_smem.core.levels import DEFAULT_LEVEL
 from bisect_smem.core.rows import Conclusion, Verdict
 from bisect_smem.core.status import DeviceSummary
 
 REPORT_SCHEMA = "bisect_smem/report/v1"
 BASELINE_SCHEMA = "bisect_smem/baseline/v1"
-
-
-def dumps(data: Any) -> str:
-    """JSON text as every file of the tool is written: indented, keys sorted, one final newline."""
-    return json.dumps(data, indent=2, sort_keys=True) + "\n"
-
-
-def to_jsonable(value: Any) -> Any:
-    """Dataclasses, tuples and dicts as plain JSON values (tuples become lists)."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, (list, tuple)):
-        return [to_jsonable(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    return value
 
 
 @dataclass(frozen=True)

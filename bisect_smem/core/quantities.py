@@ -23,8 +23,9 @@ from typing import Any
 
 from bisect_smem.core.attributes import SOURCE_KEYS
 from bisect_smem.core.bounds import BYTES, MAX_SMS, OPTIN_BYTES, SOME_BYTES, Bounds
+from bisect_smem.core.jsonable import to_jsonable
 from bisect_smem.core.levels import FULL_PREFIX, LEVELS, REFERENCE_SPLIT_PREFIX, level_rank
-from bisect_smem.core.model import DeviceReport, Measured, to_jsonable
+from bisect_smem.core.model import DeviceReport, Measured
 from bisect_smem.core.records import Filled, declared_records
 
 MEASURED_FIELDS = frozenset(f.name for f in dataclasses.fields(Measured))  # a quantity without one is in .quantities

@@ -16,7 +16,7 @@ import bisect_smem
 from bisect_smem import api
 from bisect_smem.app.cli.main import main
 from bisect_smem.core.errors import BackendUnavailable, BaselineError, BisectSmemError, UsageError
-from bisect_smem.core.model import to_jsonable
+from bisect_smem.core.jsonable import to_jsonable
 from tests.conftest import gpu_unavailable_reason
 from tests.paths import H200_REPORT, ROOT
 

@@ -17,8 +17,8 @@ from bisect_smem.app.cli import main as cli
 from bisect_smem.app.outputs.schema_files import KINDS, file_name, published
 from bisect_smem.app.outputs.schemas import generated, text
 from bisect_smem.core.json_schema import generate
+from bisect_smem.core.jsonable import to_jsonable
 from bisect_smem.core.levels import LEVELS
-from bisect_smem.core.model import to_jsonable
 from bisect_smem.core.profiles import PROFILES
 from tests.conftest import assert_valid, fast_validator, run_cli_json, schema_problems, schema_validator
 from tests.paths import H200_REPORT

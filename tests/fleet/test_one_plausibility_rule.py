@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from bisect_smem.analysis.fit.measured import measured_target
 from bisect_smem.app.outputs.schemas import report_schema
 from bisect_smem.core.quantities import OPTIN_CEILING, declared
 from tests.conftest import one_error, run_main, set_optin
@@ -86,14 +87,13 @@ def test_fit_accepts_the_declared_range_at_its_ends(value: int, tmp_path: Path,
 
 @pytest.mark.parametrize("value", [0, 100, 1 << 25])
 def test_fit_holds_a_device_measured_now_to_the_same_rule(value: int) -> None:
-    from bisect_smem.analysis.fit.targets import Target
     from bisect_smem.core.errors import UsageError
     from bisect_smem.core.model import DeviceReport, Measured
 
     dev = DeviceReport(0, "GPU", "9.0", measured=Measured(optin_dynamic_ceiling_bytes=value))
     with pytest.raises(UsageError, match=rf"optin_dynamic_ceiling_bytes must be an integer in "
                                          rf"{OPTIN_CEILING.bounds[0]}\.\.{OPTIN_CEILING.bounds[1]} \(got {value}\)"):
-        Target.from_report(dev)
+        measured_target(dev)
 
 
 @pytest.mark.parametrize("value", [None, 204800], ids=["null", "another value"])

@@ -11,7 +11,8 @@ from bisect_smem.core.attributes import (
     NvmlInfo,
     ReportedAttributes,
 )
-from bisect_smem.core.model import DeviceReport, Measured, to_jsonable
+from bisect_smem.core.jsonable import to_jsonable
+from bisect_smem.core.model import DeviceReport, Measured
 from bisect_smem.core.quantities import json_quantities, quantities
 from bisect_smem.core.rows import Family
 from bisect_smem.devices.attributes import driver_view, runtime_view

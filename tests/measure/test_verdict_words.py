@@ -9,7 +9,7 @@ import json
 import pytest
 
 from bisect_smem.core.errors import ProbeFault
-from bisect_smem.core.model import dumps, to_jsonable
+from bisect_smem.core.jsonable import dumps, to_jsonable
 from bisect_smem.core.outcomes import STICKY, TOO_BIG, Outcome
 from bisect_smem.core.rows import VERDICT_KINDS, VERDICTS, Conclusion, Verdict, VerdictKind
 from bisect_smem.core.status import STATUSES, DeviceSummary, RunResult, Status, result_for

@@ -23,7 +23,7 @@ from bisect_smem.app.render.check import CheckLine, report_line, stale_line, unk
 from bisect_smem.app.render.prom import timestamp_seconds
 from bisect_smem.core.environment import REPORT as REPORT_ENV
 from bisect_smem.core.errors import BaselineError
-from bisect_smem.core.model import dumps
+from bisect_smem.core.jsonable import dumps
 from bisect_smem.core.saved import load_report
 
 DEFAULT_REPORT = "/var/lib/bisect-smem/report.json"

@@ -20,7 +20,8 @@ from bisect_smem.analysis.summary import with_status
 from bisect_smem.app.outputs.delivery import Delivery
 from bisect_smem.app.render import nfd, prom
 from bisect_smem.core.errors import ExitCode
-from bisect_smem.core.model import Report, dumps
+from bisect_smem.core.jsonable import dumps
+from bisect_smem.core.model import Report
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from typing import Any
 from bisect_smem.analysis.fit import FIT_SCHEMA
 from bisect_smem.analysis.fit.answer import Fit
 from bisect_smem.analysis.fit.explain import Explained
-from bisect_smem.core.model import to_jsonable
+from bisect_smem.core.jsonable import to_jsonable
 
 
 def _gemm(fit: Fit | None) -> dict[str, Any] | None:

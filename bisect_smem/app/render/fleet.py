@@ -8,7 +8,7 @@ from typing import Any
 
 from bisect_smem.analysis.merge import Fleet, Group
 from bisect_smem.app.render.width import DEFAULT_WIDTH, table, wrapped
-from bisect_smem.core.model import dumps, to_jsonable
+from bisect_smem.core.jsonable import dumps, to_jsonable
 from bisect_smem.core.text import dash, printable
 
 MERGE_SCHEMA = "bisect_smem/merge/v1"  # the schema id of what ``merge --json`` writes

@@ -4,7 +4,8 @@ newline, as every file of the tool is written."""
 from __future__ import annotations
 
 from bisect_smem.app.render.rows import DEFAULT_OPTIONS, RenderOptions
-from bisect_smem.core.model import Report, dumps
+from bisect_smem.core.jsonable import dumps
+from bisect_smem.core.model import Report
 
 
 def render(report: Report, options: RenderOptions = DEFAULT_OPTIONS) -> str:

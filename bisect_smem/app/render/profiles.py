@@ -4,7 +4,7 @@ the width it is given, and as the JSON document of ``profiles --json`` (``bisect
 from __future__ import annotations
 
 from bisect_smem.app.render.width import table, wrapped
-from bisect_smem.core.model import dumps, to_jsonable
+from bisect_smem.core.jsonable import dumps, to_jsonable
 from bisect_smem.core.profiles import ArchProfile
 from bisect_smem.core.text import dash
 

@@ -1,19 +1,21 @@
 """Where ``fit``'s limits come from: published architectures, devices of saved reports and baselines
-(``--target``), and local devices measured now (real or simulated)."""
+(``--target``, saved_targets.py), and local devices measured now (real or simulated, local_gpu.py). Each
+measured half is imported on first use, so that fit against published rows loads neither."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from bisect_smem.analysis.fit.compiled import cubin_static_smem, ptx_static
 from bisect_smem.analysis.fit.targets import Target
 from bisect_smem.core.errors import BackendUnavailable, UsageError
-from bisect_smem.core.model import DeviceReport, Report
 from bisect_smem.core.profiles import PROFILES, ArchProfile, find_profile, profile_names
-from bisect_smem.core.saved import Baseline, load_baseline, load_saved
+
+if TYPE_CHECKING:  # deferred for type checkers only: a report's model loads with the measured halves
+    from bisect_smem.core.model import DeviceReport
 
 
 def published(names: list[str] | None, targets: bool) -> list[ArchProfile]:
@@ -35,57 +37,18 @@ def targets(profiles: tuple[ArchProfile, ...], files: tuple[str, ...], simulate:
     found = [Target.from_profile(p) for p in profiles]
     for text in files:
         found += file_targets(text)
-    devices, note = local_devices(simulate, local)
-    return found + [Target.from_report(d) for d in devices], note
+    if not simulate and not local:
+        return found, None
+    try:
+        return found + measure_targets(simulate), None
+    except BackendUnavailable as exc:
+        return found, _not_measured(exc)
 
 
 def file_targets(text: str, option: str = "--target") -> list[Target]:
     """Every device of a saved report, or every baseline of a folder laid out DIR/<gpu-model>/<driver>.json;
     an error names the file as ``option`` gave it."""
-    path = Path(text)
-    if path.is_dir():
-        files = sorted(path.glob("*/*.json"))
-        if not files:
-            raise UsageError(f"{option} {text}: no baselines in it (expected {text}/<gpu-model>/<driver>.json)")
-        return [_baseline_target(load_baseline(f)) for f in files]
-    saved = load_saved(path, name=f"{option} {path}")
-    if not isinstance(saved, Report):
-        return [_baseline_target(saved)]
-    if not saved.devices:
-        raise UsageError(f"{option} {text}: the report has no devices")
-    gpus: dict[int, list[DeviceReport]] = {}  # --backend all lists a GPU once per backend, under one index
-    for dev in saved.devices:
-        gpus.setdefault(dev.index, []).append(dev)
-    return [target for measured in gpus.values() for target in _gpu_targets(measured, path)]
-
-
-def _gpu_targets(measured: list[DeviceReport], path: Path) -> list[Target]:
-    """One GPU of a report: one target where its backends measured the same limits (the first backend's,
-    whose rows hold the cross-checks), else one per backend, each labelled with its backend and why."""
-    def target(dev: DeviceReport, why: str = "") -> Target:
-        return Target.from_report(dev, f"{dev.name} (cc {dev.compute_capability}), driver "
-                                       f"{dev.context.get('nvml_driver_version') or 'unknown'} "
-                                       f"[{path.name} device {dev.index}{why}]", str(path))
-
-    first = target(measured[0])
-    if all(_limits(target(dev)) == _limits(first) for dev in measured[1:]):
-        return [first]
-    why = "; the backends measured different limits"
-    return [replace(t, short=f"{t.short} ({dev.backend})")
-            for dev in measured for t in [target(dev, f", {dev.backend}{why}")]]
-
-
-def _limits(target: Target) -> Target:
-    """``target`` without its labels: what a fit is decided by."""
-    return replace(target, name="", source=None, short=None)
-
-
-def _baseline_target(baseline: Baseline) -> Target:
-    dev = baseline.device
-    driver = str(baseline.provenance.get("driver_version") or dev.context.get("nvml_driver_version") or "unknown")
-    where = f"{baseline.path.parent.name}/{baseline.path.name}"
-    return Target.from_report(dev, f"{dev.name} (cc {dev.compute_capability}), driver {driver} [baseline {where}]",
-                              str(baseline.path), driver)
+    return _saved_targets().file_targets(text, option)
 
 
 def local_devices(simulate: tuple[str, ...], local: bool) -> tuple[list[DeviceReport], str | None]:
@@ -96,13 +59,30 @@ def local_devices(simulate: tuple[str, ...], local: bool) -> tuple[list[DeviceRe
     try:
         return measure_devices(simulate), None
     except BackendUnavailable as exc:
-        return [], f"no local GPU measured: {exc}"
+        return [], _not_measured(exc)
+
+
+def _not_measured(exc: BackendUnavailable) -> str:
+    return f"no local GPU measured: {exc}"
 
 
 def measure_devices(simulate: Sequence[str] = ()) -> list[DeviceReport]:
     """Every local device (or the simulated ones of ``simulate``) measured now, as far as fit needs: the
     ceilings for a block with no static data. BackendUnavailable where no GPU or backend can be used."""
     return _local_gpu().measure_devices(simulate)
+
+
+def measure_targets(simulate: Sequence[str] = ()) -> list[Target]:
+    """measure_devices' devices as the limits fit answers against."""
+    return _local_gpu().measure_targets(simulate)
+
+
+def _saved_targets() -> ModuleType:
+    """The half of fit that reads saved reports and baselines, imported on first use."""
+    # Deferred: reading a report loads its model and plausibility rules; fit against published rows never does.
+    from bisect_smem.app.run import saved_targets
+
+    return saved_targets
 
 
 def _local_gpu() -> ModuleType:

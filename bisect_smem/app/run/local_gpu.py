@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from bisect_smem.analysis.fit.measured import measured_target
+from bisect_smem.analysis.fit.targets import Target
 from bisect_smem.app.run.requests import backend_for
 from bisect_smem.app.run.requests import build_request as run_request
 from bisect_smem.app.run.runner import run
@@ -20,6 +22,11 @@ def measure_devices(simulate: Sequence[str] = ()) -> list[DeviceReport]:
     config = MeasureConfig(static_sizes=(0,), threads=(128,), residency=False, carveout=False)
     # A device whose ceilings could not be measured is shown as unknown, with why, rather than dropped.
     return list(run(run_request(None, list(simulate) or None, config=config)))
+
+
+def measure_targets(simulate: Sequence[str] = ()) -> list[Target]:
+    """measure_devices' devices as fit's limits."""
+    return [measured_target(dev) for dev in measure_devices(simulate)]
 
 
 def driver_static_smem(path: Path, kernel: str) -> int | None:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from bisect_smem.analysis.fit.measured import measured_target
 from bisect_smem.analysis.fit.targets import Target
 from bisect_smem.app.run import fit_targets, notices, trace_folder
 from bisect_smem.app.run.traced import run_traced
@@ -90,7 +91,7 @@ def here_limits(asked: HereAsked) -> tuple[Target | None, str | None]:
     devices, note = fit_targets.local_devices(asked.simulate, True)
     if not devices:
         return None, note
-    return replace(Target.from_report(devices[0]), short=devices[0].name), note
+    return replace(measured_target(devices[0]), short=devices[0].name), note
 
 
 def collector_environment(command: tuple[str, ...]) -> Collector:
