@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The H200 cases of bisect-smem trace, each traced, with the explanation against the GPU's measured limits and
-# against sm_120 (--arch 12.0). Usage: bash bench/trace_cases.sh OUT [CUTLASS_DIR]
+# The cases of bisect-smem trace on this GPU (written for the H200; any cc 9.0 GPU runs them), each traced, with
+# the explanation against the GPU's measured limits and against sm_120 (--arch 12.0).
+# Usage: bash bench/trace_cases.sh OUT [CUTLASS_DIR]
 # Optional: WHEELS12=DIR of cuda-bindings 12.x and nvidia-cuda-cupti-cu12 wheels (the CUDA 12 stack case).
 # The wheel's prebuilt collector on a PATH without cc: bench/wheel_trace_check.sh.
 # Writes OUT/cases.log (everything a person reads), OUT/overhead.txt and OUT/traces.tgz (every JSON line and
@@ -18,9 +19,9 @@ log="$out/cases.log"
 say() { echo "== $*" | tee -a "$log"; }
 
 say "tools: $(cc --version | head -1); $(nvcc --version | tail -1); $($py -c 'import torch, triton, cupy; print("torch", torch.__version__, "triton", triton.__version__, "cupy", cupy.__version__)' 2>&1)"
-say "measure the H200 once (the limits every case is explained against)"
-limits=(--report "$work/h200.json")
-$py -m bisect_smem --json "$work/h200.json" >>"$log" 2>&1 || { say "measurement failed: rc $?"; limits=(--no-measure); }
+say "measure this GPU once (the limits every case is explained against): $(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)"
+limits=(--report "$work/limits.json")
+$py -m bisect_smem --json "$work/limits.json" >>"$log" 2>&1 || { say "measurement failed: rc $?"; limits=(--no-measure); }
 
 trace_case() {  # NAME COMMAND...: traced, then explained again against sm_120
     local name=$1; shift

@@ -152,5 +152,5 @@ def test_a_fault_is_injected_only_through_a_fault_seam() -> None:
     session = get_backend("sim", ("h200",)).open(0, (0,))
     inject_illegal_access(session, "sim")
     assert session.launch(ProbeKernel(0, False), 1024, 128).outcome is Outcome.ILLEGAL_ADDRESS
-    with pytest.raises(UsageError, match="^--inject-fault needs the cupy backend: the numba backend has no faulting"):
+    with pytest.raises(UsageError, match="^--inject-fault needs a backend with a faulting probe: the numba backend has none"):
         inject_illegal_access(restricted(Ceilings, Residency)(session), "numba")

@@ -33,22 +33,9 @@ SEE_ALSO_NOTE = ("The user guide is docs/ in the source (mkdocs): install, outpu
 
 
 def environment() -> Rows:
-    """Every variable the tool reads or sets, named as core/environment declares it."""
+    """Every variable the tool reads or sets: its own, as core/environment declares them, then others'."""
     return (
-        (variables.REPORT, "the report check reads when no path is given (default /var/lib/bisect-smem/report.json)"),
-        (variables.CACHE_DIR, "where compiled probe kernels are kept (default $CUPY_CACHE_DIR/bisect_smem, else "
-                              "~/.cupy/kernel_cache/bisect_smem)"),
-        (variables.CUPTI_LIBRARY, "the libcupti that trace's collector loads, before the nvidia-cuda-cupti wheels and the "
-                                  "toolkit's"),
-        (variables.COLLECTOR, "python: trace injects the ctypes collector (Python commands only) even where a C "
-                              "compiler could build the C one"),
-        (variables.TRACE_DIR, "set by trace for the collector in the command's processes: the folder the "
-                              "JSON lines go to (not for users to set)"),
-        (variables.TRACE_NOTIFY, "set by trace for the collector: the socket it reports its start on (not "
-                                 "for users to set)"),
-        (variables.TIMELINE, "FILE: every process of a run appends where its time goes (bench/bench.py reads it)"),
-        (variables.INJECTION, "set by trace to the collector; trace refuses to run when it is already set (another tool, "
-                              "such as nsys or ncu, injects itself)"),
+        *variables.MEANINGS.items(),
         ("XDG_CACHE_HOME", "where a collector built with the C compiler is kept: $XDG_CACHE_HOME/bisect-smem "
                            "(default ~/.cache/bisect-smem)"),
         ("CUDA_HOME, CUDA_PATH", "the CUDA toolkit searched for ptxas and libcupti (then /usr/local/cuda)"),

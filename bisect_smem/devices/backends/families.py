@@ -153,5 +153,5 @@ def supports(session: object, family: type) -> bool:
 def inject_illegal_access(session: object, backend: str) -> None:
     """Test only: poison ``session``'s context through its fault seam; a backend without one is bad usage."""
     if not supports(session, FaultSeam):
-        raise UsageError(f"--inject-fault needs the cupy backend: the {backend} backend has no faulting probe")
+        raise UsageError(f"--inject-fault needs a backend with a faulting probe: the {backend} backend has none")
     session.inject_illegal_access()
