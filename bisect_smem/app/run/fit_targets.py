@@ -4,10 +4,10 @@ measured half is imported on first use, so that fit against published rows loads
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from bisect_smem.analysis.fit.compiled import cubin_static_smem, ptx_static
 from bisect_smem.analysis.fit.targets import Target
@@ -16,6 +16,8 @@ from bisect_smem.core.profiles import PROFILES, ArchProfile, find_profile, profi
 
 if TYPE_CHECKING:  # deferred for type checkers only: a report's model loads with the measured halves
     from bisect_smem.core.model import DeviceReport
+
+Measured = TypeVar("Measured")  # what a local measurement gives: DeviceReports, or them as Targets
 
 
 def published(names: list[str] | None, targets: bool) -> list[ArchProfile]:
@@ -37,12 +39,8 @@ def targets(profiles: tuple[ArchProfile, ...], files: tuple[str, ...], simulate:
     found = [Target.from_profile(p) for p in profiles]
     for text in files:
         found += file_targets(text)
-    if not simulate and not local:
-        return found, None
-    try:
-        return found + measure_targets(simulate), None
-    except BackendUnavailable as exc:
-        return found, _not_measured(exc)
+    measured, note = _measured_locally(simulate, local, measure_targets)
+    return found + measured, note
 
 
 def file_targets(text: str, option: str = "--target") -> list[Target]:
@@ -54,16 +52,19 @@ def file_targets(text: str, option: str = "--target") -> list[Target]:
 def local_devices(simulate: tuple[str, ...], local: bool) -> tuple[list[DeviceReport], str | None]:
     """Local devices measured now: simulated ones (--simulate), else the real ones when ``local``; none, and
     why, where no GPU or backend can be used."""
+    return _measured_locally(simulate, local, measure_devices)
+
+
+def _measured_locally(simulate: Sequence[str], local: bool,
+                      measure: Callable[[Sequence[str]], list[Measured]]) -> tuple[list[Measured], str | None]:
+    """``measure``'s answer for the simulated devices (--simulate), else for the real ones when ``local``;
+    none, and why, where no GPU or backend can be used."""
     if not simulate and not local:
         return [], None
     try:
-        return measure_devices(simulate), None
+        return measure(simulate), None
     except BackendUnavailable as exc:
-        return [], _not_measured(exc)
-
-
-def _not_measured(exc: BackendUnavailable) -> str:
-    return f"no local GPU measured: {exc}"
+        return [], f"no local GPU measured: {exc}"
 
 
 def measure_devices(simulate: Sequence[str] = ()) -> list[DeviceReport]:
