@@ -10,12 +10,12 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bisect_smem import __version__
 from bisect_smem.core.errors import BaselineError
+from bisect_smem.core.frozen import frozen
 from bisect_smem.core.jsonable import dumps, to_jsonable
 from bisect_smem.core.levels import DEFAULT_LEVEL, common_level
 from bisect_smem.core.model import BASELINE_SCHEMA, DeviceReport, Report
@@ -155,7 +155,7 @@ def _candidates(folder: Path, current: str, cc: str | None) -> Iterable[Baseline
         yield baseline
 
 
-@dataclass(frozen=True)
+@frozen
 class Comparison:
     """One device against its baseline: which baseline (None: none found), how many quantities, what
     regressed, what this run could not measure (a device measured incompletely: not a regression, a

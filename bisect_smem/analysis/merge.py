@@ -27,12 +27,13 @@ import pickle
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from bisect_smem.core import plausible
 from bisect_smem.core.errors import BaselineError, UsageError
+from bisect_smem.core.frozen import frozen
 from bisect_smem.core.levels import DEFAULT_LEVEL, level_rank
 from bisect_smem.core.model import REPORT_SCHEMA, DeviceReport, Report
 from bisect_smem.core.quantities import at_level, json_quantities
@@ -75,7 +76,7 @@ def _checked(path: Path, data: Any, skip: frozenset[str] = frozenset()) -> dict[
 DeviceRow = tuple[str, str, str, str, str | None, tuple[tuple[str, Any], ...], str | None, str]
 
 
-@dataclass(frozen=True)
+@frozen
 class Unmeasured:
     """A report that lists no device: a node that found no GPU, or stopped before it measured one."""
 
@@ -84,7 +85,7 @@ class Unmeasured:
     why: str  # the report's error, else its result
 
 
-@dataclass(frozen=True)
+@frozen
 class Unreadable:
     """A report merge could not read, or one that breaks a rule every reader applies: a row of its own, so
     that one bad host never stops the merge of the rest of the fleet."""
@@ -205,7 +206,7 @@ def _plain(value: Any) -> Any:
     return list(map(_plain, value)) if isinstance(value, tuple) else value
 
 
-@dataclass(frozen=True)
+@frozen
 class Member:
     """One device of the fleet: its label, host, error and the level it was measured at (None: not measured)."""
     label: str  # "<report path as given>:<device index>"
@@ -214,7 +215,7 @@ class Member:
     level: str | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class Deviation:
     """A quantity where a device differs from its group's majority (``MISSING`` where the device lacks it)."""
 
@@ -223,7 +224,7 @@ class Deviation:
     majority: Any
 
 
-@dataclass(frozen=True)
+@frozen
 class Group:
     """The devices of one GPU model, driver and backend, their majority values, deviations and ties."""
     model: str
@@ -344,7 +345,7 @@ class _Collector:
                      deviations, ties, level, backend, not_measured)
 
 
-@dataclass(frozen=True)
+@frozen
 class Fleet:
     """The merged reports: the groups of their devices, and the reports that list no device."""
 

@@ -13,11 +13,12 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any
 
 from bisect_smem.analysis.demangle import demangle_all
 from bisect_smem.analysis.fit.targets import Target
+from bisect_smem.core.frozen import frozen
 from bisect_smem.core.hardware import (
     DEFAULT_SMEM_PER_BLOCK_BYTES,
     MAX_REGISTERS_PER_BLOCK,
@@ -43,7 +44,7 @@ from bisect_smem.core.trace_read import UNNAMED_PAST_TABLE
 FitAdvice = Callable[[str, int, Target | None], tuple[str, ...] | None]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Limit:
     """One request against one target: the most it accepts (the opt-in limit less the aligned static data),
     and by how many bytes the request is over it (negative: bytes to spare); unknown where the target's limit
@@ -71,7 +72,7 @@ class Cause(enum.Enum):
     UNKNOWN = "unknown"  # the records do not tell: what is known is said
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Request:
     """One recorded request: an attribute set of MaxDynamicSharedMemorySize, or a launch or graph node with
     dynamic shared memory; ``here`` is the GPU it ran on, ``elsewhere`` the other targets. Identical requests
@@ -127,7 +128,7 @@ class Request:
         return self.kernel_limit_bytes + self.static_bytes != DEFAULT_SMEM_PER_BLOCK_BYTES
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Setting:
     """An attribute set other than the dynamic shared memory size: the carveout or a cluster attribute."""
 
@@ -142,7 +143,7 @@ class Setting:
     count: int = 1
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class PastTableKernel:
     """Launches of one kernel counted past the collector's table: their requests were not recorded."""
 
@@ -152,7 +153,7 @@ class PastTableKernel:
     processes: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Explained:
     """A whole trace explained: what a summary shows and the JSON summary holds."""
 

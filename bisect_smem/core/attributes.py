@@ -9,11 +9,12 @@ DeviceReport holds them; devices/attributes.py reads them from a GPU.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import Any
 
+from bisect_smem.core.frozen import frozen
 
-@dataclass(frozen=True)
+
+@frozen
 class DeviceAttributes:
     """The attributes both the driver (cuDeviceGetAttribute) and the runtime (cudaDeviceProp) report."""
 
@@ -33,7 +34,7 @@ class DeviceAttributes:
         return getattr(self, key, default) if key in _FIELDS[type(self)] else default
 
 
-@dataclass(frozen=True)
+@frozen
 class DriverAttributes(DeviceAttributes):
     """The driver's view: the shared attributes and those only the driver API has."""
 
@@ -46,7 +47,7 @@ ATTRIBUTE_KEYS = tuple(f.name for f in dataclasses.fields(DeviceAttributes))
 SOURCE_KEYS = {"driver": tuple(f.name for f in dataclasses.fields(DriverAttributes)), "runtime": ATTRIBUTE_KEYS}
 
 
-@dataclass(frozen=True)
+@frozen
 class ReportedAttributes:
     """The attributes by source; a source that was never read is None."""
 
@@ -80,7 +81,7 @@ class ReportedAttributes:
         return found
 
 
-@dataclass(frozen=True)
+@frozen
 class NvmlInfo:
     """NVML's view of the device; a query that failed (permissions, MIG slices, not supported) is None."""
 
@@ -94,7 +95,7 @@ class NvmlInfo:
     error: str | None = None  # why NVML could not answer at all
 
 
-@dataclass(frozen=True)
+@frozen
 class DeviceContext:
     """What explains a device's numbers: its bus, NVML's view, the versions of the software that measured
     it, and for a simulated device what it was built from."""

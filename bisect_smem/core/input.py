@@ -16,12 +16,12 @@ from __future__ import annotations
 import json
 import os
 import stat
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bisect_smem.core import session
 from bisect_smem.core.errors import UsageError
+from bisect_smem.core.frozen import frozen
 
 MAX_DIGITS = 4300  # Python's own limit for turning digits into an int; far beyond any count the tool writes
 MAX_VALUES_PER_KIB = 128
@@ -35,7 +35,7 @@ class InputError(UsageError):
     should be (exit 2). The text says what is wrong, without the file's name."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Input:
     """A file read whole: its bytes and which file it was (device and inode, the same however it is named)."""
 

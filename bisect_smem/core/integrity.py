@@ -3,7 +3,7 @@ an earlier kernel or process left behind. Frozen, with units in the field names;
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from bisect_smem.core.frozen import frozen
 
 MARCH_PATTERNS = 37
 MARCH_READS_PER_WORD = 3 * MARCH_PATTERNS  # elements 1, 2 and 3 read every word once per pattern
@@ -13,7 +13,7 @@ MARCH_ELEMENTS = ("ascending write", "ascending read P, write ~P", "descending r
                   "descending read P")
 
 
-@dataclass(frozen=True)
+@frozen
 class SmMarch:
     """One block's march over one SM's whole dynamic shared memory; the first failure, if any.
 
@@ -36,7 +36,7 @@ class SmMarch:
         return self.bad_reads == 0 and self.reads_checked == MARCH_READS_PER_WORD * (self.bytes_tested // 4)
 
 
-@dataclass(frozen=True)
+@frozen
 class MarchResult:
     """The march over every SM: which SM ids ran (from %smid), over how many launches, and what failed."""
 
@@ -60,7 +60,7 @@ class MarchResult:
         return self.sm_count is not None and len(self.sms_seen) >= self.sm_count and not self.sms_missing
 
 
-@dataclass(frozen=True)
+@frozen
 class GranuleSweep:
     """A launch-and-verify at every granule multiple from 0 to the ceiling, and at the ceiling + 1 B."""
 
@@ -72,7 +72,7 @@ class GranuleSweep:
     over_ceiling_failed: bool | None = None  # the ceiling + 1 B must fail
 
 
-@dataclass(frozen=True)
+@frozen
 class Leftovers:
     """Words of the dynamic shared memory that still held an earlier writer's pattern when a kernel started
     and read it without writing: the writer was an earlier kernel of this process, or another process."""

@@ -6,10 +6,12 @@ report plus provenance); fields are only ever added within one schema version.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import datetime as dt
+from dataclasses import field
 from typing import Any
 
 from bisect_smem.core.attributes import DeviceContext, ReportedAttributes
+from bisect_smem.core.frozen import frozen
 from bisect_smem.core.integrity import GranuleSweep, Leftovers, MarchResult
 from bisect_smem.core.jsonable import to_jsonable
 from bisect_smem.core.levels import DEFAULT_LEVEL
@@ -20,7 +22,7 @@ REPORT_SCHEMA = "bisect_smem/report/v1"
 BASELINE_SCHEMA = "bisect_smem/baseline/v1"
 
 
-@dataclass(frozen=True)
+@frozen
 class Ceiling:
     """One searched ceiling, with how it was found."""
 
@@ -35,7 +37,7 @@ class Ceiling:
     api_available_dynamic_bytes: int | None = None  # cuOccupancyAvailableDynamicSMemPerBlock, 1 block/SM
 
 
-@dataclass(frozen=True)
+@frozen
 class StaticSplit:
     """The opt-in dynamic ceiling of a kernel with ``static_bytes`` of static shared memory."""
 
@@ -54,7 +56,7 @@ class StaticSplit:
             raise ValueError(f"threads must be >= 1 (got {self.threads})")
 
 
-@dataclass(frozen=True)
+@frozen
 class ResidencyStep:
     """One plateau of the residency staircase: from ``dynamic_bytes`` on, this many blocks per SM."""
 
@@ -67,7 +69,7 @@ class ResidencyStep:
     limited_by: str | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class CarveoutPoint:
     """Residency under one carveout preference, and the carveout size it implies."""
 
@@ -78,7 +80,7 @@ class CarveoutPoint:
     carveout_range_bytes: tuple[int, int] | None = None  # [low, high): what residency proves
 
 
-@dataclass(frozen=True)
+@frozen
 class ClusterMeasurement:
     """Thread block clusters at one dynamic size (cc 9.0+)."""
 
@@ -91,7 +93,7 @@ class ClusterMeasurement:
     dsm_verified: bool | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class Measured:
     """What the GPU did. None: not measured (or not measurable on this cc)."""
 
@@ -119,7 +121,7 @@ class Measured:
     quantities: dict[str, int | None] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@frozen
 class DeviceReport:
     """Everything known about one device; ``error`` is None when it was measured completely."""
 
@@ -152,7 +154,7 @@ class DeviceReport:
         return self.error is not None or any(v.verdict == Conclusion.ERROR for v in self.verdicts)
 
 
-@dataclass(frozen=True)
+@frozen
 class Report:
     """One run of the tool: every device it was asked to measure."""
 
@@ -171,3 +173,17 @@ class Report:
     def to_dict(self) -> dict[str, Any]:
         """The report as plain JSON values."""
         return to_jsonable(self)
+
+    @property
+    def created_unix_seconds(self) -> int:
+        """``created_utc`` (``2025-12-01T09:39:00+00:00``) as Unix seconds; a time without a zone is UTC."""
+        when = dt.datetime.fromisoformat(self.created_utc)
+        return int((when if when.tzinfo else when.replace(tzinfo=dt.UTC)).timestamp())
+
+    def by_gpu(self) -> list[tuple[DeviceReport, ...]]:
+        """The devices grouped by GPU: ``--backend all`` lists each device once per backend, under one index;
+        the first of a group is the first backend's, whose rows hold the cross-checks with the others."""
+        groups: dict[int, list[DeviceReport]] = {}
+        for dev in self.devices:
+            groups.setdefault(dev.index, []).append(dev)
+        return [tuple(group) for group in groups.values()]

@@ -8,13 +8,13 @@ constants or user reports rather than the guide.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from bisect_smem.core.errors import UsageError
+from bisect_smem.core.frozen import frozen
 from bisect_smem.core.hardware import KIB, has_clusters
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class ArchProfile:
     """One row of the published table, plus the per-SM limits of the guide's specification table.
 

@@ -18,11 +18,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 from bisect_smem.core.attributes import SOURCE_KEYS
 from bisect_smem.core.bounds import BYTES, MAX_SMS, OPTIN_BYTES, SOME_BYTES, Bounds
+from bisect_smem.core.frozen import frozen
 from bisect_smem.core.jsonable import to_jsonable
 from bisect_smem.core.levels import FULL_PREFIX, LEVELS, REFERENCE_SPLIT_PREFIX, level_rank
 from bisect_smem.core.model import DeviceReport, Measured
@@ -31,7 +31,7 @@ from bisect_smem.core.records import Filled, declared_records
 MEASURED_FIELDS = frozenset(f.name for f in dataclasses.fields(Measured))  # a quantity without one is in .quantities
 
 
-@dataclass(frozen=True)
+@frozen
 class Quantity:
     """One quantity of a device, declared once: ``name`` is its key under ``measured`` (or under each
     source of ``reported``) in the report's JSON, ``bounds`` the values a device can have (inclusive),
@@ -188,7 +188,7 @@ def json_quantities(dev: dict[str, Any]) -> dict[str, Any]:
     return q
 
 
-@dataclass(frozen=True)
+@frozen
 class Regression:
     """One quantity against its baseline: the same on both sides, to the byte, or a regression. A
     quantity only one side has is a difference too, never a silent pass (``in_baseline``, ``measured_now``

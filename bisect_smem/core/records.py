@@ -17,10 +17,11 @@ import functools
 import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Protocol
 
 from bisect_smem.core.bounds import BYTES, COUNT, MAX_SMS, MAX_WORDS, SM_ID, SOME_BYTES, THREADS, WORD, Bounds
+from bisect_smem.core.frozen import frozen
 from bisect_smem.core.hardware import NONPORTABLE_CLUSTER_SIZE, STATIC_SMEM_COMPILE_CAP_BYTES
 from bisect_smem.core.integrity import GranuleSweep, Leftovers, MarchResult, SmMarch
 from bisect_smem.core.levels import FULL_PREFIX, split_quantity_prefix
@@ -38,7 +39,7 @@ class Held(enum.StrEnum):
     BY_NAME = "by_name"  # a dict of items by name
 
 
-@dataclass(frozen=True)
+@frozen
 class Names:
     """The names a record held by name may use, and how a refusal says so (``a cluster size (1..16)``)."""
 
@@ -51,7 +52,7 @@ class Names:
         return bool(self.pattern.fullmatch(name)) and int(name) <= self.high
 
 
-@dataclass(frozen=True)
+@frozen
 class Record:
     """One record of Measured, declared once. ``bounds`` holds the values each integer field of an item can
     have (inclusive; for a list field, each of its integers); ``key`` names an item's comparable
@@ -129,7 +130,7 @@ class Declared(Protocol):
         ...
 
 
-@dataclass(frozen=True)
+@frozen
 class Filled:
     """A value a step hands over: the declared quantity or record it fills, and the value."""
 

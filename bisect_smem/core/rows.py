@@ -9,7 +9,8 @@ A row read back from a report written before families existed has the family OTH
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+
+from bisect_smem.core.frozen import frozen
 
 
 class Conclusion(enum.StrEnum):
@@ -84,7 +85,7 @@ class NoteKind(enum.StrEnum):
         return cls.REMARK
 
 
-@dataclass(frozen=True)
+@frozen
 class Note:
     """One part of a row's note; ``short`` is what a compact table shows instead (None: the text)."""
 
@@ -93,7 +94,7 @@ class Note:
     short: str | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class RowParameters:
     """What tells a row from the others of its family (None where it does not apply). Bytes, threads,
     blocks, percent."""
@@ -109,7 +110,7 @@ class RowParameters:
 NO_PARAMETERS = RowParameters()
 
 
-@dataclass(frozen=True)
+@frozen
 class Verdict:
     """One row of the comparison: a quantity, what was reported (and by whom), what was measured."""
 

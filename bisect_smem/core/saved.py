@@ -9,13 +9,13 @@ naming the file and, where one is at fault, the field.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bisect_smem.core import input as reader
 from bisect_smem.core import plausible
 from bisect_smem.core.errors import BaselineError
+from bisect_smem.core.frozen import frozen
 from bisect_smem.core.model import BASELINE_SCHEMA, REPORT_SCHEMA, DeviceReport, Report
 from bisect_smem.core.schema import SchemaError, build, check
 
@@ -26,7 +26,7 @@ _NOUNS = {REPORT_SCHEMA: "report", BASELINE_SCHEMA: "baseline"}
 EITHER = (REPORT_SCHEMA, BASELINE_SCHEMA)
 
 
-@dataclass(frozen=True)
+@frozen
 class Baseline:
     """One saved baseline: where it is, its provenance and the device's report."""
 

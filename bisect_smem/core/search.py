@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Generator, Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, TypeVar
 
+from bisect_smem.core.frozen import frozen
 from bisect_smem.core.hardware import ceil_div
 from bisect_smem.core.levels import DEFAULT_CONFIRM
 
@@ -41,7 +42,7 @@ def gallop_points(start_bytes: int, cap_bytes: int) -> list[int]:
     return sorted({min(start_bytes, cap_bytes), min(max(middle, start_bytes), cap_bytes), cap_bytes})
 
 
-@dataclass(frozen=True)
+@frozen
 class SearchResult:
     """What a search found. ``ceiling_bytes`` is the largest size that passed (None: not even ``floor``)."""
 

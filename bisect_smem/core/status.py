@@ -7,9 +7,9 @@ A report carries these so that a consumer reads them instead of recounting the v
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
 
 from bisect_smem.core.errors import ExitCode
+from bisect_smem.core.frozen import frozen
 
 NFD_DEFAULT_EXPIRY_S = 86400  # a feature file's labels stay a day, unless --nfd-expiry says otherwise
 
@@ -47,7 +47,7 @@ def result_for(exit_code: int) -> RunResult:
     return RESULTS[exit_code]
 
 
-@dataclass(frozen=True)
+@frozen
 class VerdictCounts:
     """How many verdict rows of a device are of each verdict (``mismatch`` counts ``MISMATCH`` rows,
     ``error`` counts ``ERROR`` rows)."""
@@ -59,7 +59,7 @@ class VerdictCounts:
     error: int = 0
 
 
-@dataclass(frozen=True)
+@frozen
 class DeviceSummary:
     """One device in a word: ``pass``, ``fail`` (a mismatch, a regression against the baseline, or with
     --strict a row that differs) or ``incomplete``; the rows counted; and the first failing or

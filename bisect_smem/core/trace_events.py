@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import enum
 import os
-from dataclasses import dataclass
 
 from bisect_smem.core import input as reader
+from bisect_smem.core.frozen import frozen
 
 MAX_LINE_BYTES = 1 << 20  # a CUTLASS kernel's mangled name is a few KiB; a line is its name and some numbers
 MAX_BYTES = 1 << 32  # shared memory sizes are 32-bit in every driver call
@@ -70,7 +70,7 @@ def result_text(domain: str, code: int) -> str:
     return names.get(code, f"error {code}")
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Process:
     """One traced process image: whether it was traced, and which libcupti it used."""
 
@@ -84,7 +84,7 @@ class Process:
     image: int = 1  # 1 for PID.jsonl; N for PID.N.jsonl, a later program image (an exec) or a reused pid
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class AttributeSet:
     """cuFuncSetAttribute, cuKernelSetAttribute or cudaFuncSetAttribute of a shared-memory attribute: every
     identical call of the trace as one, ``count`` times, by the processes ``pids``."""
@@ -115,7 +115,7 @@ class AttributeSet:
         return self.result != 0
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class KernelAttributes:
     """A kernel's attributes as the driver reported them at a refusal (record format 2); None where not known
     (a runtime host stub, an older collector, or the driver call failed)."""
@@ -137,7 +137,7 @@ class LaunchKind(enum.Enum):
     REFUSED_GRAPH_LAUNCH = "refused graph launch"  # a cuGraphLaunch refused: its node that asks the most
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Launch:
     """A launch configuration or a graph kernel node: every identical one of the trace as one, ``count``
     times (the collector writes each configuration once and counts it), by the processes ``pids``."""
@@ -175,7 +175,7 @@ class Launch:
         return self.block[0] * self.block[1] * self.block[2]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class PastTable:
     """Launches the collector counted past its table of configurations: no line was written for them, so
     their requests are not known. ``kernel`` is None for launches that found the second table full too."""
@@ -185,7 +185,7 @@ class PastTable:
     pids: tuple[int, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Unwritable:
     """A collector that could not write its trace (notices.jsonl): the process, errno and the file it tried."""
 
@@ -200,7 +200,7 @@ class Unwritable:
         return os.strerror(self.errno) if self.errno > 0 else f"errno {self.errno}"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Skipped:
     """Lines or files of one kind that were skipped: how many, and where the first was."""
 
@@ -209,7 +209,7 @@ class Skipped:
     first: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Trace:
     """Everything recorded under one --out folder."""
 

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 from bisect_smem.core.attributes import NvmlInfo, ReportedAttributes
+from bisect_smem.core.frozen import frozen
 from bisect_smem.devices.attributes import driver_view, runtime_view
 from bisect_smem.devices.backends.base import Backend, DeviceIdentity, DeviceSession
 
 
-@dataclass(frozen=True)
+@frozen
 class DeviceInfo:
     """What a device says about itself, gathered once when it is opened."""
 

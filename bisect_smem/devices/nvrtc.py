@@ -15,7 +15,6 @@ import hashlib
 import json
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ except ImportError:  # not on Windows: there, each process that misses an entry 
 
 from bisect_smem.core.atomic import replace_atomically
 from bisect_smem.core.environment import CACHE_DIR as CACHE_ENV
+from bisect_smem.core.frozen import frozen
 
 CACHE_FORMAT = 1
 
@@ -34,7 +34,7 @@ class NvrtcUnavailable(Exception):
     """cuda-bindings' NVRTC cannot be loaded here (the caller falls back to CuPy's compiler)."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Compiled:
     """One NVRTC compile: the log, each name expression's lowered (mangled) name, and the image."""
 

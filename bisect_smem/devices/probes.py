@@ -5,8 +5,7 @@ with its own counts."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from bisect_smem.core.frozen import frozen
 from bisect_smem.core.integrity import SmMarch
 from bisect_smem.core.outcomes import TOO_BIG, Outcome
 
@@ -36,7 +35,7 @@ def classify_cuda_error(message: str) -> Outcome:
     return Outcome.OTHER
 
 
-@dataclass(frozen=True)
+@frozen
 class SmemRegisters:
     """PTX special registers read by thread 0 of a probe block; None where the cc lacks the register."""
 
@@ -55,7 +54,7 @@ class SmemRegisters:
         return self.reserved_smem_offset_cap - self.reserved_smem_offset_begin
 
 
-@dataclass(frozen=True)
+@frozen
 class ProbeResult:
     """What every kind of launch comes back with: its outcome class and the driver's words. Each kind adds
     its own counts; only a verified success (``ok``) means the launch ran as asked."""
@@ -69,7 +68,7 @@ class ProbeResult:
         return self.outcome is Outcome.OK
 
 
-@dataclass(frozen=True)
+@frozen
 class LaunchOutcome(ProbeResult):
     """The result of one probe: an attribute call or a launch with its read-back check."""
 
@@ -78,7 +77,7 @@ class LaunchOutcome(ProbeResult):
     dynamic_base_offset_bytes: int | None = None  # where the dynamic array starts in the shared window
 
 
-@dataclass(frozen=True)
+@frozen
 class ResidencyOutcome(ProbeResult):
     """How many blocks sat on each SM at once (peak per SM, min and max over SMs), and the API's answer."""
 
@@ -95,7 +94,7 @@ def residency_from_peaks(peaks: list[int], api_blocks_per_sm: int | None) -> Res
     return ResidencyOutcome(Outcome.OK, "", min(seen), max(seen), api_blocks_per_sm)
 
 
-@dataclass(frozen=True)
+@frozen
 class ClusterOutcome(ProbeResult):
     """One cluster launched with distributed shared memory checked across every block of it."""
 
@@ -110,7 +109,7 @@ class ClusterOutcome(ProbeResult):
                 and self.bytes_checked == cluster_size * dynamic_bytes and self.bytes_wrong == 0)
 
 
-@dataclass(frozen=True)
+@frozen
 class ClusterResidencyOutcome(ProbeResult):
     """How many clusters ran at once over the whole GPU, and the API's prediction."""
 
@@ -118,14 +117,14 @@ class ClusterResidencyOutcome(ProbeResult):
     api_active_clusters: int | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class MarchOutcome(ProbeResult):
     """One launch of the march kernel: a slot per block that ran (blocks that never ran are left out)."""
 
     blocks: tuple[SmMarch, ...] = ()
 
 
-@dataclass(frozen=True)
+@frozen
 class LeftoverOutcome(ProbeResult):
     """One launch of a leftover kernel: per block, its SM, the words written or read, and matches."""
 
@@ -134,7 +133,7 @@ class LeftoverOutcome(ProbeResult):
     matching_words: int = 0
 
 
-@dataclass(frozen=True)
+@frozen
 class ProbeKernel:
     """Which compiled probe: its static shared memory, and whether its attribute may ever be raised.
 
@@ -154,7 +153,7 @@ class ProbeKernel:
                              f"(got {self.static_bytes} B static, opt_in={self.opt_in}, hole {self.hole_bytes})")
 
 
-@dataclass(frozen=True)
+@frozen
 class MarchFault:
     """Test only: the word of SM ``sm_id`` holding byte ``byte`` has that byte's low bit flipped between the
     march's first write and first read (kernels/validate.cu, smem_march_fault)."""
@@ -173,7 +172,7 @@ class MarchFault:
         return 1 << (8 * (self.byte % 4))
 
 
-@dataclass(frozen=True)
+@frozen
 class Launch:
     """One probe of a batch: ``kernel`` in one block of ``threads``, with ``dynamic_bytes`` of dynamic shared
     memory; with ``raise_limit`` the opt-in attribute is set to ``dynamic_bytes`` just before the launch
@@ -186,7 +185,7 @@ class Launch:
     sweep: bool = False  # one of the granule sweep's launches: a replay answers it as its report recorded the sweep
 
 
-@dataclass(frozen=True)
+@frozen
 class ResidencyProbe:
     """One residency probe of a batch: every SM filled with blocks of ``threads`` and ``dynamic_bytes``,
     held ``hold_ns``, under the carveout preference ``carveout_percent`` where one is given."""

@@ -14,9 +14,9 @@ import os
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 
+from bisect_smem.core.frozen import frozen
 from bisect_smem.devices.toolkit import toolkit_homes
 
 WHEEL_HOMES = ("cu13", "cuda_nvcc")  # under the nvidia namespace package, newest first
@@ -31,7 +31,7 @@ class PtxasFailed(Exception):
     """ptxas ran but gave no answer: the message is its first error line."""
 
 
-@dataclass(frozen=True)
+@frozen
 class PtxasAnswer:
     """Static shared memory (bytes) per entry, as ptxas assembled it, and which ptxas (e.g. ``13.0``)."""
 

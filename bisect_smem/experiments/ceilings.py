@@ -9,10 +9,11 @@ later compared with. A probe passes only when the kernel read back every byte it
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from bisect_smem.core.errors import MeasurementError, ProbeFault
+from bisect_smem.core.frozen import frozen
 from bisect_smem.core.levels import REFERENCE_THREADS, is_reference_split, split_search_name
 from bisect_smem.core.model import Ceiling, StaticSplit
 from bisect_smem.core.quantities import (
@@ -31,7 +32,7 @@ from bisect_smem.experiments.rounds import LaunchSearch, search_launches
 from bisect_smem.experiments.steps import Step
 
 
-@dataclass(frozen=True)
+@frozen
 class DefaultCeiling(Step):
     """The largest dynamic size that launches without opt-in."""
 
@@ -51,7 +52,7 @@ class DefaultCeiling(Step):
         return DEFAULT_CEILING.filled(value.ceiling_bytes), DEFAULT_API.filled(value.api_available_dynamic_bytes)
 
 
-@dataclass(frozen=True)
+@frozen
 class AttributeAcceptCeiling(Step):
     """The largest value cudaFuncSetAttribute(MaxDynamicSharedMemorySize) accepts."""
 
@@ -68,7 +69,7 @@ class AttributeAcceptCeiling(Step):
         return (ATTRIBUTE_CEILING.filled(value.ceiling_bytes),)
 
 
-@dataclass(frozen=True)
+@frozen
 class StaticSplitStep(Step):
     """The opt-in dynamic ceiling beside ``static_bytes`` of static data, in blocks of ``threads``. The
     splits of a device run together: their searches share rounds (rounds.py)."""
@@ -159,7 +160,7 @@ def static_footprints(ctx: StepContext, splits: Sequence[StaticSplitStep]) -> li
     return footprints
 
 
-@dataclass(frozen=True)
+@frozen
 class BlockRegisters:
     """Reserved bytes and allocation granularity as a running block reads them (None below cc 8.0)."""
 
@@ -168,7 +169,7 @@ class BlockRegisters:
     at_ceiling: dict[str, int | None] | None
 
 
-@dataclass(frozen=True)
+@frozen
 class BlockRegistersStep(Step):
     """Reserved bytes and granularity from the PTX registers, and the registers at the opt-in ceiling."""
 

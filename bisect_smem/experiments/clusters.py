@@ -8,9 +8,9 @@ what ran; they never choose what is probed.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import ClassVar
 
+from bisect_smem.core.frozen import frozen
 from bisect_smem.core.hardware import NONPORTABLE_CLUSTER_SIZE, PORTABLE_CLUSTER_SIZE, ceil_div
 from bisect_smem.core.model import ClusterMeasurement
 from bisect_smem.core.records import CLUSTERS, CLUSTERS_SKIPPED, Filled
@@ -88,7 +88,7 @@ class ClusterExperiments:
         return results
 
 
-@dataclass(frozen=True)
+@frozen
 class ClusterResult:
     """Cluster measurements, or why clusters were not measured here."""
 
@@ -96,7 +96,7 @@ class ClusterResult:
     skipped: str | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class ClusterStep(Step):
     """Thread block clusters (cc 9.0+)."""
 

@@ -4,8 +4,7 @@ bytes."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from bisect_smem.core.frozen import frozen
 from bisect_smem.core.hardware import MAX_THREADS_PER_BLOCK, STATIC_SMEM_COMPILE_CAP_BYTES
 from bisect_smem.core.levels import DEFAULT_LEVEL, REFERENCE_THREADS, level_rank
 from bisect_smem.core.search import DEFAULT_CONFIRM
@@ -16,7 +15,7 @@ DEFAULT_THREADS = (32, 128, 1024)
 HARD_CAP_BYTES = 1 << 20  # far above any per-SM capacity published so far (228 KB)
 
 
-@dataclass(frozen=True)
+@frozen
 class PlantedFaults:
     """Test only: faults planted in the validation kernels, to prove on a real device that they are found.
     ``march``: that SM's word holding that byte is corrupted between the march's write and read;
@@ -26,7 +25,7 @@ class PlantedFaults:
     sweep_hole_bytes: int | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class MeasureConfig:
     """What to measure. Sizes in bytes."""
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from bisect_smem.core.attributes import DriverAttributes
 from bisect_smem.core.errors import MeasurementError, ProbeFault
+from bisect_smem.core.frozen import frozen
 from bisect_smem.core.hardware import DEFAULT_GRANULE_BYTES, block_footprint, blocks_per_sm, ceil_div, round_up
 from bisect_smem.core.model import Ceiling, Measured
 from bisect_smem.core.profiles import ArchProfile, profile_for_cc
@@ -27,7 +28,7 @@ MeasurementError."""
 CARVEOUT_FOOTPRINT_BYTES = 8 * 1024  # published carveouts differ by 8 KB or more: one count each
 
 
-@dataclass(frozen=True)
+@frozen
 class DeviceFacts:
     """What the device reported (the driver's view) and its published row: they feed formulas and labels,
     never the bounds of a search."""
@@ -41,7 +42,7 @@ class DeviceFacts:
         return cls(info.reported.driver or DriverAttributes(), profile_for_cc(info.identity.compute_capability))
 
 
-@dataclass(frozen=True)
+@frozen
 class Limits:
     """What the residency formula uses: reported per-SM limits and the measured block footprint."""
 
@@ -70,7 +71,7 @@ class Limits:
                              self.max_threads_per_sm)
 
 
-@dataclass(frozen=True)
+@frozen
 class Prior:
     """What residency, carveout, clusters and validation build on, fixed once the quick steps are done:
     the reference opt-in ceiling (None: not measured), the allocation granule (measured, else published,

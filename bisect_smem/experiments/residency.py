@@ -9,10 +9,10 @@ confirming each step to the byte.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Sequence
-from dataclasses import dataclass
 from typing import ClassVar
 
 from bisect_smem.core.errors import MeasurementError
+from bisect_smem.core.frozen import frozen
 from bisect_smem.core.levels import STAIRCASE_THREADS
 from bisect_smem.core.model import CarveoutPoint, ResidencyStep
 from bisect_smem.core.quantities import PER_SM
@@ -181,7 +181,7 @@ class ResidencyMeasurement:
         return n * fp(lo), n * fp(lo + 1)
 
 
-@dataclass(frozen=True)
+@frozen
 class ResidencyResult:
     """The residency staircase and the per-SM capacity it proves."""
 
@@ -189,7 +189,7 @@ class ResidencyResult:
     smem_per_sm_bytes: int | None
 
 
-@dataclass(frozen=True)
+@frozen
 class CarveoutResult:
     """Residency under every carveout preference."""
 
@@ -200,7 +200,7 @@ def _runs(ctx: StepContext) -> ResidencyMeasurement:
     return ResidencyMeasurement(ctx.session, ctx.progress, probes=ctx.probes[PROBES])
 
 
-@dataclass(frozen=True)
+@frozen
 class ResidencyStaircase(Step):
     """Blocks resident per SM from 0 B to the opt-in ceiling, and the per-SM capacity."""
 
@@ -222,7 +222,7 @@ class ResidencyStaircase(Step):
         return RESIDENCY.filled(value.steps), PER_SM.filled(value.smem_per_sm_bytes)
 
 
-@dataclass(frozen=True)
+@frozen
 class CarveoutSweep(Step):
     """Residency under every carveout preference."""
 

@@ -7,9 +7,9 @@ each keeps its own probe bound, confirmations and verification (core/search.py p
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from bisect_smem.core.errors import ProbeFault
+from bisect_smem.core.frozen import frozen
 from bisect_smem.core.model import Ceiling
 from bisect_smem.core.search import SearchResult, ceiling_search, probe_bound, search_together
 from bisect_smem.devices.probes import Launch, ProbeKernel
@@ -17,7 +17,7 @@ from bisect_smem.experiments.context import StepContext
 from bisect_smem.experiments.expect import expect
 
 
-@dataclass(frozen=True)
+@frozen
 class LaunchSearch:
     """A ceiling searched by launches: each size is one block of ``kernel`` and ``threads``, with the
     opt-in attribute set to the size just before it where ``raise_limit``. ``what`` names a probe in a

@@ -11,9 +11,9 @@ themselves live with their experiments: ceilings, residency, clusters, validatio
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from bisect_smem.core.frozen import frozen
 from bisect_smem.core.model import Ceiling, Measured
 from bisect_smem.core.quantities import MEASURED_FIELDS
 from bisect_smem.core.records import Filled, Record
@@ -21,7 +21,7 @@ from bisect_smem.devices.backends.families import Ceilings
 from bisect_smem.experiments.context import StepContext
 
 
-@dataclass(frozen=True)
+@frozen
 class StepResult:
     """What one step produced, small and picklable, so it can cross from a worker to the parent."""
 
@@ -36,7 +36,7 @@ class StepResult:
 Done = dict["Step", StepResult]
 
 
-@dataclass(frozen=True)
+@frozen
 class Step:
     """One measurement step; subclasses set ``kind`` and implement ``run`` and ``contribute``."""
 

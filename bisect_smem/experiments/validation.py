@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import ClassVar
 
 from bisect_smem.core.errors import MeasurementError, ProbeFault
+from bisect_smem.core.frozen import frozen
 from bisect_smem.core.integrity import GranuleSweep, Leftovers, MarchResult, SmMarch
 from bisect_smem.core.records import GRANULE_SWEEP, LEFTOVERS, MARCH, Filled
 from bisect_smem.devices.backends.base import DeviceSession
@@ -139,7 +139,7 @@ def _validation(ctx: StepContext) -> Validation:
                       ctx.config.planted)
 
 
-@dataclass(frozen=True)
+@frozen
 class SmMarchStep(Step):
     """The march test on every SM at the opt-in ceiling."""
 
@@ -155,7 +155,7 @@ class SmMarchStep(Step):
         return (MARCH.filled(value),)
 
 
-@dataclass(frozen=True)
+@frozen
 class GranuleSweepStep(Step):
     """A launch at every allocation-granule multiple up to the opt-in ceiling, and one byte over."""
 
@@ -171,7 +171,7 @@ class GranuleSweepStep(Step):
         return (GRANULE_SWEEP.filled(value),)
 
 
-@dataclass(frozen=True)
+@frozen
 class LeftoversStep(Step):
     """What an earlier process and an earlier kernel left in shared memory."""
 

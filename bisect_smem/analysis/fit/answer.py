@@ -5,7 +5,7 @@ as text or JSON; nothing here reads a file or prints."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from bisect_smem.analysis.fit.rule import GemmRule
@@ -18,11 +18,12 @@ from bisect_smem.analysis.fit.targets import (
     Target,
     evaluate,
 )
+from bisect_smem.core.frozen import frozen
 
 FITS = ("fits without opt-in", "fits with opt-in")  # the verdicts of a launch that fits
 
 
-@dataclass(frozen=True)
+@frozen
 class Fit:
     """A kernel on every target: what was asked (``request``: its bytes and threads; a library's kernel counts
     its own dynamic bytes, so only the static bytes and threads given beside it count there), where the sizes

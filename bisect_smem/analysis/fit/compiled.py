@@ -12,13 +12,13 @@ import re
 import stat
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
 from bisect_smem.core import input as reader
 from bisect_smem.core.errors import UsageError
+from bisect_smem.core.frozen import frozen
 from bisect_smem.core.hardware import DEFAULT_RESERVED_BYTES
 
 if TYPE_CHECKING:  # deferred: a type only, so that fit without --ptx loads no ptxas runner
@@ -81,7 +81,7 @@ def _section_sizes(path: Path, data: bytes) -> dict[str, int]:
         raise UsageError(f"{path} is a cut-short or corrupt cubin ({exc}; the file has {len(data)} B)") from None
 
 
-@dataclass(frozen=True)
+@frozen
 class StaticSmem:
     """A kernel's static shared memory (bytes) read from a compiled file, and, for people, from where."""
 

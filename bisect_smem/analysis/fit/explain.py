@@ -3,10 +3,10 @@ GPU it ran on gave."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from bisect_smem.core.frozen import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class Explained:
     """A library's shared-memory error: what the kernel needs and, from Triton, the limit it met."""
 

@@ -25,6 +25,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from bisect_smem.core.frozen import frozen
 from bisect_smem.core.hardware import round_up
 
 # Tokens: comments, strings and the directives that end at the line's end, not at ';' (all dropped),
@@ -53,7 +54,7 @@ class PtxUnreadable(ValueError):
     """A PTX form this reader does not read: the message is one line saying which."""
 
 
-@dataclass(frozen=True)
+@frozen
 class SharedVar:
     """One ``.shared`` variable: its bytes (0 where it is the unsized, dynamic array) and alignment."""
 

@@ -5,10 +5,10 @@ not at all, by how many bytes, and how many such blocks fit on one SM."""
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import Any
 
 from bisect_smem.core.errors import UsageError
+from bisect_smem.core.frozen import frozen
 from bisect_smem.core.hardware import (
     DEFAULT_SMEM_PER_BLOCK_BYTES,
     MAX_THREADS_PER_BLOCK,
@@ -49,7 +49,7 @@ def check_limits(where: str, positive: dict[str, Any], non_negative: dict[str, A
                          "value a device can have")
 
 
-@dataclass(frozen=True)
+@frozen
 class FitRequest:
     """The kernel: its dynamic and static shared memory (bytes) and its block size."""
 
@@ -79,7 +79,7 @@ class FitRequest:
         return block_request_bytes(self.dynamic_bytes, self.static_bytes)
 
 
-@dataclass(frozen=True)
+@frozen
 class Target:
     """Limits to fit against, published for an architecture or measured on a device.
 
@@ -147,7 +147,7 @@ def target_from_record(data: Any, where: str) -> Target:
         raise UsageError(f"{where}: {exc}") from None
 
 
-@dataclass(frozen=True)
+@frozen
 class Labels:
     """A library's own words for what fit shows of its kernel, so that one renderer speaks each library's:
     a ``{}`` in a template is a stage count. The defaults are plain words any library may keep."""
@@ -169,7 +169,7 @@ class Labels:
     variants: tuple[tuple[str, str], ...] = ()  # (name, details key): another build that fits where this does not
 
 
-@dataclass(frozen=True)
+@frozen
 class FitResult:
     """One kernel against one target. The kernel's fields are None unless a library's tile was given;
     ``labels`` are its library's words for them, ``details`` the rule's own fields."""

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from bisect_smem.core.errors import UsageError
+from bisect_smem.core.frozen import frozen
 
 MAX_TILE_DIM = 1 << 16
 # ASCII digits only, at most 6 of them: a tile dimension is never longer, and int() of a long or
@@ -13,7 +13,7 @@ MAX_TILE_DIM = 1 << 16
 _TILE = re.compile(r"^\s*([0-9]{1,6})\s*x\s*([0-9]{1,6})\s*x\s*([0-9]{1,6})\s*$", re.IGNORECASE | re.ASCII)
 
 
-@dataclass(frozen=True)
+@frozen
 class Tile:
     """A GEMM CTA-cluster tile, M x N x K elements."""
 

@@ -20,7 +20,6 @@ from bisect_smem.app.cli import json_option
 from bisect_smem.app.cli.argtypes import WEEK, positive_float
 from bisect_smem.app.cli.commands import SUBCOMMANDS
 from bisect_smem.app.render.check import CheckLine, report_line, stale_line, unknown_line
-from bisect_smem.app.render.prom import timestamp_seconds
 from bisect_smem.core.environment import REPORT as REPORT_ENV
 from bisect_smem.core.errors import BaselineError
 from bisect_smem.core.jsonable import dumps
@@ -57,7 +56,7 @@ def check(path: Path, max_age_s: float | None, now: float | None = None) -> Chec
         return unknown_line(f"no report at {path}")
     try:
         report = load_report(path)
-        measured_at = timestamp_seconds(report.created_utc)
+        measured_at = report.created_unix_seconds
     except BaselineError as exc:
         return unknown_line(str(exc))
     age = (time.time() if now is None else now) - measured_at

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -28,13 +28,14 @@ from bisect_smem.app.render.fit_json import render_json
 from bisect_smem.app.render.width import wrapped
 from bisect_smem.app.run import fit_targets
 from bisect_smem.core.errors import UsageError
+from bisect_smem.core.frozen import frozen
 from bisect_smem.core.profiles import ArchProfile
 from bisect_smem.core.sizes import parse_count, parse_size, shown
 
 EXIT_FITS, EXIT_DOES_NOT_FIT, EXIT_INCOMPLETE = 0, 1, 4
 
 
-@dataclass(frozen=True)
+@frozen
 class Kernels:
     """The GEMM kernels asked about: the library rule that counts them, its tiles (none: a launcher's list),
     the operands' type, the stages (None: the library's automatic count) and the rule's own options given, by
@@ -48,7 +49,7 @@ class Kernels:
     listing: bool = False  # without --tile: every kernel of a launcher's list
 
 
-@dataclass(frozen=True)
+@frozen
 class FitQuery:
     """What ``fit`` is asked, parsed once from the command line; files are read later."""
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from bisect_smem.analysis.baseline import (
@@ -38,11 +37,12 @@ from bisect_smem.app.run import measure as measuring
 from bisect_smem.app.run.measure import Measurement
 from bisect_smem.core import session as sessions
 from bisect_smem.core.errors import BisectSmemError, ExitCode, UsageError
+from bisect_smem.core.frozen import frozen
 from bisect_smem.core.model import Report
 from bisect_smem.core.status import NFD_DEFAULT_EXPIRY_S
 
 
-@dataclass(frozen=True)
+@frozen
 class MeasureRequest:
     """A measuring run as the options asked for it, checked: what to measure, and what to do with it."""
 

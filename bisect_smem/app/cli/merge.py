@@ -4,7 +4,6 @@ majority. Returns the text for stdout and the exit code (1 when any device devia
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
 
 from bisect_smem.analysis.merge import Fleet, group_reports
 from bisect_smem.app.cli import json_option
@@ -12,6 +11,7 @@ from bisect_smem.app.cli.commands import SUBCOMMANDS
 from bisect_smem.app.outputs.terminal import text_width
 from bisect_smem.app.render import fleet
 from bisect_smem.core.errors import BaselineError, ExitCode
+from bisect_smem.core.frozen import frozen
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -28,7 +28,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 WHAT = "the merged fleet"
 
 
-@dataclass(frozen=True)
+@frozen
 class MergeRequest:
     """The report files, as given (their paths label the devices)."""
 

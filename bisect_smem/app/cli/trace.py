@@ -5,7 +5,7 @@ explain each shared-memory request it made against the GPU's measured limits and
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from bisect_smem.analysis.fit.targets import Target
@@ -16,6 +16,7 @@ from bisect_smem.app.render.trace import render_json, render_text, skipped_lines
 from bisect_smem.app.run import fit_targets, trace_folder, tracing
 from bisect_smem.app.run.trace_explain import explain_folder, recorded_limits
 from bisect_smem.core.errors import BisectSmemError, ExitCode, UsageError
+from bisect_smem.core.frozen import frozen
 from bisect_smem.core.profiles import ArchProfile
 
 HELP = SUBCOMMANDS["trace"]
@@ -34,7 +35,7 @@ A process in which another CUPTI subscriber was first runs untraced: the summary
 """
 
 
-@dataclass(frozen=True)
+@frozen
 class TraceQuery:
     """What ``trace`` is asked, parsed once."""
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime as dt
 import platform
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from bisect_smem import __version__
@@ -20,11 +19,12 @@ from bisect_smem.analysis.summary import with_status
 from bisect_smem.app.outputs.delivery import Delivery
 from bisect_smem.app.render import nfd, prom
 from bisect_smem.core.errors import ExitCode
+from bisect_smem.core.frozen import frozen
 from bisect_smem.core.jsonable import dumps
 from bisect_smem.core.model import Report
 
 
-@dataclass(frozen=True)
+@frozen
 class FleetPaths:
     """Where --prom and --nfd write (None: not asked), checked before measuring."""
 

@@ -8,10 +8,9 @@ could not measure).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from bisect_smem.analysis.summary import summarize
-from bisect_smem.app.render.prom import by_gpu
+from bisect_smem.core.frozen import frozen
 from bisect_smem.core.model import DeviceReport, Report
 from bisect_smem.core.rows import Family, RowParameters, Verdict
 from bisect_smem.core.status import DeviceSummary
@@ -45,7 +44,7 @@ _SHORT: dict[Family, Callable[[RowParameters], tuple[str, bool]]] = {
 }
 
 
-@dataclass(frozen=True)
+@frozen
 class CheckLine:
     """What the check prints, how it exits, and the verdict (a key of CHECK_VERDICTS) the line starts with."""
 
@@ -136,7 +135,7 @@ def report_line(report: Report) -> CheckLine:
         return _run_line(report)
     optins = [d.measured.optin_dynamic_ceiling_bytes for d in report.devices
               if d.measured is not None and d.measured.optin_dynamic_ceiling_bytes is not None]
-    count = len(by_gpu(report))
+    count = len(report.by_gpu())
     optin = f", opt-in {min(optins)} B" if optins else ""
     return CheckLine(fit(f"smem ok: {count} GPU{'s' if count != 1 else ''}{optin}"), OK, "ok")
 

@@ -15,7 +15,6 @@ import string
 from collections.abc import Iterable
 
 from bisect_smem.analysis.summary import summarize
-from bisect_smem.app.render.prom import by_gpu, timestamp_seconds
 from bisect_smem.core.model import DeviceReport, Report
 from bisect_smem.core.quantities import Quantity, declared
 from bisect_smem.core.status import NFD_DEFAULT_EXPIRY_S
@@ -79,13 +78,13 @@ def labels(report: Report) -> dict[str, str]:
     names = {d.name for d in devices if d.name}
     drivers = [d.context.nvml_driver_version for d in devices if d.context.nvml_driver_version]
     found: dict[str, object] = {
-        "gpu.count": len(by_gpu(report)),
+        "gpu.count": len(report.by_gpu()),
         "gpu.product": (names.pop() if len(names) == 1 else "mixed") if names else None,
         # Each declared quantity with a node label: the minimum over the node's GPUs.
         **{q.nfd: _measured(devices, q) for q in declared("measured") if q.nfd is not None},
         "verdict": verdict(report),
         "driver": drivers[0] if drivers else None,
-        "timestamp": timestamp_seconds(report.created_utc),
+        "timestamp": report.created_unix_seconds,
     }
     return {name: slug(str(value)) for name, value in found.items() if value is not None and slug(str(value))}
 
@@ -93,7 +92,7 @@ def labels(report: Report) -> dict[str, str]:
 def expires_at(report: Report, expiry_s: float = NFD_DEFAULT_EXPIRY_S) -> int:
     """When the labels expire, in Unix seconds: the report's time plus ``expiry_s`` rounded up (NFD reads whole
     seconds)."""
-    return timestamp_seconds(report.created_utc) + math.ceil(expiry_s)
+    return report.created_unix_seconds + math.ceil(expiry_s)
 
 
 def expiry_text(expires: float) -> str:

@@ -12,19 +12,20 @@ refuses it, and the UUID names the device anyway.)
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from bisect_smem import __version__
 from bisect_smem.analysis.summary import summarize
+from bisect_smem.core.frozen import frozen
 from bisect_smem.core.model import DeviceReport, Report
 from bisect_smem.core.quantities import declared
 from bisect_smem.core.status import DeviceSummary, VerdictCounts
 
 PREFIX = "bisect_smem_"
 Labels = tuple[tuple[str, str], ...]
-@dataclass(frozen=True)
+
+
+@frozen
 class Family:
     """One metric family: its name (without the prefix), help text and samples."""
 
@@ -51,28 +52,12 @@ def device_labels(dev: DeviceReport) -> Labels:
             ("driver_version", str(ctx.nvml_driver_version or "")))
 
 
-
-def timestamp_seconds(created_utc: str) -> int:
-    """``2025-12-01T09:39:00+00:00`` as Unix seconds (a time without a zone is taken as UTC)."""
-    when = dt.datetime.fromisoformat(created_utc)
-    return int((when if when.tzinfo else when.replace(tzinfo=dt.UTC)).timestamp())
-
-
 def _summary(dev: DeviceReport) -> DeviceSummary:
     return dev.summary if dev.summary is not None else summarize(dev)
 
 
-def by_gpu(report: Report) -> list[tuple[DeviceReport, ...]]:
-    """The report's devices, grouped by GPU: ``--backend all`` lists each device once per backend, under one
-    index; the first of a group is the first backend's, whose rows hold the cross-checks with the others."""
-    groups: dict[int, list[DeviceReport]] = {}
-    for dev in report.devices:
-        groups.setdefault(dev.index, []).append(dev)
-    return [tuple(group) for group in groups.values()]
-
-
 def _device_families(report: Report) -> Iterator[Family]:
-    gpus = by_gpu(report)
+    gpus = report.by_gpu()
     devices = [group[0] for group in gpus]
     yield Family("device_ok", "1 when the device passed (no mismatch, measured completely), else 0.",
                  tuple((device_labels(g[0]), float(all(_summary(d).status == "pass" for d in g))) for g in gpus))
@@ -96,8 +81,8 @@ def families(report: Report) -> list[Family]:
         Family("build_info", "The bisect-smem version and report schema that wrote these metrics.",
                (((("version", report.tool_version or __version__), ("schema", report.schema)), 1.0),)),
         Family("last_run_timestamp_seconds", "When the measurement ran, as Unix time.",
-               (((), float(timestamp_seconds(report.created_utc))),)),
-        Family("devices", "Devices in the report.", (((), float(len(by_gpu(report)))),)),
+               (((), float(report.created_unix_seconds)),)),
+        Family("devices", "Devices in the report.", (((), float(len(report.by_gpu()))),)),
     ]
     if report.exit_code is not None:
         run.append(Family("last_run_exit_code", "Exit code of the run: 0 pass, 1 mismatch, 2 bad input, 3 no GPU, "

@@ -11,9 +11,10 @@ from __future__ import annotations
 import textwrap
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from bisect_smem.app.render.width import DEFAULT_WIDTH
+from bisect_smem.core.frozen import frozen
 from bisect_smem.core.hardware import KIB
 from bisect_smem.core.levels import REFERENCE_STATIC_BYTES, REFERENCE_THREADS, split_search_name
 from bisect_smem.core.model import DeviceReport, Measured, Report
@@ -53,7 +54,7 @@ FOLDED_NAMES: dict[Family, Callable[[RowParameters], str]] = {
 }
 
 
-@dataclass(frozen=True)
+@frozen
 class RenderOptions:
     """How a report is shown: every row (``verbose``), whether ``differs`` fails the run (``strict``), and
     the most columns a line of text may take (``width``)."""
@@ -66,7 +67,7 @@ class RenderOptions:
 DEFAULT_OPTIONS = RenderOptions()
 
 
-@dataclass(frozen=True)
+@frozen
 class Shown:
     """A row as a table shows it: the cells, and the family it was made from (None: a summary)."""
 
@@ -190,7 +191,7 @@ def shown_rows(dev: DeviceReport, verbose: bool) -> list[Shown]:
     return [Shown.of(v) for v in dev.verdicts] if verbose else compact_rows(dev)
 
 
-@dataclass(frozen=True)
+@frozen
 class DeviceSection:
     """What every format shows of one device, in order: header, headline, rows and their summary line
     (none of the three where the device has no rows), its error and its events."""

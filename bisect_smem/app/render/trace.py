@@ -11,10 +11,10 @@ import json
 import operator
 import typing
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from bisect_smem.analysis.trace import Cause, Explained, Limit, PastTableKernel, Request, Setting, shorten
+from bisect_smem.core.frozen import frozen
 from bisect_smem.core.hardware import (
     DEFAULT_SMEM_PER_BLOCK_BYTES,
     MAX_REGISTERS_PER_BLOCK,
@@ -209,7 +209,7 @@ def skipped_lines(skipped: tuple[Skipped, ...]) -> list[str]:
     return [f"{s.kind.value}: {s.count} skipped (the first: {s.first})" for s in skipped]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class UntracedProcess:
     """A process the collector could not trace, and why."""
 
@@ -217,7 +217,7 @@ class UntracedProcess:
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class UnwritableTrace:
     """A process whose collector could not write its trace: its errno, in words, and the file it tried."""
 
@@ -228,7 +228,7 @@ class UnwritableTrace:
     command: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class SkippedLines:
     """Lines or files of the trace of one kind that could not be read."""
 
@@ -238,7 +238,7 @@ class SkippedLines:
     first: str  # the file (and line) of the first
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class RequestMade:
     """One distinct request: an attribute set of MaxDynamicSharedMemorySize, or a launch or graph node with
     dynamic shared memory, with the limits it met and, for a refusal, its cause."""
@@ -267,7 +267,7 @@ class RequestMade:
     over_kernel_limit_bytes: int | None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class TraceSummary:
     """Every shared-memory request a traced command's CUDA processes made, explained against the limits of the
     GPU it ran on and of the other targets asked for, and what fit's library rules (CUTLASS, Triton) say of a

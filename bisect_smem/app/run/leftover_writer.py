@@ -20,11 +20,11 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import IO, Any
 
 from bisect_smem.app.run.subprocesses import python_command, python_environment
 from bisect_smem.core.errors import MeasurementError
+from bisect_smem.core.frozen import frozen
 from bisect_smem.devices.backends.base import DeviceAddress, DeviceSession
 from bisect_smem.devices.backends.table import open_address
 from bisect_smem.devices.probes import LeftoverOutcome, Outcome
@@ -36,7 +36,7 @@ POLL_S = 0.05
 PR_SET_PDEATHSIG = 1  # prctl(2)
 
 
-@dataclass(frozen=True)
+@frozen
 class WriteRequest:
     """What the writer process is asked: which device, which kernels to load, and what to write."""
 
@@ -60,7 +60,7 @@ class WriteRequest:
                       "static_sizes": tuple(data["static_sizes"])})
 
 
-@dataclass(frozen=True)
+@frozen
 class WriteAnswer:
     """What the writer process ran: the launch's outcome class, its detail, the SMs written and the words."""
 

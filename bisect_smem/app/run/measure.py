@@ -9,7 +9,6 @@ from __future__ import annotations
 import datetime as dt
 import platform
 from collections.abc import Sequence
-from dataclasses import dataclass
 from types import ModuleType
 from typing import TextIO
 
@@ -20,6 +19,7 @@ from bisect_smem.app.run.worker import planned_steps
 from bisect_smem.core import session as sessions
 from bisect_smem.core.attributes import DeviceContext
 from bisect_smem.core.errors import BackendUnavailable, UsageError
+from bisect_smem.core.frozen import frozen
 from bisect_smem.core.levels import DEFAULT_LEVEL
 from bisect_smem.core.model import DeviceReport, Report
 from bisect_smem.core.numbers import whole_number
@@ -32,7 +32,7 @@ from bisect_smem.devices.host import host_context
 from bisect_smem.experiments.config import MeasureConfig
 
 
-@dataclass(frozen=True)
+@frozen
 class Measurement:
     """A measuring run, planned and checked: one RunRequest per backend, and why each backend asked for
     (``--backend all``) is left out."""

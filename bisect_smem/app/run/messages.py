@@ -12,15 +12,15 @@ from __future__ import annotations
 import pickle
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import IO
 
 from bisect_smem.app.run.requests import RunRequest
+from bisect_smem.core.frozen import frozen
 from bisect_smem.devices.device_info import DeviceInfo
 from bisect_smem.experiments.steps import Done, Step, StepResult
 
 
-@dataclass(frozen=True)
+@frozen
 class WorkerJob:
     """What one worker measures: the request, its device, the steps done by earlier workers (skipped), the
     planned steps, a step whose first attempt makes a real illegal access (test only, run alone), and
@@ -34,49 +34,49 @@ class WorkerJob:
     alone: bool = False
 
 
-@dataclass(frozen=True)
+@frozen
 class WorkerMessage:
     """What every message says first: the device it is about (one worker per device)."""
 
     index: int
 
 
-@dataclass(frozen=True)
+@frozen
 class Opened(WorkerMessage):
     """The device opened: what it reports about itself."""
 
     info: DeviceInfo
 
 
-@dataclass(frozen=True)
+@frozen
 class OpenFailed(WorkerMessage):
     """The device could not be opened (compile, load or driver failure)."""
 
     error: str
 
 
-@dataclass(frozen=True)
+@frozen
 class Progress(WorkerMessage):
     """A line for the progress display."""
 
     text: str
 
 
-@dataclass(frozen=True)
+@frozen
 class StepStarted(WorkerMessage):
     """The worker began a step: a hang from here on is this step's."""
 
     step: Step
 
 
-@dataclass(frozen=True)
+@frozen
 class StepDone(WorkerMessage):
     """A step finished (possibly with its own error)."""
 
     result: StepResult
 
 
-@dataclass(frozen=True)
+@frozen
 class StepStopped(WorkerMessage):
     """A step ended the worker: the step it was in, and why."""
 
@@ -84,22 +84,22 @@ class StepStopped(WorkerMessage):
     detail: str
 
 
-@dataclass(frozen=True)
+@frozen
 class StepFaulted(StepStopped):
     """A sticky fault: the context is lost and the worker ends."""
 
 
-@dataclass(frozen=True)
+@frozen
 class WorkerCrashed(StepStopped):
     """An exception that is not a GPU fault: a bug, reported before the worker ends."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Finished(WorkerMessage):
     """Every step is done."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Exited(WorkerMessage):
     """The worker's stream ended and its process exited with ``code`` (negative: ended by that signal)."""
 

@@ -6,10 +6,10 @@ The backend is resolved here, once, and travels as an object (to worker processe
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from bisect_smem.core.errors import UsageError
+from bisect_smem.core.frozen import frozen
 from bisect_smem.core.numbers import whole_number
 from bisect_smem.devices.backends.base import Backend
 from bisect_smem.devices.backends.table import BACKENDS, DEFAULT_BACKEND, REAL_BACKENDS, SIMULATED_BACKEND, get_backend
@@ -19,7 +19,7 @@ from bisect_smem.experiments.config import MeasureConfig, PlantedFaults
 ALL_BACKENDS = "all"
 
 
-@dataclass(frozen=True)
+@frozen
 class RunRequest:
     """What to run: a backend (resolved once), which devices (None: all visible), how, and for how long."""
 

@@ -9,7 +9,7 @@ import os
 import shutil
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from bisect_smem.analysis.fit.measured import measured_target
@@ -19,11 +19,12 @@ from bisect_smem.app.run.traced import run_traced
 from bisect_smem.core.environment import COLLECTOR as COLLECTOR_CHOICE
 from bisect_smem.core.environment import INJECTION
 from bisect_smem.core.errors import CommandNotStarted, TraceUnavailable, UsageError
+from bisect_smem.core.frozen import frozen
 from bisect_smem.devices.collector import build, libcupti
 from bisect_smem.devices.collector.environment import NOTIFY, TRACE_DIR
 
 
-@dataclass(frozen=True)
+@frozen
 class HereAsked:
     """Where the limits of the GPU the command runs on come from: ``--report``, ``--simulate``, or a quick
     measurement now (``measure``); none of them: no limits."""
@@ -33,7 +34,7 @@ class HereAsked:
     measure: bool
 
 
-@dataclass(frozen=True)
+@frozen
 class Collector:
     """What goes into the command's environment for the collector, and the line that says which libcupti it
     loads and why."""
@@ -42,7 +43,7 @@ class Collector:
     libcupti: str
 
 
-@dataclass(frozen=True)
+@frozen
 class Traced:
     """A command that ran traced: the folder its trace is in, the limits it is explained against (and a note
     on them), and its exit code (128+N where signal N ended it)."""

@@ -12,6 +12,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from bisect_smem.core.attributes import DeviceContext, NvmlInfo
 from bisect_smem.core.errors import BisectSmemError
+from bisect_smem.core.frozen import frozen
 from bisect_smem.devices.attributes import read_nvml_all
 from bisect_smem.devices.backends.libcuda import libcuda
 from bisect_smem.devices.probes import Outcome, classify_cuda_error
@@ -42,7 +43,7 @@ class CudaFailure:
         return self.outcome is not None
 
 
-@dataclass(frozen=True)
+@frozen
 class CudaErrorFunnel:
     """The one place a backend's CUDA exceptions become probe outcomes.
 
@@ -73,7 +74,7 @@ class CudaErrorFunnel:
             failure.outcome = classify_cuda_error(failure.detail)
 
 
-@dataclass(frozen=True)
+@frozen
 class DeviceIdentity:
     """Who the device is, as the backend sees it."""
 
@@ -84,7 +85,7 @@ class DeviceIdentity:
     extra: DeviceContext = DeviceContext()  # what the backend adds to the report's context (its versions)
 
 
-@dataclass(frozen=True)
+@frozen
 class DeviceAddress:
     """How another process opens the same device (the backends' registry opens it): a backend name, an
     index, and for a simulated device its ``--simulate`` text."""

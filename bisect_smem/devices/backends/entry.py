@@ -10,15 +10,16 @@ from __future__ import annotations
 import importlib
 import importlib.util
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from bisect_smem.core.frozen import frozen
 
 if TYPE_CHECKING:
     # Deferred to type checking: the protocol's module loads the driver binding, which the table never needs.
     from bisect_smem.devices.backends.base import Backend
 
 
-@dataclass(frozen=True)
+@frozen
 class BackendEntry:
     """A backend as the table knows it.
 

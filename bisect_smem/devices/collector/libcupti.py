@@ -23,10 +23,10 @@ import re
 import shutil
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from bisect_smem.core.environment import CUPTI_LIBRARY as OVERRIDE
+from bisect_smem.core.frozen import frozen
 from bisect_smem.devices.toolkit import SYSTEM_CUDA, toolkit_homes
 
 DRIVER_LIBRARY = "libcuda.so.1"
@@ -49,7 +49,7 @@ _BRANCH = re.compile(r"NVRM version:.*?\s(\d{3,4})\.\d+")
 Version = tuple[int, int]
 
 
-@dataclass(frozen=True)
+@frozen
 class Found:
     """A libcupti file, how it was found ("already loaded", the override, "wheel NAME in FOLDER", "toolkit
     HOME"), and its CUDA version: major from its name (libcupti.so.12), minor from its wheel or toolkit."""
@@ -64,7 +64,7 @@ class Found:
         return "" if self.major is None else f" {self.major}" + ("" if self.minor is None else f".{self.minor}")
 
 
-@dataclass(frozen=True)
+@frozen
 class DriverCuda:
     """The CUDA version the driver supports, and where that was read."""
 
@@ -75,7 +75,7 @@ class DriverCuda:
         return f"{self.version[0]}.{self.version[1]}"
 
 
-@dataclass(frozen=True)
+@frozen
 class Choice:
     """The libcupti to use (None where none fits), and the line that says which and why, or what to install."""
 

@@ -7,9 +7,10 @@ A release is placed by the rules it has, not by its name: RULES names the releas
 model follows first appears, and a release counts with every rule first seen at or before it. Each rule is
 backed by builds of every release (tests/data/cutlass_truth_release_<version>.json)."""
 
-from dataclasses import dataclass
+
 
 from bisect_smem.core.errors import UsageError
+from bisect_smem.core.frozen import frozen
 
 LIBRARY = "CUTLASS"  # as a person names it
 CUTLASS_VERSION = "4.7.0"  # the default release, whose builds tests/data/cutlass_truth.json holds
@@ -19,7 +20,7 @@ CUTLASS_VERSIONS = ("4.4.1", "4.4.2", "4.4.3", "4.5.0", "4.5.1", "4.5.2", "4.5.3
 FIRST = CUTLASS_VERSIONS[0]
 
 
-@dataclass(frozen=True)
+@frozen
 class Rule:
     """A rule of CUTLASS's builders or kernels that the model follows, and the release where it first appears."""
 

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from bisect_smem.analysis.fit.cutlass.layout import EMPTY, Part, array, barriers, struct, union
+from bisect_smem.core.frozen import frozen
 
 TMA_DESCRIPTOR_BYTES = 128
 
 
-@dataclass(frozen=True)
+@frozen
 class Epilogue:
     """The epilogue's storage: ``tensors`` (C/D buffers and the fusion's storage) and ``pipeline`` go into
     the kernel's storage separately; ``shared`` is sizeof(CollectiveEpilogue::SharedStorage), the

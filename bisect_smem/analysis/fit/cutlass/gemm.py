@@ -3,11 +3,12 @@ it: the stage count, every storage's bytes, and whether it builds at all."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from bisect_smem.analysis.fit.cutlass import CUTLASS_VERSION, check_version
 from bisect_smem.analysis.fit.cutlass.types import Operand, operand, output_bits
 from bisect_smem.core.errors import UsageError
+from bisect_smem.core.frozen import frozen
 
 SCHEDULES = ("auto", "cooperative", "pingpong", "1sm", "2sm")
 # The MoE launcher's sm_100 epilogues: PtrArrayTmaWarpSpecialized{1,2}Sm, or PtrArrayNoSmemWarpSpecialized{1,2}Sm
@@ -17,7 +18,7 @@ MIN_STAGES = 2  # "Specialization requires Stages set to value 2 or more."
 MAX_CLUSTER = 16  # the most CTAs a cluster may have (non-portable; 8 portable)
 
 
-@dataclass(frozen=True)
+@frozen
 class GemmKernel:
     """The kernel: CTA-cluster tile M x N x K (the MMA tile; a 2-SM tile spans two CTAs), operand types,
     C and D types (C ``void``: no source), schedule, grouped (ptr-array), ``stages`` (None: auto) and
@@ -86,7 +87,7 @@ class GemmKernel:
         return self.op_a.block_scaled or self.op_b.block_scaled
 
 
-@dataclass(frozen=True)
+@frozen
 class Build:
     """What CUTLASS makes of a GemmKernel for one family. ``builds`` is False with ``reason`` when the
     library refuses it; the byte counts are then those of the build that was refused (where there is

@@ -15,13 +15,13 @@ scales per column (fp32)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from itertools import product
 
 from bisect_smem.analysis.fit.cutlass.gemm import EPILOGUE_SCHEDULES, GemmKernel
 from bisect_smem.analysis.fit.cutlass.layout import EMPTY, Part
 from bisect_smem.analysis.fit.cutlass.types import operand
 from bisect_smem.core.errors import UsageError
+from bisect_smem.core.frozen import frozen
 from bisect_smem.core.hardware import B200_CC
 
 SM100_CLUSTER_M = range(1, 3)  # 1 SM, or the 2-SM kernel of a 2x1 cluster
@@ -41,7 +41,7 @@ MODELLED_FAMILIES = tuple(OPERANDS)
 MIXED = "TMA warp specialized MOE implementation does not support mixed input types"
 
 
-@dataclass(frozen=True)
+@frozen
 class Candidate:
     """One kernel the generator emits: activation and weight types, the output type, the CTA tile and the
     cluster (CTAs along M, N, K), the epilogue fusion and swap_ab, and on sm_100 the epilogue schedule."""
@@ -243,7 +243,7 @@ def not_generated(family: str, g: GemmKernel) -> str | None:
             f"{', '.join(epilogues) or 'none'})")
 
 
-@dataclass(frozen=True)
+@frozen
 class Listing:
     """Every kernel a launcher's generator emits, narrowed by what was given (None: any): the activation and
     weight types (neither given: the family's first pair), the output type, fusion, swap_ab and cluster."""

@@ -4,12 +4,11 @@ arrays; sizes are bytes."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from bisect_smem.core.frozen import frozen
 from bisect_smem.core.hardware import round_up
 
 
-@dataclass(frozen=True)
+@frozen
 class Part:
     """A member: its size and alignment in bytes (an empty C++ struct is 1 byte, aligned 1)."""
 

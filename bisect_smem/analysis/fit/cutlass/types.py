@@ -4,12 +4,11 @@ factors' vector size: nvfp4 one ue4m3 factor per 16 elements, the MX types one u
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from bisect_smem.core.errors import UsageError
+from bisect_smem.core.frozen import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class Operand:
     """A GEMM operand type: ``bits`` per element; ``scale_vector`` elements per scale factor (0: not
     block-scaled); ``kind``: 'f16', 'tf32', 'f8', 'i8', 'f6', 'f4'."""

@@ -10,10 +10,10 @@ import functools
 import json
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from bisect_smem.analysis.fit.targets import Target
+from bisect_smem.core.frozen import frozen
 from bisect_smem.core.profiles import cc_text
 
 MAX_ENTRIES = 50_000  # cache folders read at most: a cache is one folder per compiled kernel
@@ -22,7 +22,7 @@ MAX_METADATA_BYTES = 1 << 20  # a metadata file is a few KiB
 PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,199}$")
 
 
-@dataclass(frozen=True)
+@frozen
 class Compiled:
     """One compiled kernel of the cache, as its metadata says."""
 

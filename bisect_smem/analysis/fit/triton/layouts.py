@@ -10,7 +10,8 @@ MMA accumulator layouts of mma.sync (v2) and wgmma (v3), on one CTA.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+from bisect_smem.core.frozen import frozen
 
 Basis = tuple[int, int]
 IN_DIMS = ("register", "lane", "warp")
@@ -24,7 +25,7 @@ def log2(value: int) -> int:
     return value.bit_length() - 1
 
 
-@dataclass(frozen=True)
+@frozen
 class Layout:
     """A linear layout of a ``shape`` (rows, columns) tile: ``bases[d][i]`` is the coordinate that bit
     ``i`` of in-dimension ``d`` selects; (0, 0) is a broadcast bit (two indices hold one element)."""

@@ -20,11 +20,10 @@ in C's type) as Triton 3.6 compiles it for NVIDIA GPUs, and the shared memory it
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from bisect_smem.analysis.fit.triton import swizzle
 from bisect_smem.analysis.fit.triton.allocation import Buffer, allocate
 from bisect_smem.analysis.fit.triton.layouts import COLUMNS_FIRST, Layout, blocked, mma, tmem_load
+from bisect_smem.core.frozen import frozen
 from bisect_smem.core.hardware import ceil_div
 
 THREADS_PER_WARP = 32
@@ -36,7 +35,7 @@ NVMMA_ALIGNMENT, SWIZZLED_ALIGNMENT, SCRATCH_ALIGNMENT = 1024, 16, 128
 MBARRIER_BYTES = 8
 
 
-@dataclass(frozen=True)
+@frozen
 class Matmul:
     """One launch configuration: BLOCK_M x BLOCK_N x BLOCK_K, the operand type, num_stages, num_warps."""
 
@@ -59,7 +58,7 @@ class Matmul:
         return DTYPES[self.dtype][1]
 
 
-@dataclass(frozen=True)
+@frozen
 class MmaChoice:
     """The MMA the compiler picked: version 2 (mma.sync) or 3 (wgmma), instruction N, warps per CTA."""
 
@@ -150,7 +149,7 @@ def pipelined(g: Matmul, rows: int, cols: int) -> bool:
     return g.stages > 1 and load_vector_bits(g, rows, cols) >= 32
 
 
-@dataclass(frozen=True)
+@frozen
 class Operand:
     """One operand's shared memory: ``count`` buffers of ``tile`` bytes, before the loop (pipelined) or
     written in it."""
@@ -202,7 +201,7 @@ def operands(g: Matmul, choice: MmaChoice, native_fp8: bool = True) -> tuple[Ope
     return found[0], found[1]
 
 
-@dataclass(frozen=True)
+@frozen
 class MatmulBuild:
     """What the compiler makes of a Matmul: the MMA, the operands' buffers, the epilogue's scratch and
     the ``shared`` the launch asks for, with where its bytes go."""

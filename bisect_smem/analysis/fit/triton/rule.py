@@ -5,7 +5,7 @@ Hardware limit: Y"). ``num_stages`` auto gives the most stages that load."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from bisect_smem.analysis.fit.targets import (
     DOES_NOT_BUILD,
@@ -27,6 +27,7 @@ from bisect_smem.analysis.fit.triton.matmul import (
     build_descriptor,
 )
 from bisect_smem.core.errors import UsageError
+from bisect_smem.core.frozen import frozen
 from bisect_smem.core.hardware import (
     block_request_bytes,
     has_fp8_e4m3,
@@ -61,7 +62,7 @@ def triton_dtype(name: str) -> str:
     return key
 
 
-@dataclass(frozen=True)
+@frozen
 class TritonKernel:
     """The matmul asked about: BLOCK_M x BLOCK_N x BLOCK_K, operand type, num_stages (None: the most that
     fit), num_warps."""

@@ -9,14 +9,13 @@ Bases are ints: offsets into the flattened tile (a set of bases spans a GF(2) ve
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from bisect_smem.analysis.fit.triton.layouts import Layout, log2
+from bisect_smem.core.frozen import frozen
 
 BANK_BITS = 32 * 32  # 32 banks of 32 bits
 
 
-@dataclass(frozen=True)
+@frozen
 class MemOpTile:
     """An instruction's tile: lanes that hold contiguous data (``contig``) and lanes that give addresses."""
 
@@ -100,7 +99,7 @@ def segment_bases(bank_src: list[int], bank_dst: list[int], dim: int, length: in
     return segment[:length]
 
 
-@dataclass(frozen=True)
+@frozen
 class Flat:
     """A layout as flat bases: registers (broadcast ones removed), lanes, warps."""
 
@@ -139,7 +138,7 @@ class Flat:
         return register, lane
 
 
-@dataclass(frozen=True)
+@frozen
 class Shared:
     """A swizzled shared layout as optimalSwizzling returns it: vector, bank, segment and reps bases."""
 

@@ -14,11 +14,12 @@ device's own error is kept.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from bisect_smem.core.attributes import DeviceContext, ReportedAttributes
 from bisect_smem.core.errors import MeasurementError, UsageError
+from bisect_smem.core.frozen import frozen
 from bisect_smem.core.hardware import (
     DEFAULT_GRANULE_BYTES,
     DEFAULT_SMEM_PER_BLOCK_BYTES,
@@ -39,7 +40,7 @@ from bisect_smem.devices.probes import ClusterOutcome, LaunchOutcome, LeftoverOu
 UNRECORDED = "not measured in the replayed report"
 
 
-@dataclass(frozen=True)
+@frozen
 class Recording:
     """What one device of a saved report measured, indexed the way a replayed device is asked."""
 
@@ -188,7 +189,7 @@ class RecordedMemory:
         """Nothing outlives a replayed context."""
 
 
-@dataclass(frozen=True)
+@frozen
 class DeviceModel:
     """The rules' parameters for one simulated device (bytes, blocks, threads), and its recording if any."""
 

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from bisect_smem.core.errors import UsageError
+from bisect_smem.core.frozen import frozen
 from bisect_smem.core.numbers import decimal, whole_number
 from bisect_smem.core.profiles import find_profile, profile_names
 from bisect_smem.core.sizes import parse_size
@@ -39,7 +39,7 @@ PROFILE_KEYS = (*FAULT_KEYS, *_OVERRIDE_KEYS, "fewer", *_VALIDATION_KEYS)
 MAX_SIZE_TEXT = 32  # longer than any byte count anyone writes
 
 
-@dataclass(frozen=True)
+@frozen
 class Faults:
     """What goes wrong on a simulated device, on purpose. Sizes are dynamic bytes."""
 
@@ -58,7 +58,7 @@ class Faults:
         return self.sticky_bytes is not None or self.hang_bytes is not None
 
 
-@dataclass(frozen=True)
+@frozen
 class SimSpec:
     """One simulated device: its model, its faults, and the ``--simulate`` text. Picklable for workers."""
 
