@@ -3,7 +3,7 @@ and ``__repr__`` are written once, here, instead of compiled for each class.
 
 Why: on Python 3.11 ``dataclass`` compiles six functions from source for every frozen class (``__init__``,
 ``__repr__``, ``__eq__``, ``__hash__``, ``__setattr__``, ``__delattr__``). Compiling is most of what
-creating a class costs, and ``check`` creates the 34 classes of a report as it starts: about half its
+creating a class costs, and ``check`` creates some 33 classes to read a report: about half its
 start-up over a bare Python (docs/speed.md). The three made here are closures over the class's field
 names, which cost no compiling, and behave as dataclasses' own do:
 
