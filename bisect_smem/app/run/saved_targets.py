@@ -27,13 +27,10 @@ def file_targets(text: str, option: str = "--target") -> list[Target]:
         return [_baseline_target(saved)]
     if not saved.devices:
         raise UsageError(f"{option} {text}: the report has no devices")
-    gpus: dict[int, list[DeviceReport]] = {}  # --backend all lists a GPU once per backend, under one index
-    for dev in saved.devices:
-        gpus.setdefault(dev.index, []).append(dev)
-    return [target for measured in gpus.values() for target in _gpu_targets(measured, path)]
+    return [target for measured in saved.by_gpu() for target in _gpu_targets(measured, path)]
 
 
-def _gpu_targets(measured: list[DeviceReport], path: Path) -> list[Target]:
+def _gpu_targets(measured: tuple[DeviceReport, ...], path: Path) -> list[Target]:
     """One GPU of a report: one target where its backends measured the same limits (the first backend's,
     whose rows hold the cross-checks), else one per backend, each labelled with its backend and why."""
     def target(dev: DeviceReport, why: str = "") -> Target:
